@@ -1,0 +1,180 @@
+//! The safe add API: validation, the automatic variant choice, host convenience.
+
+use kernels_gpu::launch::{grid_for, MAX_BLOCK, MAX_GRID_X};
+use kernels_gpu::verify::{COUNT_BLOCK, COUNT_MISMATCH};
+use kernels_gpu::Dtype;
+
+use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, Stream};
+use crate::raw::{self, BinaryLaunch};
+use crate::variant::{LaunchConfig, Variant};
+
+/// Below this many elements the automatic choice does not split off an unaligned
+/// head: the second launch would cost more than the narrower kernel.
+const PEEL_MIN_ELEMENTS: usize = 4096;
+
+impl Gpu {
+    /// Queues `out = a + b` with an explicit variant and default launch settings.
+    ///
+    /// Errors (nothing is launched): dtype of the variant differs from `T`; lengths
+    /// differ; an operand is not aligned as the variant needs. `n = 0` is a no-op.
+    pub fn add<'a, T: Element>(
+        &self,
+        variant: Variant,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.add_with(variant, LaunchConfig::default(), a, b, out, stream)
+    }
+
+    /// As [`Gpu::add`], with explicit launch settings.
+    pub fn add_with<'a, T: Element>(
+        &self,
+        variant: Variant,
+        cfg: LaunchConfig,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let (a, b, mut out) = (a.as_dev_view(), b.as_dev_view(), out.as_dev_view_mut());
+        self.check_common(variant, cfg, &a, &b, &out, stream)?;
+        self.launch_add(variant, cfg, &a, &b, &mut out, stream)
+    }
+
+    /// Queues `out = a + b` with the fastest variant the operands allow, and returns
+    /// the variant that does the bulk of the work.
+    ///
+    /// The widest variant of `T`'s dtype is used when all three operands are aligned
+    /// for it. When all three are misaligned by the same amount, a short head is
+    /// done by the scalar kernel and the rest by the widest one. Otherwise it falls
+    /// back to the widest variant whose alignment all three meet.
+    pub fn add_auto<'a, T: Element>(
+        &self,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<Variant> {
+        self.add_auto_with(LaunchConfig::default(), a, b, out, stream)
+    }
+
+    /// As [`Gpu::add_auto`], with explicit launch settings.
+    pub fn add_auto_with<'a, T: Element>(
+        &self,
+        cfg: LaunchConfig,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<Variant> {
+        let (a, b, mut out) = (a.as_dev_view(), b.as_dev_view(), out.as_dev_view_mut());
+        let dtype = T::DTYPE;
+        let widest = Variant::widest(dtype);
+        self.check_common(widest, cfg, &a, &b, &out, stream)?;
+        let n = a.len();
+        let addrs = [a.addr(), b.addr(), out.addr()];
+        let align = widest.align() as u64;
+        let offset = addrs[0] % align;
+        if offset != 0 && addrs.iter().all(|x| x % align == offset) && n >= PEEL_MIN_ELEMENTS {
+            // Same misalignment everywhere: after `head` elements all three are aligned.
+            let head = ((align - offset) as usize) / dtype.size();
+            let scalar = Variant::scalar(dtype);
+            let (mut out_head, mut out_rest) = out.split_at_mut(head)?;
+            self.launch_add(scalar, cfg, &a.slice(..head)?, &b.slice(..head)?, &mut out_head, stream)?;
+            self.launch_add(widest, cfg, &a.slice(head..)?, &b.slice(head..)?, &mut out_rest, stream)?;
+            return Ok(widest);
+        }
+        let variant = Variant::widest_for(dtype, &addrs);
+        self.launch_add(variant, cfg, &a, &b, &mut out, stream)?;
+        Ok(variant)
+    }
+
+    /// Blocking convenience: copies `a` and `b` to the GPU, adds them with the
+    /// automatic choice, and returns the sum.
+    pub fn add_host<T: Element>(&self, a: &[T], b: &[T]) -> Result<Vec<T>> {
+        if a.len() != b.len() {
+            let v = Variant::widest(T::DTYPE).name();
+            return Err(Error::LengthMismatch { variant: v, a: a.len(), b: b.len(), out: a.len() });
+        }
+        let stream = self.stream()?;
+        let (da, db) = (self.upload(a)?, self.upload(b)?);
+        let mut out = self.alloc::<T>(a.len())?;
+        self.add_auto(&da, &db, &mut out, &stream)?;
+        stream.synchronize()?;
+        out.to_vec()
+    }
+
+    /// Counts elements where `x` and `y` differ in bits, NaN matching any NaN, on
+    /// the device. Blocks until the count is known.
+    pub fn count_mismatches<T: Element>(&self, x: View<'_, T>, y: View<'_, T>, stream: &Stream) -> Result<u64> {
+        if x.len() != y.len() {
+            return Err(Error::CopyLength { host: x.len(), device: y.len() });
+        }
+        let name = match T::DTYPE {
+            Dtype::F32 => COUNT_MISMATCH[0],
+            Dtype::F16 => COUNT_MISMATCH[1],
+            Dtype::Bf16 => COUNT_MISMATCH[2],
+        };
+        let mut counter = self.upload(&[0u64])?;
+        let grid = grid_for(x.len() as u64, 1, COUNT_BLOCK, 65_536);
+        self.shared.bind()?;
+        raw::launch_count(self.shared.func(name)?, grid, COUNT_BLOCK, &x, &y, &mut counter.view_mut(), stream.raw())?;
+        stream.synchronize()?;
+        Ok(counter.to_vec()?[0])
+    }
+
+    fn check_common<T: Element>(
+        &self,
+        variant: Variant,
+        cfg: LaunchConfig,
+        a: &View<'_, T>,
+        b: &View<'_, T>,
+        out: &ViewMut<'_, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let name = variant.name();
+        if variant.dtype() != T::DTYPE {
+            return Err(Error::DtypeMismatch { variant: name, expected: variant.dtype().name(), got: T::DTYPE.name() });
+        }
+        if a.len() != b.len() || a.len() != out.len() {
+            return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: out.len() });
+        }
+        if cfg.block == 0 || cfg.block > MAX_BLOCK {
+            return Err(Error::BlockSize { variant: name, block: cfg.block, max: MAX_BLOCK });
+        }
+        if cfg.max_grid == 0 || cfg.max_grid > MAX_GRID_X {
+            return Err(Error::GridLimit { variant: name, max_grid: cfg.max_grid, limit: MAX_GRID_X });
+        }
+        let shared = &self.shared;
+        if !a.same_context(shared) || !b.same_context(shared) || !out.same_context(shared) || !std::sync::Arc::ptr_eq(stream.shared(), shared) {
+            return Err(Error::NoDevice(format!("{name}: buffers or stream belong to another Gpu handle")));
+        }
+        Ok(())
+    }
+
+    fn launch_add<T: Element>(
+        &self,
+        variant: Variant,
+        cfg: LaunchConfig,
+        a: &View<'_, T>,
+        b: &View<'_, T>,
+        out: &mut ViewMut<'_, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let n = a.len();
+        let launch = BinaryLaunch {
+            name: variant.name(),
+            func: self.shared.func(variant.name())?,
+            // Same lane count the kernel walks with: one thread per lane group.
+            grid: grid_for(n as u64, variant.lanes(), cfg.block, cfg.max_grid),
+            block: cfg.block,
+            align: variant.align(),
+        };
+        self.shared.bind()?;
+        raw::launch_binary(&launch, a, b, out, n, stream.raw())
+    }
+}

@@ -1,0 +1,325 @@
+//! Typed device memory: owned [`DeviceVec`]s and borrowed [`View`]/[`ViewMut`] ranges.
+//!
+//! A view borrows its buffer, so the borrow checker guarantees the memory outlives
+//! every use of the view, and that an output view never aliases an input.
+
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use half::{bf16, f16};
+use kernels_gpu::Dtype;
+
+use crate::error::{Error, Result};
+use crate::gpu::Shared;
+use crate::raw;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Plain data that can live in device memory: any bit pattern is a valid value.
+pub trait Pod: Copy + Send + Sync + 'static + sealed::Sealed {
+    /// The all-zero-bits value.
+    const ZERO: Self;
+}
+
+/// An element type the kernels compute on.
+pub trait Element: Pod + PartialEq + std::fmt::Debug {
+    /// The kernels' dtype for this type.
+    const DTYPE: Dtype;
+    /// Raw bits, zero-extended.
+    fn to_bits32(self) -> u32;
+    /// From raw bits (truncated to the type's width).
+    fn from_bits32(bits: u32) -> Self;
+    /// True for any NaN encoding.
+    fn is_nan_value(self) -> bool;
+    /// Verification equality: identical bits, or both NaN (any payload). Unlike
+    /// `==`, this tells -0.0 from +0.0 and accepts NaN = NaN.
+    fn same_as(self, other: Self) -> bool {
+        self.to_bits32() == other.to_bits32() || (self.is_nan_value() && other.is_nan_value())
+    }
+}
+
+macro_rules! pod {
+    ($($t:ty = $zero:expr),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Pod for $t {
+            const ZERO: Self = $zero;
+        }
+    )*};
+}
+pod!(f32 = 0.0, f16 = f16::ZERO, bf16 = bf16::ZERO, u8 = 0, u16 = 0, u32 = 0, u64 = 0);
+
+impl Element for f32 {
+    const DTYPE: Dtype = Dtype::F32;
+    fn to_bits32(self) -> u32 {
+        self.to_bits()
+    }
+    fn from_bits32(bits: u32) -> Self {
+        f32::from_bits(bits)
+    }
+    fn is_nan_value(self) -> bool {
+        self.is_nan()
+    }
+}
+
+impl Element for f16 {
+    const DTYPE: Dtype = Dtype::F16;
+    fn to_bits32(self) -> u32 {
+        self.to_bits() as u32
+    }
+    fn from_bits32(bits: u32) -> Self {
+        f16::from_bits(bits as u16)
+    }
+    fn is_nan_value(self) -> bool {
+        self.is_nan()
+    }
+}
+
+impl Element for bf16 {
+    const DTYPE: Dtype = Dtype::Bf16;
+    fn to_bits32(self) -> u32 {
+        self.to_bits() as u32
+    }
+    fn from_bits32(bits: u32) -> Self {
+        bf16::from_bits(bits as u16)
+    }
+    fn is_nan_value(self) -> bool {
+        self.is_nan()
+    }
+}
+
+/// Resolves a range against a length, or says why it does not fit.
+fn bounds(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.saturating_add(1),
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    if start > end || end > len {
+        return Err(Error::OutOfBounds { start, end, len });
+    }
+    Ok((start, end))
+}
+
+/// An owned array of `T` in device memory. Freed on drop.
+///
+/// Fresh buffers hold unspecified bits. `Send + Sync`: any thread may use it, and
+/// the owning [`crate::Gpu`]'s context is made current for each operation.
+pub struct DeviceVec<T: Pod> {
+    addr: u64,
+    len: usize,
+    gpu: Arc<Shared>,
+    _t: PhantomData<T>,
+}
+
+impl<T: Pod> DeviceVec<T> {
+    pub(crate) fn alloc(gpu: Arc<Shared>, len: usize) -> Result<Self> {
+        gpu.bind()?;
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or(Error::OutOfBounds { start: 0, end: len, len: usize::MAX / std::mem::size_of::<T>() })?;
+        let addr = raw::alloc(bytes)?;
+        Ok(Self { addr, len, gpu, _t: PhantomData })
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the buffer holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Device address of the first element.
+    pub fn device_addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// The whole buffer, read-only.
+    pub fn view(&self) -> View<'_, T> {
+        View { addr: self.addr, len: self.len, gpu: &self.gpu, _t: PhantomData }
+    }
+
+    /// The whole buffer, writable.
+    pub fn view_mut(&mut self) -> ViewMut<'_, T> {
+        ViewMut { addr: self.addr, len: self.len, gpu: &self.gpu, _t: PhantomData }
+    }
+
+    /// A read-only sub-range, e.g. `buf.slice(3..)` (an unaligned start is allowed).
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<View<'_, T>> {
+        self.view().slice(range)
+    }
+
+    /// A writable sub-range.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<ViewMut<'_, T>> {
+        let (s, e) = bounds(range, self.len)?;
+        Ok(ViewMut { addr: self.addr + (s * std::mem::size_of::<T>()) as u64, len: e - s, gpu: &self.gpu, _t: PhantomData })
+    }
+
+    /// Copies the whole buffer to a new host vector (waits for the copy).
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        self.view().to_vec()
+    }
+
+    /// Overwrites the whole buffer from a host slice of the same length.
+    pub fn copy_from(&mut self, src: &[T]) -> Result<()> {
+        self.view_mut().copy_from(src)
+    }
+
+    /// Sets every element to the given bit pattern (e.g. a poison value).
+    pub fn fill_bits(&mut self, bits: u32) -> Result<()> {
+        self.view_mut().fill_bits(bits)
+    }
+}
+
+impl<T: Pod> Drop for DeviceVec<T> {
+    fn drop(&mut self) {
+        // Best effort: a context broken by a kernel fault may refuse both calls, and
+        // a drop must not panic.
+        let _ = self.gpu.bind();
+        raw::free(self.addr);
+    }
+}
+
+impl<T: Pod> std::fmt::Debug for DeviceVec<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceVec<{}>({} @ {:#x})", std::any::type_name::<T>(), self.len, self.addr)
+    }
+}
+
+/// A read-only range of device memory borrowed from a [`DeviceVec`].
+#[derive(Clone, Copy)]
+pub struct View<'a, T: Pod> {
+    addr: u64,
+    len: usize,
+    gpu: &'a Arc<Shared>,
+    _t: PhantomData<&'a [T]>,
+}
+
+impl<'a, T: Pod> View<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Device address of the first element.
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+    /// A sub-range of this view.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<View<'a, T>> {
+        let (s, e) = bounds(range, self.len)?;
+        Ok(View { addr: self.addr + (s * std::mem::size_of::<T>()) as u64, len: e - s, gpu: self.gpu, _t: PhantomData })
+    }
+    /// Copies to a new host vector.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        self.gpu.bind()?;
+        let mut out = vec![T::ZERO; self.len];
+        raw::download(&mut out, self)?;
+        Ok(out)
+    }
+    pub(crate) fn same_context(&self, gpu: &Arc<Shared>) -> bool {
+        Arc::ptr_eq(self.gpu, gpu)
+    }
+}
+
+/// A writable range of device memory borrowed exclusively from a [`DeviceVec`].
+pub struct ViewMut<'a, T: Pod> {
+    addr: u64,
+    len: usize,
+    gpu: &'a Arc<Shared>,
+    _t: PhantomData<&'a mut [T]>,
+}
+
+impl<'a, T: Pod> ViewMut<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Device address of the first element.
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+    /// Reborrows as read-only.
+    pub fn as_view(&self) -> View<'_, T> {
+        View { addr: self.addr, len: self.len, gpu: self.gpu, _t: PhantomData }
+    }
+    /// Reborrows as a shorter writable view (the borrow keeps `self` locked).
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<ViewMut<'_, T>> {
+        let (s, e) = bounds(range, self.len)?;
+        Ok(ViewMut { addr: self.addr + (s * std::mem::size_of::<T>()) as u64, len: e - s, gpu: self.gpu, _t: PhantomData })
+    }
+    /// Splits into two disjoint writable views at `mid`.
+    pub fn split_at_mut(&mut self, mid: usize) -> Result<(ViewMut<'_, T>, ViewMut<'_, T>)> {
+        if mid > self.len {
+            return Err(Error::OutOfBounds { start: mid, end: self.len, len: self.len });
+        }
+        let size = std::mem::size_of::<T>() as u64;
+        let head = ViewMut { addr: self.addr, len: mid, gpu: self.gpu, _t: PhantomData };
+        let tail = ViewMut { addr: self.addr + mid as u64 * size, len: self.len - mid, gpu: self.gpu, _t: PhantomData };
+        Ok((head, tail))
+    }
+    /// Overwrites from a host slice of the same length.
+    pub fn copy_from(&mut self, src: &[T]) -> Result<()> {
+        self.gpu.bind()?;
+        raw::upload(self, src)
+    }
+    /// Sets every element to the bit pattern `bits`.
+    pub fn fill_bits(&mut self, bits: u32) -> Result<()> {
+        self.gpu.bind()?;
+        raw::fill_bits(self, bits)
+    }
+    pub(crate) fn same_context(&self, gpu: &Arc<Shared>) -> bool {
+        Arc::ptr_eq(self.gpu, gpu)
+    }
+}
+
+/// Things that can be read as a view: `&DeviceVec<T>`, `View<T>`, `&ViewMut<T>`.
+pub trait AsView<'a, T: Pod> {
+    /// The read-only view.
+    fn as_dev_view(self) -> View<'a, T>;
+}
+
+impl<'a, T: Pod> AsView<'a, T> for &'a DeviceVec<T> {
+    fn as_dev_view(self) -> View<'a, T> {
+        self.view()
+    }
+}
+
+impl<'a, T: Pod> AsView<'a, T> for View<'a, T> {
+    fn as_dev_view(self) -> View<'a, T> {
+        self
+    }
+}
+
+/// Things that can be written as a view: `&mut DeviceVec<T>`, `ViewMut<T>`.
+pub trait AsViewMut<'a, T: Pod> {
+    /// The writable view.
+    fn as_dev_view_mut(self) -> ViewMut<'a, T>;
+}
+
+impl<'a, T: Pod> AsViewMut<'a, T> for &'a mut DeviceVec<T> {
+    fn as_dev_view_mut(self) -> ViewMut<'a, T> {
+        self.view_mut()
+    }
+}
+
+impl<'a, T: Pod> AsViewMut<'a, T> for ViewMut<'a, T> {
+    fn as_dev_view_mut(self) -> ViewMut<'a, T> {
+        self
+    }
+}

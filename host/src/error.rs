@@ -1,0 +1,85 @@
+//! The error type. Every message names what went wrong and the values involved.
+
+use std::fmt;
+
+/// A CUDA driver API failure: the numeric code, its name and the driver's text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DriverError {
+    /// `CUresult` value.
+    pub code: u32,
+    /// e.g. `CUDA_ERROR_ILLEGAL_ADDRESS`.
+    pub name: String,
+    /// The driver's description.
+    pub message: String,
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}): {}", self.name, self.code, self.message)
+    }
+}
+
+impl std::error::Error for DriverError {}
+
+/// Everything the library can report.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// a, b and out do not have the same number of elements.
+    #[error("{variant}: length mismatch: a has {a} elements, b has {b}, out has {out}")]
+    LengthMismatch { variant: &'static str, a: usize, b: usize, out: usize },
+
+    /// An operand's device address does not meet the variant's alignment.
+    #[error(
+        "{variant}: operand `{operand}` at device address {addr:#x} is {offset} bytes past a \
+         {required}-byte boundary; this variant needs {required}-byte aligned operands"
+    )]
+    Misaligned { variant: &'static str, operand: &'static str, addr: u64, offset: u64, required: usize },
+
+    /// The variant's dtype is not the element type of the buffers.
+    #[error("{variant}: works on {expected} data, but the buffers hold {got}")]
+    DtypeMismatch { variant: &'static str, expected: &'static str, got: &'static str },
+
+    /// Threads per block outside 1..=max.
+    #[error("{variant}: block size {block} is out of range (1..={max} threads)")]
+    BlockSize { variant: &'static str, block: u32, max: u32 },
+
+    /// Grid cap of zero or above the hardware limit.
+    #[error("{variant}: grid limit {max_grid} is out of range (1..={limit} blocks)")]
+    GridLimit { variant: &'static str, max_grid: u32, limit: u32 },
+
+    /// A sub-view's range does not lie inside its buffer.
+    #[error("view {start}..{end} is out of bounds for a buffer of {len} elements")]
+    OutOfBounds { start: usize, end: usize, len: usize },
+
+    /// A host slice and a device buffer of different lengths were copied.
+    #[error("copy between {host} host elements and {device} device elements: lengths differ")]
+    CopyLength { host: usize, device: usize },
+
+    /// No usable CUDA device or driver.
+    #[error("no CUDA device: {0}")]
+    NoDevice(String),
+
+    /// The driver refused the PTX module.
+    #[error("failed to load the PTX module: {0}")]
+    PtxLoad(DriverError),
+
+    /// The PTX module lacks a kernel the library needs.
+    #[error("kernel `{name}` is missing from the PTX module: {source}")]
+    MissingKernel { name: &'static str, source: DriverError },
+
+    /// The device could not allocate.
+    #[error("out of device memory allocating {bytes} bytes: {source}")]
+    OutOfMemory { bytes: usize, source: DriverError },
+
+    /// A kernel faulted; reported by the first synchronisation after it.
+    /// The context is unusable afterwards (CUDA errors of this kind are sticky).
+    #[error("a kernel faulted on this stream (reported at synchronize): {0}")]
+    KernelFault(DriverError),
+
+    /// Any other driver call that failed; `context` says which.
+    #[error("{context}: {source}")]
+    Driver { context: &'static str, source: DriverError },
+}
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

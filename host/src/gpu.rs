@@ -1,0 +1,278 @@
+//! The device handle: context, the embedded PTX module, every kernel resolved once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cust::context::{Context, CurrentContext};
+use cust::device::{Device, DeviceAttribute};
+use cust::event::{Event, EventFlags};
+use cust::function::FunctionAttribute;
+use cust::module::Module;
+use cust::stream::StreamFlags;
+
+use crate::buffer::{DeviceVec, Pod};
+use crate::error::{Error, Result};
+use crate::raw::{self, RawFn};
+
+/// The PTX built by `cargo xtask build-ptx` from `kernels-gpu`, embedded at compile
+/// time so the library needs no file at run time.
+pub const PTX: &str = include_str!("../../ptx/kernels_gpu.ptx");
+
+/// Every kernel the library launches; all are resolved when a [`Gpu`] is created.
+pub fn kernel_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = kernels_gpu::add::ADD_KERNELS.iter().map(|k| k.name).collect();
+    names.extend(kernels_gpu::verify::COUNT_MISMATCH);
+    names.push(kernels_gpu::verify::EMPTY);
+    names
+}
+
+/// Facts about the device, read from the driver.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceInfo {
+    /// CUDA ordinal.
+    pub index: usize,
+    /// Marketing name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// (major, minor).
+    pub compute_capability: (u32, u32),
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    /// L2 cache size in bytes.
+    pub l2_bytes: u64,
+    /// Device memory in bytes.
+    pub total_memory: u64,
+    /// Peak memory clock in kHz.
+    pub memory_clock_khz: u64,
+    /// Memory bus width in bits.
+    pub bus_width_bits: u64,
+    /// Resident threads per SM.
+    pub max_threads_per_sm: u32,
+    /// 32-bit registers per SM.
+    pub registers_per_sm: u32,
+    /// CUDA driver version, e.g. 13000 for 13.0.
+    pub driver_version: i32,
+}
+
+impl DeviceInfo {
+    /// Theoretical DRAM bandwidth in GB/s (10^9 bytes): 2 transfers per memory clock
+    /// (double data rate) times the bus width in bytes.
+    pub fn peak_gbps(&self) -> f64 {
+        2.0 * self.memory_clock_khz as f64 * 1e3 * (self.bus_width_bits as f64 / 8.0) / 1e9
+    }
+}
+
+/// Per-kernel resources reported by the driver after JIT compilation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelResources {
+    /// Registers per thread.
+    pub registers: u32,
+    /// Local (stack/spill) memory per thread, bytes.
+    pub local_bytes: u32,
+    /// Static shared memory per block, bytes.
+    pub shared_bytes: u32,
+    /// Largest block this kernel can launch with.
+    pub max_threads_per_block: u32,
+}
+
+pub(crate) struct Shared {
+    pub(crate) ctx: Context,
+    // Kept alive: the RawFn handles below point into it.
+    _module: Module,
+    funcs: HashMap<&'static str, RawFn>,
+    pub(crate) info: DeviceInfo,
+}
+
+impl Shared {
+    /// Makes this context current on the calling thread (cheap; done before every
+    /// driver call so any thread can use any handle).
+    pub(crate) fn bind(&self) -> Result<()> {
+        CurrentContext::set_current(&self.ctx).map_err(|e| Error::Driver { context: "cuCtxSetCurrent", source: raw::from_cust(e) })
+    }
+
+    pub(crate) fn func(&self, name: &'static str) -> Result<RawFn> {
+        self.funcs.get(name).copied().ok_or(Error::MissingKernel {
+            name,
+            source: crate::error::DriverError { code: 500, name: "CUDA_ERROR_NOT_FOUND".into(), message: "not resolved at load".into() },
+        })
+    }
+}
+
+/// A handle to one GPU with the kernels loaded. Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Gpu {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu").field("info", &self.shared.info).finish()
+    }
+}
+
+fn driver(context: &'static str) -> impl Fn(cust::error::CudaError) -> Error {
+    move |e| Error::Driver { context, source: raw::from_cust(e) }
+}
+
+impl Gpu {
+    /// Number of CUDA devices, or [`Error::NoDevice`] when there is no driver/device.
+    pub fn device_count() -> Result<usize> {
+        cust::init(cust::CudaFlags::empty()).map_err(|e| Error::NoDevice(format!("cuInit failed: {}", raw::from_cust(e))))?;
+        let n = Device::num_devices().map_err(|e| Error::NoDevice(format!("cuDeviceGetCount failed: {}", raw::from_cust(e))))?;
+        Ok(n as usize)
+    }
+
+    /// Opens GPU `index` with the embedded PTX and resolves every kernel.
+    pub fn new(index: usize) -> Result<Gpu> {
+        Self::with_ptx(index, PTX)
+    }
+
+    /// Opens GPU `index` with the given PTX text. Fails with [`Error::PtxLoad`] if
+    /// the driver rejects it and [`Error::MissingKernel`] naming the first kernel of
+    /// [`kernel_names`] it lacks.
+    pub fn with_ptx(index: usize, ptx: &str) -> Result<Gpu> {
+        let count = Self::device_count()?;
+        if index >= count {
+            return Err(Error::NoDevice(format!("no CUDA device with index {index}; {count} present")));
+        }
+        let device = Device::get_device(index as u32).map_err(driver("cuDeviceGet"))?;
+        let ctx = Context::new(device).map_err(driver("cuDevicePrimaryCtxRetain"))?;
+        CurrentContext::set_current(&ctx).map_err(driver("cuCtxSetCurrent"))?;
+        let module = Module::from_ptx(ptx, &[]).map_err(|e| Error::PtxLoad(raw::from_cust(e)))?;
+        let mut funcs = HashMap::new();
+        for name in kernel_names() {
+            let f = module.get_function(name).map_err(|e| Error::MissingKernel { name, source: raw::from_cust(e) })?;
+            funcs.insert(name, RawFn(f.to_raw()));
+        }
+        let attr = |a: DeviceAttribute| device.get_attribute(a).map_err(driver("cuDeviceGetAttribute"));
+        let info = DeviceInfo {
+            index,
+            name: device.name().map_err(driver("cuDeviceGetName"))?,
+            compute_capability: (
+                attr(DeviceAttribute::ComputeCapabilityMajor)? as u32,
+                attr(DeviceAttribute::ComputeCapabilityMinor)? as u32,
+            ),
+            sm_count: attr(DeviceAttribute::MultiprocessorCount)? as u32,
+            l2_bytes: attr(DeviceAttribute::L2CacheSize)? as u64,
+            total_memory: device.total_memory().map_err(driver("cuDeviceTotalMem"))? as u64,
+            memory_clock_khz: attr(DeviceAttribute::MemoryClockRate)? as u64,
+            bus_width_bits: attr(DeviceAttribute::GlobalMemoryBusWidth)? as u64,
+            max_threads_per_sm: attr(DeviceAttribute::MaxThreadsPerMultiprocessor)? as u32,
+            registers_per_sm: attr(DeviceAttribute::MaxRegistersPerMultiprocessor)? as u32,
+            driver_version: raw::driver_version()?,
+        };
+        Ok(Gpu { shared: Arc::new(Shared { ctx, _module: module, funcs, info }) })
+    }
+
+    /// The device's facts.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.shared.info
+    }
+
+    /// A new non-blocking stream on this GPU.
+    pub fn stream(&self) -> Result<Stream> {
+        self.shared.bind()?;
+        let inner = cust::stream::Stream::new(StreamFlags::NON_BLOCKING, None).map_err(driver("cuStreamCreate"))?;
+        Ok(Stream { inner, gpu: self.shared.clone() })
+    }
+
+    /// Allocates `len` elements. The contents are unspecified until written.
+    pub fn alloc<T: Pod>(&self, len: usize) -> Result<DeviceVec<T>> {
+        DeviceVec::alloc(self.shared.clone(), len)
+    }
+
+    /// Allocates and fills from a host slice.
+    pub fn upload<T: Pod>(&self, data: &[T]) -> Result<DeviceVec<T>> {
+        let mut v = self.alloc(data.len())?;
+        v.copy_from(data)?;
+        Ok(v)
+    }
+
+    /// Waits for all work on this GPU; a kernel fault shows up here.
+    pub fn synchronize(&self) -> Result<()> {
+        self.shared.bind()?;
+        CurrentContext::synchronize().map_err(|e| Error::KernelFault(raw::from_cust(e)))
+    }
+
+    /// (free, total) device memory in bytes.
+    pub fn mem_info(&self) -> Result<(usize, usize)> {
+        self.shared.bind()?;
+        raw::mem_info()
+    }
+
+    /// Registers, local memory and limits of one kernel, from the driver.
+    pub fn kernel_resources(&self, name: &'static str) -> Result<KernelResources> {
+        self.shared.bind()?;
+        // Looked up again through the driver so the attribute API of cust can be used.
+        let f = self.shared.func(name)?;
+        let get = |a: FunctionAttribute| raw::func_attribute(f, a as i32).map(|v| v as u32);
+        Ok(KernelResources {
+            registers: get(FunctionAttribute::NumRegisters)?,
+            local_bytes: get(FunctionAttribute::LocalSizeBytes)?,
+            shared_bytes: get(FunctionAttribute::SharedMemorySizeBytes)?,
+            max_threads_per_block: get(FunctionAttribute::MaxThreadsPerBlock)?,
+        })
+    }
+
+    /// Resident blocks per SM for `name` at `block` threads (driver occupancy API).
+    pub fn blocks_per_sm(&self, name: &'static str, block: u32) -> Result<u32> {
+        self.shared.bind()?;
+        raw::occupancy(self.shared.func(name)?, block)
+    }
+
+    /// Launches the empty kernel once (measures launch overhead).
+    pub fn launch_empty(&self, stream: &Stream) -> Result<()> {
+        self.shared.bind()?;
+        raw::launch_empty(self.shared.func(kernels_gpu::verify::EMPTY)?, stream.raw())
+    }
+
+    /// Test support: launches a kernel that dereferences null, to check that faults
+    /// come back as [`Error::KernelFault`] at the next synchronisation. The context
+    /// is unusable afterwards.
+    #[doc(hidden)]
+    pub fn __launch_faulting_kernel(&self, stream: &Stream) -> Result<()> {
+        self.shared.bind()?;
+        raw::launch_faulting(self.shared.func(kernels_gpu::add::ADD_F32.name)?, stream.raw())
+    }
+}
+
+/// A CUDA stream: work on it runs in order, asynchronously to the host.
+pub struct Stream {
+    inner: cust::stream::Stream,
+    gpu: Arc<Shared>,
+}
+
+impl Stream {
+    pub(crate) fn raw(&self) -> cust::sys::CUstream {
+        self.inner.as_inner()
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.gpu
+    }
+
+    /// Blocks until all work queued on this stream is done. A kernel fault on it is
+    /// reported here as [`Error::KernelFault`].
+    pub fn synchronize(&self) -> Result<()> {
+        self.gpu.bind()?;
+        self.inner.synchronize().map_err(|e| Error::KernelFault(raw::from_cust(e)))
+    }
+
+    /// Times the work `work` queues on this stream with CUDA events (device time,
+    /// not host time). Returns milliseconds.
+    pub fn time(&self, work: impl FnOnce(&Stream) -> Result<()>) -> Result<f32> {
+        self.gpu.bind()?;
+        let start = Event::new(EventFlags::DEFAULT).map_err(driver("cuEventCreate"))?;
+        let stop = Event::new(EventFlags::DEFAULT).map_err(driver("cuEventCreate"))?;
+        start.record(&self.inner).map_err(driver("cuEventRecord"))?;
+        work(self)?;
+        stop.record(&self.inner).map_err(driver("cuEventRecord"))?;
+        stop.synchronize().map_err(|e| Error::KernelFault(raw::from_cust(e)))?;
+        stop.elapsed_time_f32(&start).map_err(driver("cuEventElapsedTime"))
+    }
+
+    /// Device-to-device copy of equal-length views, queued on this stream.
+    pub fn copy<T: Pod>(&self, dst: &mut crate::ViewMut<'_, T>, src: &crate::View<'_, T>) -> Result<()> {
+        self.gpu.bind()?;
+        raw::copy_async(dst, src, self.raw())
+    }
+}

@@ -1,0 +1,51 @@
+//! # gpukern
+//!
+//! Safe host library for CUDA kernels written in Rust (`kernels-gpu`), compiled to
+//! PTX by rustc's `nvptx64-nvidia-cuda` backend and embedded here.
+//!
+//! ```no_run
+//! use gpukern::{Gpu, reference};
+//! use half::f16;
+//!
+//! let gpu = Gpu::new(0)?;
+//! let a: Vec<f16> = (0..1000).map(|i| f16::from_f32(i as f32 * 0.5)).collect();
+//! let b: Vec<f16> = (0..1000).map(|i| f16::from_f32(1.0 - i as f32)).collect();
+//! let c = gpu.add_host(&a, &b)?;
+//! assert_eq!(reference::first_mismatch(&c, &reference::add(&a, &b)), None);
+//! # Ok::<(), gpukern::Error>(())
+//! ```
+//!
+//! * [`Gpu`]: a device with every kernel resolved at creation.
+//! * [`DeviceVec`], [`View`], [`ViewMut`]: typed device memory for `f32`,
+//!   [`half::f16`] and [`half::bf16`].
+//! * [`Variant`]: one entry per add kernel; [`Gpu::add`] runs one, [`Gpu::add_auto`]
+//!   picks by dtype, alignment and length.
+//! * [`reference`]: the CPU reference the tests and benches verify against.
+//!
+//! All `unsafe` code (driver calls, launches) lives in one private module, `raw`.
+//! Errors are [`Error`] values; the library does not panic on bad input.
+
+mod add;
+mod buffer;
+mod error;
+mod gpu;
+mod raw;
+pub mod reference;
+mod variant;
+
+pub use buffer::{AsView, AsViewMut, DeviceVec, Element, Pod, View, ViewMut};
+pub use error::{DriverError, Error, Result};
+pub use gpu::{kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX};
+pub use half;
+pub use kernels_gpu::Dtype;
+pub use variant::{LaunchConfig, Variant};
+
+#[cfg(test)]
+mod send_sync {
+    // Handles are shared across threads; these fail to compile if that changes.
+    const fn assert_send_sync<T: Send + Sync>() {}
+    const _: () = assert_send_sync::<super::Gpu>();
+    const _: () = assert_send_sync::<super::Stream>();
+    const _: () = assert_send_sync::<super::DeviceVec<f32>>();
+    const _: () = assert_send_sync::<super::View<'static, half::f16>>();
+}

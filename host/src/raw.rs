@@ -1,0 +1,280 @@
+//! The unsafe edge: every driver call and every kernel launch of the crate.
+//!
+//! Nothing outside this module uses `unsafe`. Each function here checks what makes
+//! its own unsafe block sound (lengths against the views it is given, alignment
+//! against the kernel's needs) instead of trusting its caller, so that the safe API
+//! above cannot produce undefined behaviour or an out-of-range write.
+
+use std::ffi::{c_void, CStr};
+use std::os::raw::c_char;
+
+use cust::sys as cu;
+
+use crate::buffer::{Element, Pod, View, ViewMut};
+use crate::error::{DriverError, Error, Result};
+
+/// Turns a `CUresult` into a [`DriverError`] with the driver's own name and text.
+pub(crate) fn check(result: cu::CUresult) -> Result<(), DriverError> {
+    if result == cu::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    let mut name: *const c_char = std::ptr::null();
+    let mut text: *const c_char = std::ptr::null();
+    // SAFETY: both calls only write a pointer to a static string, or leave it null.
+    unsafe {
+        cu::cuGetErrorName(result, &mut name);
+        cu::cuGetErrorString(result, &mut text);
+    }
+    let read = |p: *const c_char, fallback: String| {
+        if p.is_null() {
+            fallback
+        } else {
+            // SAFETY: the driver returned a NUL-terminated static string.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    Err(DriverError {
+        code: result as u32,
+        name: read(name, format!("CUresult {}", result as u32)),
+        message: read(text, "unknown error".into()),
+    })
+}
+
+/// Converts cust's error into ours (same code, the driver's name and text).
+pub(crate) fn from_cust(e: cust::error::CudaError) -> DriverError {
+    let code = e as u32;
+    if code <= 999 {
+        // SAFETY: cust's CudaError mirrors CUresult for codes up to 999.
+        let r: cu::CUresult = unsafe { std::mem::transmute(code) };
+        if let Err(d) = check(r) {
+            return d;
+        }
+    }
+    DriverError { code, name: format!("{e:?}"), message: e.to_string() }
+}
+
+/// A resolved kernel handle. CUDA function handles may be used from any thread.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawFn(pub(crate) cu::CUfunction);
+// SAFETY: a CUfunction is an immutable driver handle, valid on every thread that
+// has its context current; the driver synchronises its use.
+unsafe impl Send for RawFn {}
+// SAFETY: as above.
+unsafe impl Sync for RawFn {}
+
+/// Allocates `bytes` of device memory in the current context.
+pub(crate) fn alloc(bytes: usize) -> Result<u64> {
+    let mut ptr: cu::CUdeviceptr = 0;
+    // SAFETY: writes one device pointer.
+    check(unsafe { cu::cuMemAlloc_v2(&mut ptr, bytes.max(1)) }).map_err(|source| {
+        if source.code == cu::CUresult::CUDA_ERROR_OUT_OF_MEMORY as u32 {
+            Error::OutOfMemory { bytes, source }
+        } else {
+            Error::Driver { context: "cuMemAlloc", source }
+        }
+    })?;
+    Ok(ptr)
+}
+
+/// Frees device memory. Errors are ignored: a context that faulted can refuse the
+/// free, and dropping must never panic.
+pub(crate) fn free(ptr: u64) {
+    // SAFETY: `ptr` came from `alloc` and is freed once (DeviceVec's Drop).
+    let _ = unsafe { cu::cuMemFree_v2(ptr) };
+}
+
+/// Host to device copy of a whole view.
+pub(crate) fn upload<T: Pod>(dst: &mut ViewMut<'_, T>, src: &[T]) -> Result<()> {
+    if dst.len() != src.len() {
+        return Err(Error::CopyLength { host: src.len(), device: dst.len() });
+    }
+    let bytes = std::mem::size_of_val(src);
+    // SAFETY: dst is a live device range of exactly `bytes`; src is a host slice of it.
+    check(unsafe { cu::cuMemcpyHtoD_v2(dst.addr(), src.as_ptr() as *const c_void, bytes) })
+        .map_err(|source| Error::Driver { context: "cuMemcpyHtoD", source })
+}
+
+/// Device to host copy of a whole view.
+pub(crate) fn download<T: Pod>(dst: &mut [T], src: &View<'_, T>) -> Result<()> {
+    if dst.len() != src.len() {
+        return Err(Error::CopyLength { host: dst.len(), device: src.len() });
+    }
+    let bytes = std::mem::size_of_val(dst);
+    // SAFETY: src is a live device range of `bytes`; dst is a host slice of that size,
+    // and every bit pattern is a valid Element.
+    check(unsafe { cu::cuMemcpyDtoH_v2(dst.as_mut_ptr() as *mut c_void, src.addr(), bytes) })
+        .map_err(|source| Error::Driver { context: "cuMemcpyDtoH", source })
+}
+
+/// Device to device copy between views of equal length, on a stream.
+pub(crate) fn copy_async<T: Pod>(dst: &mut ViewMut<'_, T>, src: &View<'_, T>, stream: cu::CUstream) -> Result<()> {
+    if dst.len() != src.len() {
+        return Err(Error::CopyLength { host: src.len(), device: dst.len() });
+    }
+    let bytes = dst.len() * std::mem::size_of::<T>();
+    // SAFETY: both are live device ranges of `bytes`; `&mut` on dst excludes overlap.
+    check(unsafe { cu::cuMemcpyDtoDAsync_v2(dst.addr(), src.addr(), bytes, stream) })
+        .map_err(|source| Error::Driver { context: "cuMemcpyDtoDAsync", source })
+}
+
+/// Fills a view with one bit pattern (of the element's width).
+pub(crate) fn fill_bits<T: Pod>(dst: &mut ViewMut<'_, T>, bits: u32) -> Result<()> {
+    let n = dst.len();
+    // SAFETY: dst is a live device range of n elements of T's width.
+    let r = unsafe {
+        match std::mem::size_of::<T>() {
+            4 => cu::cuMemsetD32_v2(dst.addr(), bits, n),
+            2 => cu::cuMemsetD16_v2(dst.addr(), bits as u16, n),
+            _ => cu::cuMemsetD8_v2(dst.addr(), bits as u8, n * std::mem::size_of::<T>()),
+        }
+    };
+    check(r).map_err(|source| Error::Driver { context: "cuMemset", source })
+}
+
+/// Free and total device memory of the current context's device, in bytes.
+pub(crate) fn mem_info() -> Result<(usize, usize)> {
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: writes two integers.
+    check(unsafe { cu::cuMemGetInfo_v2(&mut free, &mut total) })
+        .map_err(|source| Error::Driver { context: "cuMemGetInfo", source })?;
+    Ok((free, total))
+}
+
+/// Launches `func` with the given parameter pointers.
+///
+/// # Safety
+/// `params` must match the kernel's parameter list in number, order and type, and
+/// every device pointer among them must be valid for what the kernel does with the
+/// given grid.
+unsafe fn launch(func: RawFn, grid: u32, block: u32, stream: cu::CUstream, params: &mut [*mut c_void]) -> Result<()> {
+    // SAFETY: forwarded to the caller's contract.
+    let r = unsafe {
+        cu::cuLaunchKernel(func.0, grid, 1, 1, block, 1, 1, 0, stream, params.as_mut_ptr(), std::ptr::null_mut())
+    };
+    check(r).map_err(|source| Error::Driver { context: "cuLaunchKernel", source })
+}
+
+/// Geometry of one binary element-wise launch; made by `add.rs` from the variant.
+pub(crate) struct BinaryLaunch {
+    pub name: &'static str,
+    pub func: RawFn,
+    pub grid: u32,
+    pub block: u32,
+    /// Byte alignment the kernel's accesses need.
+    pub align: usize,
+}
+
+/// Launches an add-shaped kernel `(a, b, out, n: u64)` over the first `n` elements.
+///
+/// Checks the three views hold at least `n` elements and meet `align`, so the
+/// kernel reads and writes only inside them.
+pub(crate) fn launch_binary<T: Element>(
+    l: &BinaryLaunch,
+    a: &View<'_, T>,
+    b: &View<'_, T>,
+    out: &mut ViewMut<'_, T>,
+    n: usize,
+    stream: cu::CUstream,
+) -> Result<()> {
+    if a.len() < n || b.len() < n || out.len() < n {
+        return Err(Error::LengthMismatch { variant: l.name, a: a.len(), b: b.len(), out: out.len() });
+    }
+    for (operand, addr) in [("a", a.addr()), ("b", b.addr()), ("out", out.addr())] {
+        let offset = addr % l.align as u64;
+        if offset != 0 {
+            return Err(Error::Misaligned { variant: l.name, operand, addr, offset, required: l.align });
+        }
+    }
+    if n == 0 || l.grid == 0 {
+        return Ok(());
+    }
+    let (mut pa, mut pb, mut pc, mut pn) = (a.addr(), b.addr(), out.addr(), n as u64);
+    let mut params = [
+        &mut pa as *mut u64 as *mut c_void,
+        &mut pb as *mut u64 as *mut c_void,
+        &mut pc as *mut u64 as *mut c_void,
+        &mut pn as *mut u64 as *mut c_void,
+    ];
+    // SAFETY: every add kernel takes (ptr, ptr, ptr, u64); the views are live for
+    // n elements, aligned as the kernel needs, and out is exclusively borrowed; the
+    // kernel touches indices < n only, whatever the grid.
+    unsafe { launch(l.func, l.grid, l.block, stream, &mut params) }
+}
+
+/// Launches a mismatch counter `(x, y, n, counter)`: adds to `counter[0]` the
+/// number of elements that differ (NaN equal to NaN).
+pub(crate) fn launch_count<T: Pod>(
+    func: RawFn,
+    grid: u32,
+    block: u32,
+    x: &View<'_, T>,
+    y: &View<'_, T>,
+    counter: &mut ViewMut<'_, u64>,
+    stream: cu::CUstream,
+) -> Result<()> {
+    if x.len() != y.len() || counter.len() != 1 {
+        return Err(Error::CopyLength { host: x.len(), device: y.len() });
+    }
+    if x.is_empty() {
+        return Ok(());
+    }
+    let (mut px, mut py, mut pn, mut pc) = (x.addr(), y.addr(), x.len() as u64, counter.addr());
+    let mut params = [
+        &mut px as *mut u64 as *mut c_void,
+        &mut py as *mut u64 as *mut c_void,
+        &mut pn as *mut u64 as *mut c_void,
+        &mut pc as *mut u64 as *mut c_void,
+    ];
+    // SAFETY: the counters take (ptr, ptr, u64, ptr); x and y are live for n
+    // elements, counter is one exclusively borrowed u64 (8-byte aligned by cuMemAlloc).
+    unsafe { launch(func, grid, block, stream, &mut params) }
+}
+
+/// Launches the empty kernel (no parameters).
+pub(crate) fn launch_empty(func: RawFn, stream: cu::CUstream) -> Result<()> {
+    // SAFETY: the empty kernel takes no parameters and touches no memory.
+    unsafe { launch(func, 1, 1, stream, &mut []) }
+}
+
+/// Test-only: launches an add kernel on a null output so that it faults, to check
+/// that faults surface as errors at the next synchronisation.
+#[doc(hidden)]
+pub(crate) fn launch_faulting(func: RawFn, stream: cu::CUstream) -> Result<()> {
+    let (mut pa, mut pb, mut pc, mut pn) = (0u64, 0u64, 0u64, 1024u64);
+    let mut params = [
+        &mut pa as *mut u64 as *mut c_void,
+        &mut pb as *mut u64 as *mut c_void,
+        &mut pc as *mut u64 as *mut c_void,
+        &mut pn as *mut u64 as *mut c_void,
+    ];
+    // SAFETY: a null device pointer faults inside the kernel (an illegal-address
+    // error in the CUDA context); no host memory is involved.
+    unsafe { launch(func, 4, 256, stream, &mut params) }
+}
+
+/// One attribute of a kernel (`CUfunction_attribute` value `attr`).
+pub(crate) fn func_attribute(func: RawFn, attr: i32) -> Result<i32> {
+    let mut value = 0i32;
+    // SAFETY: writes one integer; the attribute value comes from cust's enum, which
+    // mirrors CUfunction_attribute.
+    let r = unsafe { cu::cuFuncGetAttribute(&mut value, std::mem::transmute::<i32, cu::CUfunction_attribute>(attr), func.0) };
+    check(r).map_err(|source| Error::Driver { context: "cuFuncGetAttribute", source })?;
+    Ok(value)
+}
+
+/// Resident blocks per SM for `func` at `block` threads and no dynamic shared memory.
+pub(crate) fn occupancy(func: RawFn, block: u32) -> Result<u32> {
+    let mut blocks = 0i32;
+    // SAFETY: writes one integer.
+    let r = unsafe { cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, func.0, block as i32, 0) };
+    check(r).map_err(|source| Error::Driver { context: "cuOccupancyMaxActiveBlocksPerMultiprocessor", source })?;
+    Ok(blocks as u32)
+}
+
+/// The CUDA version the driver supports, e.g. 13000 for 13.0.
+pub(crate) fn driver_version() -> Result<i32> {
+    let mut v = 0i32;
+    // SAFETY: writes one integer.
+    check(unsafe { cu::cuDriverGetVersion(&mut v) }).map_err(|source| Error::Driver { context: "cuDriverGetVersion", source })?;
+    Ok(v)
+}

@@ -1,0 +1,167 @@
+//! The add variants, one per kernel of `kernels_gpu::add`, and launch settings.
+
+use kernels_gpu::add::{AddKernel, ADD_KERNELS};
+use kernels_gpu::launch::{DEFAULT_BLOCK, MAX_GRID_X};
+use kernels_gpu::Dtype;
+
+/// One add kernel. The order matches `kernels_gpu::add::ADD_KERNELS`: by dtype,
+/// naive to fastest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Variant {
+    /// V1: f32, one element per thread.
+    F32,
+    /// V2: f32x4, 128-bit accesses.
+    F32x4,
+    /// V3: f16 scalar.
+    F16,
+    /// V4: f16x2, 32-bit accesses, packed add.
+    F16x2,
+    /// V5: f16x8, four 32-bit loads per operand.
+    F16x8,
+    /// V6: f16x8 pack, one 128-bit load per operand.
+    F16x8Pack,
+    /// bf16 scalar.
+    Bf16,
+    /// bf16x2, 32-bit accesses.
+    Bf16x2,
+    /// bf16x8 pack, 128-bit accesses.
+    Bf16x8Pack,
+}
+
+impl Variant {
+    /// Every variant, in kernel-table order.
+    pub const ALL: [Variant; 9] = [
+        Variant::F32,
+        Variant::F32x4,
+        Variant::F16,
+        Variant::F16x2,
+        Variant::F16x8,
+        Variant::F16x8Pack,
+        Variant::Bf16,
+        Variant::Bf16x2,
+        Variant::Bf16x8Pack,
+    ];
+
+    /// The kernel's static facts, shared with the device code.
+    pub const fn kernel(self) -> &'static AddKernel {
+        &ADD_KERNELS[self as usize]
+    }
+
+    /// PTX entry name, e.g. `add_f16x8_pack`.
+    pub const fn name(self) -> &'static str {
+        self.kernel().name
+    }
+
+    /// Element type.
+    pub const fn dtype(self) -> Dtype {
+        self.kernel().dtype
+    }
+
+    /// Elements per thread per step.
+    pub const fn lanes(self) -> u32 {
+        self.kernel().lanes
+    }
+
+    /// Bytes per global access of one operand.
+    pub const fn access_bytes(self) -> u32 {
+        self.kernel().access_bytes
+    }
+
+    /// Required operand alignment in bytes.
+    pub const fn align(self) -> usize {
+        self.kernel().align()
+    }
+
+    /// V-number in the seed article, if any.
+    pub const fn seed_version(self) -> Option<u8> {
+        self.kernel().seed_version
+    }
+
+    /// Looks a variant up by kernel name.
+    pub fn from_name(name: &str) -> Option<Variant> {
+        Self::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// The variants of one dtype, naive to fastest.
+    pub fn of_dtype(dtype: Dtype) -> impl Iterator<Item = Variant> {
+        Self::ALL.into_iter().filter(move |v| v.dtype() == dtype)
+    }
+
+    /// The fastest variant of `dtype` whose alignment every address meets. The
+    /// scalar variant always qualifies, since addresses of `T` are `T`-aligned.
+    pub fn widest_for(dtype: Dtype, addrs: &[u64]) -> Variant {
+        let mut best = None::<Variant>;
+        for v in Self::of_dtype(dtype) {
+            if addrs.iter().all(|a| a % v.align() as u64 == 0) {
+                // Later variants in the table are faster: wider accesses or more
+                // elements per thread at the same alignment.
+                best = Some(v);
+            }
+        }
+        best.unwrap_or(Self::of_dtype(dtype).next().unwrap_or(Variant::F32))
+    }
+
+    /// The widest variant of `dtype` regardless of alignment.
+    pub fn widest(dtype: Dtype) -> Variant {
+        Self::of_dtype(dtype).last().unwrap_or(Variant::F32)
+    }
+
+    /// The one-element-per-thread variant of `dtype`.
+    pub fn scalar(dtype: Dtype) -> Variant {
+        Self::of_dtype(dtype).next().unwrap_or(Variant::F32)
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Launch settings: threads per block and a cap on the grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Threads per block, 1..=1024. Default 256.
+    pub block: u32,
+    /// Most blocks to launch; the kernels' grid-stride loops cover the rest.
+    /// Default `MAX_GRID_X` (2^31 - 1), the hardware limit.
+    pub max_grid: u32,
+}
+
+impl Default for LaunchConfig {
+    fn default() -> Self {
+        LaunchConfig { block: DEFAULT_BLOCK, max_grid: MAX_GRID_X }
+    }
+}
+
+impl LaunchConfig {
+    /// Default settings with another block size.
+    pub fn with_block(block: u32) -> Self {
+        LaunchConfig { block, ..Self::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_follow_the_kernel_table() {
+        for (v, k) in Variant::ALL.iter().zip(ADD_KERNELS.iter()) {
+            assert_eq!(v.name(), k.name);
+            assert_eq!(Variant::from_name(k.name), Some(*v));
+        }
+    }
+
+    #[test]
+    fn widest_for_respects_alignment() {
+        assert_eq!(Variant::widest_for(Dtype::F32, &[0, 16, 32]), Variant::F32x4);
+        assert_eq!(Variant::widest_for(Dtype::F32, &[0, 20, 32]), Variant::F32);
+        assert_eq!(Variant::widest_for(Dtype::F16, &[0, 16, 48]), Variant::F16x8Pack);
+        assert_eq!(Variant::widest_for(Dtype::F16, &[4, 16, 48]), Variant::F16x8);
+        assert_eq!(Variant::widest_for(Dtype::F16, &[2, 16, 48]), Variant::F16);
+        assert_eq!(Variant::widest_for(Dtype::Bf16, &[8, 16, 48]), Variant::Bf16x2);
+        assert_eq!(Variant::widest(Dtype::Bf16), Variant::Bf16x8Pack);
+        assert_eq!(Variant::scalar(Dtype::F16), Variant::F16);
+    }
+}

@@ -1,0 +1,48 @@
+//! Device-only plumbing: thread indexing, the grid-stride walk, the panic handler.
+
+use core::arch::nvptx;
+
+/// Index of this thread in the whole grid (x dimension), in 64 bits so that no
+/// product of block index and block size can overflow.
+#[inline(always)]
+pub fn global_thread() -> u64 {
+    // SAFETY: reading special registers has no preconditions.
+    unsafe {
+        nvptx::_block_idx_x() as u64 * nvptx::_block_dim_x() as u64 + nvptx::_thread_idx_x() as u64
+    }
+}
+
+/// Threads in the whole grid: the stride of a grid-stride loop.
+#[inline(always)]
+pub fn grid_threads() -> u64 {
+    // SAFETY: as above.
+    unsafe { nvptx::_grid_dim_x() as u64 * nvptx::_block_dim_x() as u64 }
+}
+
+/// Walks the lane groups of `n` elements, `LANES` per group, with a grid-stride loop.
+///
+/// Group `g` covers `g * LANES .. g * LANES + LANES`. `full(g)` handles a group that
+/// lies wholly below `n`; `tail(first)` handles the one partial group at the end,
+/// element by element from `first` up to `n`. Every element is visited exactly
+/// once whatever the grid size.
+#[inline(always)]
+pub fn for_each_group<const LANES: u64>(n: u64, mut full: impl FnMut(u64), mut tail: impl FnMut(u64)) {
+    let full_groups = n / LANES;
+    let all_groups = n.div_ceil(LANES);
+    let stride = grid_threads();
+    let mut g = global_thread();
+    while g < all_groups {
+        if g < full_groups {
+            full(g);
+        } else {
+            tail(g * LANES);
+        }
+        g += stride;
+    }
+}
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: trap aborts the kernel; the host sees a launch failure at sync.
+    unsafe { nvptx::trap() }
+}

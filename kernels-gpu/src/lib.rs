@@ -1,0 +1,63 @@
+//! CUDA kernels written in Rust.
+//!
+//! This crate is compiled twice:
+//!
+//! * for `nvptx64-nvidia-cuda` as a `cdylib`, which yields one `.ptx` file holding
+//!   every `extern "ptx-kernel"` entry point (`cargo xtask build-ptx`);
+//! * for the host as an `rlib`, so that the host library imports the same lane counts,
+//!   kernel names and grid arithmetic that the kernels use, and so that the per-lane
+//!   arithmetic (bf16 rounding, NaN classes) is unit-tested on the CPU.
+//!
+//! Entry points only exist under `cfg(target_arch = "nvptx64")`; everything else is
+//! plain `no_std` Rust that compiles on both sides.
+#![no_std]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, stdarch_nvptx, f16)
+)]
+
+// A host `cdylib` needs a panic handler; std brings one. The device build has its
+// own in `device`.
+#[cfg(not(target_arch = "nvptx64"))]
+extern crate std;
+
+pub mod add;
+pub mod bits;
+pub mod launch;
+pub mod verify;
+
+#[cfg(target_arch = "nvptx64")]
+mod device;
+
+/// Element type of a kernel's operands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dtype {
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary16.
+    F16,
+    /// bfloat16: the top 16 bits of a binary32.
+    Bf16,
+}
+
+impl Dtype {
+    /// Every dtype, in the order reports list them.
+    pub const ALL: [Dtype; 3] = [Dtype::F32, Dtype::F16, Dtype::Bf16];
+
+    /// Bytes per element.
+    pub const fn size(self) -> usize {
+        match self {
+            Dtype::F32 => 4,
+            Dtype::F16 | Dtype::Bf16 => 2,
+        }
+    }
+
+    /// Short lower-case name (`f32`, `f16`, `bf16`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::F16 => "f16",
+            Dtype::Bf16 => "bf16",
+        }
+    }
+}

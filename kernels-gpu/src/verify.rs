@@ -1,0 +1,101 @@
+//! Device-side verification and the launch-floor probe.
+//!
+//! `count_mismatch_*` compare two arrays bit for bit, treating any two NaNs as
+//! equal, and add the number of differing elements to a 64-bit counter. They let
+//! the host check arrays too large to copy back cheaply (n > 2^31).
+
+/// Entry-point names of the mismatch counters, by dtype (f32, f16, bf16).
+pub const COUNT_MISMATCH: [&str; 3] = ["count_mismatch_f32", "count_mismatch_f16", "count_mismatch_bf16"];
+
+/// Entry point of the empty kernel used to measure launch overhead.
+pub const EMPTY: &str = "empty_kernel";
+
+/// Threads per block for the mismatch counters.
+pub const COUNT_BLOCK: u32 = 256;
+
+#[cfg(target_arch = "nvptx64")]
+pub use kernels::*;
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels {
+    use crate::bits::{bf16_is_nan, f16_is_nan, f32_is_nan};
+    use crate::device::for_each_group;
+    use core::sync::atomic::{AtomicU64, Ordering};
+
+    #[inline(always)]
+    unsafe fn count<T: Copy>(x: *const T, y: *const T, n: u64, counter: *mut u64, same: impl Fn(T, T) -> bool) {
+        let mut local = 0u64;
+        for_each_group::<1>(
+            n,
+            |i| unsafe {
+                if !same(*x.add(i as usize), *y.add(i as usize)) {
+                    local += 1;
+                }
+            },
+            |_| {},
+        );
+        if local != 0 {
+            // SAFETY: the caller guarantees counter is a valid, 8-byte aligned u64.
+            unsafe { AtomicU64::from_ptr(counter) }.fetch_add(local, Ordering::Relaxed);
+        }
+    }
+
+    /// Adds to `*counter` the number of `i < n` where `x[i]` and `y[i]` differ in
+    /// bits, unless both are NaN.
+    ///
+    /// # Safety
+    /// `x`, `y` point to `n` valid f32 bit patterns; `counter` to one aligned `u64`.
+    ///
+    /// # Parameters
+    /// `x`, `y`: arrays to compare. `n`: element count. `counter`: accumulator.
+    ///
+    /// # Thread mapping
+    /// Grid-stride, one element per step; one atomic per thread that saw a mismatch.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn count_mismatch_f32(x: *const u32, y: *const u32, n: u64, counter: *mut u64) {
+        unsafe { count(x, y, n, counter, |p, q| p == q || (f32_is_nan(p) && f32_is_nan(q))) }
+    }
+
+    /// As `count_mismatch_f32`, for f16 bit patterns.
+    ///
+    /// # Safety
+    /// As `count_mismatch_f32` with 16-bit elements.
+    ///
+    /// # Parameters
+    /// As `count_mismatch_f32`.
+    ///
+    /// # Thread mapping
+    /// As `count_mismatch_f32`.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn count_mismatch_f16(x: *const u16, y: *const u16, n: u64, counter: *mut u64) {
+        unsafe { count(x, y, n, counter, |p, q| p == q || (f16_is_nan(p) && f16_is_nan(q))) }
+    }
+
+    /// As `count_mismatch_f32`, for bf16 bit patterns.
+    ///
+    /// # Safety
+    /// As `count_mismatch_f32` with 16-bit elements.
+    ///
+    /// # Parameters
+    /// As `count_mismatch_f32`.
+    ///
+    /// # Thread mapping
+    /// As `count_mismatch_f32`.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn count_mismatch_bf16(x: *const u16, y: *const u16, n: u64, counter: *mut u64) {
+        unsafe { count(x, y, n, counter, |p, q| p == q || (bf16_is_nan(p) && bf16_is_nan(q))) }
+    }
+
+    /// Does nothing: launching it measures the launch floor.
+    ///
+    /// # Safety
+    /// None needed.
+    ///
+    /// # Parameters
+    /// None.
+    ///
+    /// # Thread mapping
+    /// Any.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn empty_kernel() {}
+}
