@@ -1,1 +1,93 @@
-fn main(){}
+//! `cargo bench`: every add variant at the seed's sizes (2^20, 2^24, 2^28), one
+//! Criterion group per dtype and size, timed on the GPU with CUDA events.
+//!
+//! Each variant is verified bit-exact against the CPU reference before it is timed;
+//! a mismatch aborts with the first bad index. At 2^20 the working set fits in L2:
+//! input sets rotate, and the group name says so.
+
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use gpukern::half::{bf16, f16};
+use gpukern::reference::ReferenceAdd;
+use gpukern::{Dtype, Gpu, LaunchConfig, Variant};
+use gpukern_benches::{add_bytes, Workload};
+
+const SIZES_LOG2: [u32; 3] = [20, 24, 28];
+
+fn bench_dtype<T: ReferenceAdd>(c: &mut Criterion, gpu: &Gpu) {
+    let dtype = T::DTYPE;
+    let cap = 1usize << SIZES_LOG2[2];
+    let mut w = Workload::<T>::new(gpu, cap, 42)
+        .unwrap_or_else(|e| panic!("allocating the {dtype:?} workload: {e}"));
+    let stream = gpu.stream().expect("stream");
+    let cfg = LaunchConfig::default();
+    for log2 in SIZES_LOG2 {
+        let n = 1usize << log2;
+        let sets = w.rotation(gpu, n);
+        let label = if sets > 1 {
+            format!(
+                "add_{}/2^{log2} (L2-sized: {sets} input sets rotate)",
+                dtype.name()
+            )
+        } else {
+            format!("add_{}/2^{log2}", dtype.name())
+        };
+        let mut g = c.benchmark_group(label);
+        g.throughput(Throughput::Bytes(add_bytes(dtype, n)));
+        for v in Variant::of_dtype(dtype) {
+            if let Err(i) = w
+                .verify(gpu, v, cfg, n, &stream)
+                .expect("verification launch")
+            {
+                panic!("{v} at n = {n}: element {i} differs from the CPU reference; not benchmarking a wrong kernel");
+            }
+            g.bench_function(BenchmarkId::from_parameter(v.name()), |bch| {
+                bch.iter_custom(|iters| {
+                    // One event pair around `iters` back-to-back launches: device time.
+                    let ms = stream
+                        .time(|s| {
+                            for i in 0..iters as usize {
+                                w.launch(gpu, v, cfg, n, i % sets, s)?;
+                            }
+                            Ok(())
+                        })
+                        .expect("timed launches");
+                    Duration::from_secs_f64(ms as f64 * 1e-3)
+                })
+            });
+        }
+        g.finish();
+    }
+}
+
+fn benches(c: &mut Criterion) {
+    let gpu = match Gpu::new(0) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    };
+    eprintln!(
+        "device: {} ({} SMs, L2 {} MiB, peak {:.0} GB/s)",
+        gpu.info().name,
+        gpu.info().sm_count,
+        gpu.info().l2_bytes >> 20,
+        gpu.info().peak_gbps()
+    );
+    for dtype in Dtype::ALL {
+        match dtype {
+            Dtype::F32 => bench_dtype::<f32>(c, &gpu),
+            Dtype::F16 => bench_dtype::<f16>(c, &gpu),
+            Dtype::Bf16 => bench_dtype::<bf16>(c, &gpu),
+        }
+    }
+}
+
+criterion_group! {
+    name = add;
+    config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2)).sample_size(20);
+    targets = benches
+}
+criterion_main!(add);

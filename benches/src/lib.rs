@@ -1,1 +1,250 @@
+//! Shared measurement code for the Criterion benches and the `report` binary.
+//!
+//! Timing is device time from CUDA events around the launches (never host wall
+//! clock around launch + sync, which would measure the launch path). Inputs are
+//! fresh random data; every variant's output is checked bit-exact against the CPU
+//! reference before its numbers count.
 
+use gpukern::half::{bf16, f16};
+use gpukern::reference::{self, ReferenceAdd};
+use gpukern::{DeviceVec, Dtype, Element, Gpu, LaunchConfig, Stream, Variant};
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+
+pub mod svg;
+
+/// Bytes one add moves through DRAM: read a and b, write c.
+pub fn add_bytes(dtype: Dtype, n: usize) -> u64 {
+    3 * n as u64 * dtype.size() as u64
+}
+
+/// GB/s (10^9 bytes per second) for `bytes` in `ms` milliseconds.
+pub fn gbps(bytes: u64, ms: f64) -> f64 {
+    bytes as f64 / (ms * 1e-3) / 1e9
+}
+
+/// Median of a sample (sorted in place).
+pub fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(|a, b| a.total_cmp(b));
+    let m = xs.len() / 2;
+    if xs.len() % 2 == 1 {
+        xs[m]
+    } else {
+        0.5 * (xs[m - 1] + xs[m])
+    }
+}
+
+/// Random inputs for benchmarks: moderate finite values (so no special-case path
+/// is timed), generated in parallel.
+pub fn random_inputs<T: Element>(n: usize, seed: u64) -> Vec<T> {
+    let mut v = vec![T::from_bits32(0); n];
+    v.par_chunks_mut(1 << 20)
+        .enumerate()
+        .for_each(|(i, chunk)| {
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(
+                seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i as u64,
+            );
+            for x in chunk {
+                let f: f32 = rng.gen_range(-64.0f32..64.0);
+                *x = match T::DTYPE {
+                    Dtype::F32 => T::from_bits32(f.to_bits()),
+                    Dtype::F16 => T::from_bits32(f16::from_f32(f).to_bits() as u32),
+                    Dtype::Bf16 => T::from_bits32(bf16::from_f32(f).to_bits() as u32),
+                };
+            }
+        });
+    v
+}
+
+/// The CPU reference in parallel.
+pub fn reference_par<T: ReferenceAdd>(a: &[T], b: &[T]) -> Vec<T> {
+    let mut out = vec![T::from_bits32(0); a.len()];
+    out.par_chunks_mut(1 << 20).enumerate().for_each(|(i, o)| {
+        let s = i << 20;
+        for (j, x) in o.iter_mut().enumerate() {
+            *x = T::reference_add(a[s + j], b[s + j]);
+        }
+    });
+    out
+}
+
+/// Index of the first element that differs from the reference, in parallel.
+pub fn first_mismatch_par<T: Element>(got: &[T], want: &[T]) -> Option<usize> {
+    if got.len() != want.len() {
+        return Some(got.len().min(want.len()));
+    }
+    got.par_chunks(1 << 20)
+        .zip(want.par_chunks(1 << 20))
+        .enumerate()
+        .filter_map(|(i, (g, w))| reference::first_mismatch(g, w).map(|j| (i << 20) + j))
+        .min()
+}
+
+/// An explicit variant or the library's automatic choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick {
+    Variant(Variant),
+    Auto,
+}
+
+impl From<Variant> for Pick {
+    fn from(v: Variant) -> Pick {
+        Pick::Variant(v)
+    }
+}
+
+/// Device-resident inputs for one dtype, with several disjoint input sets when the
+/// working set would fit in L2 (so repeated launches do not just measure the cache).
+pub struct Workload<T: Element> {
+    pub a: DeviceVec<T>,
+    pub b: DeviceVec<T>,
+    pub out: DeviceVec<T>,
+    /// Host copies, for the reference.
+    pub host_a: Vec<T>,
+    pub host_b: Vec<T>,
+    /// Reference for the whole capacity (prefixes serve every n).
+    pub want: Vec<T>,
+}
+
+impl<T: ReferenceAdd> Workload<T> {
+    /// Allocates `capacity` elements per operand and fills a and b with random data.
+    pub fn new(gpu: &Gpu, capacity: usize, seed: u64) -> gpukern::Result<Self> {
+        let host_a = random_inputs::<T>(capacity, seed);
+        let host_b = random_inputs::<T>(capacity, seed + 1);
+        let want = reference_par(&host_a, &host_b);
+        let a = gpu.upload(&host_a)?;
+        let b = gpu.upload(&host_b)?;
+        let out = gpu.alloc::<T>(capacity)?;
+        Ok(Workload {
+            a,
+            b,
+            out,
+            host_a,
+            host_b,
+            want,
+        })
+    }
+
+    /// How many disjoint input sets of n elements to rotate through so that the
+    /// sets together are at least 4x the L2 (1 when one set already is; 0 never).
+    pub fn rotation(&self, gpu: &Gpu, n: usize) -> usize {
+        let set_bytes = add_bytes(T::DTYPE, n).max(1);
+        let need = (4 * gpu.info().l2_bytes).div_ceil(set_bytes) as usize;
+        need.clamp(1, (self.a.len() / n.max(1)).max(1))
+    }
+
+    /// Launches `pick` on input set `set` (elements `set*n .. set*n + n`).
+    pub fn launch(
+        &mut self,
+        gpu: &Gpu,
+        pick: impl Into<Pick>,
+        cfg: LaunchConfig,
+        n: usize,
+        set: usize,
+        stream: &Stream,
+    ) -> gpukern::Result<()> {
+        let r = set * n..set * n + n;
+        let (a, b, out) = (
+            self.a.slice(r.clone())?,
+            self.b.slice(r.clone())?,
+            self.out.slice_mut(r)?,
+        );
+        match pick.into() {
+            Pick::Variant(v) => gpu.add_with(v, cfg, a, b, out, stream),
+            Pick::Auto => gpu.add_auto_with(cfg, a, b, out, stream).map(|_| ()),
+        }
+    }
+
+    /// Runs `variant` once on set 0 with a poisoned output and checks every element
+    /// bit for bit. Returns the first bad index on failure.
+    pub fn verify(
+        &mut self,
+        gpu: &Gpu,
+        v: impl Into<Pick> + Copy,
+        cfg: LaunchConfig,
+        n: usize,
+        stream: &Stream,
+    ) -> gpukern::Result<Result<(), usize>> {
+        self.out.slice_mut(..n)?.fill_bits(0xdead_beef)?;
+        self.launch(gpu, v, cfg, n, 0, stream)?;
+        stream.synchronize()?;
+        let got = self.out.slice(..n)?.to_vec()?;
+        Ok(match first_mismatch_par(&got, &self.want[..n]) {
+            None => Ok(()),
+            Some(i) => Err(i),
+        })
+    }
+
+    /// Median device time in ms of one launch, over `reps` launches each timed by
+    /// its own event pair, after `warmup` untimed launches; input sets rotate.
+    pub fn time(
+        &mut self,
+        gpu: &Gpu,
+        v: impl Into<Pick> + Copy,
+        cfg: LaunchConfig,
+        n: usize,
+        reps: usize,
+        warmup: usize,
+        stream: &Stream,
+    ) -> gpukern::Result<f64> {
+        let sets = self.rotation(gpu, n);
+        for i in 0..warmup {
+            self.launch(gpu, v, cfg, n, i % sets, stream)?;
+        }
+        let mut t = Vec::with_capacity(reps);
+        for i in 0..reps {
+            let ms = stream.time(|s| self.launch(gpu, v, cfg, n, i % sets, s))?;
+            t.push(ms as f64);
+        }
+        Ok(median(&mut t))
+    }
+
+    /// Device time in ms per launch when `batch` launches go back to back on one
+    /// stream between a single event pair (launch gaps overlap), median of `reps`.
+    pub fn time_batched(
+        &mut self,
+        gpu: &Gpu,
+        v: impl Into<Pick> + Copy,
+        cfg: LaunchConfig,
+        n: usize,
+        batch: usize,
+        reps: usize,
+        stream: &Stream,
+    ) -> gpukern::Result<f64> {
+        let sets = self.rotation(gpu, n);
+        self.launch(gpu, v, cfg, n, 0, stream)?;
+        let mut t = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let ms = stream.time(|s| {
+                for i in 0..batch {
+                    self.launch(gpu, v, cfg, n, i % sets, s)?;
+                }
+                Ok(())
+            })?;
+            t.push(ms as f64 / batch as f64);
+        }
+        Ok(median(&mut t))
+    }
+}
+
+/// Measured device-to-device copy bandwidth in GB/s (bytes read + bytes written),
+/// median of `reps` copies of `bytes`.
+pub fn copy_gbps(gpu: &Gpu, bytes: usize, reps: usize) -> gpukern::Result<f64> {
+    let stream = gpu.stream()?;
+    let n = bytes / 4;
+    let src = gpu.alloc::<u32>(n)?;
+    let mut dst = gpu.alloc::<u32>(n)?;
+    {
+        let mut s = src;
+        s.fill_bits(0x1234_5678)?;
+        let src = s;
+        let mut t = Vec::new();
+        for i in 0..reps + 3 {
+            let ms = stream.time(|st| st.copy(&mut dst.view_mut(), &src.view()))?;
+            if i >= 3 {
+                t.push(ms as f64);
+            }
+        }
+        Ok(gbps(2 * bytes as u64, median(&mut t)))
+    }
+}

@@ -84,8 +84,22 @@ impl Gpu {
             let head = ((align - offset) as usize) / dtype.size();
             let scalar = Variant::scalar(dtype);
             let (mut out_head, mut out_rest) = out.split_at_mut(head)?;
-            self.launch_add(scalar, cfg, &a.slice(..head)?, &b.slice(..head)?, &mut out_head, stream)?;
-            self.launch_add(widest, cfg, &a.slice(head..)?, &b.slice(head..)?, &mut out_rest, stream)?;
+            self.launch_add(
+                scalar,
+                cfg,
+                &a.slice(..head)?,
+                &b.slice(..head)?,
+                &mut out_head,
+                stream,
+            )?;
+            self.launch_add(
+                widest,
+                cfg,
+                &a.slice(head..)?,
+                &b.slice(head..)?,
+                &mut out_rest,
+                stream,
+            )?;
             return Ok(widest);
         }
         let variant = Variant::widest_for(dtype, &addrs);
@@ -98,7 +112,12 @@ impl Gpu {
     pub fn add_host<T: Element>(&self, a: &[T], b: &[T]) -> Result<Vec<T>> {
         if a.len() != b.len() {
             let v = Variant::widest(T::DTYPE).name();
-            return Err(Error::LengthMismatch { variant: v, a: a.len(), b: b.len(), out: a.len() });
+            return Err(Error::LengthMismatch {
+                variant: v,
+                a: a.len(),
+                b: b.len(),
+                out: a.len(),
+            });
         }
         let stream = self.stream()?;
         let (da, db) = (self.upload(a)?, self.upload(b)?);
@@ -110,9 +129,17 @@ impl Gpu {
 
     /// Counts elements where `x` and `y` differ in bits, NaN matching any NaN, on
     /// the device. Blocks until the count is known.
-    pub fn count_mismatches<T: Element>(&self, x: View<'_, T>, y: View<'_, T>, stream: &Stream) -> Result<u64> {
+    pub fn count_mismatches<T: Element>(
+        &self,
+        x: View<'_, T>,
+        y: View<'_, T>,
+        stream: &Stream,
+    ) -> Result<u64> {
         if x.len() != y.len() {
-            return Err(Error::CopyLength { host: x.len(), device: y.len() });
+            return Err(Error::CopyLength {
+                host: x.len(),
+                device: y.len(),
+            });
         }
         let name = match T::DTYPE {
             Dtype::F32 => COUNT_MISMATCH[0],
@@ -122,7 +149,15 @@ impl Gpu {
         let mut counter = self.upload(&[0u64])?;
         let grid = grid_for(x.len() as u64, 1, COUNT_BLOCK, 65_536);
         self.shared.bind()?;
-        raw::launch_count(self.shared.func(name)?, grid, COUNT_BLOCK, &x, &y, &mut counter.view_mut(), stream.raw())?;
+        raw::launch_count(
+            self.shared.func(name)?,
+            grid,
+            COUNT_BLOCK,
+            &x,
+            &y,
+            &mut counter.view_mut(),
+            stream.raw(),
+        )?;
         stream.synchronize()?;
         Ok(counter.to_vec()?[0])
     }
@@ -138,20 +173,43 @@ impl Gpu {
     ) -> Result<()> {
         let name = variant.name();
         if variant.dtype() != T::DTYPE {
-            return Err(Error::DtypeMismatch { variant: name, expected: variant.dtype().name(), got: T::DTYPE.name() });
+            return Err(Error::DtypeMismatch {
+                variant: name,
+                expected: variant.dtype().name(),
+                got: T::DTYPE.name(),
+            });
         }
         if a.len() != b.len() || a.len() != out.len() {
-            return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: out.len() });
+            return Err(Error::LengthMismatch {
+                variant: name,
+                a: a.len(),
+                b: b.len(),
+                out: out.len(),
+            });
         }
         if cfg.block == 0 || cfg.block > MAX_BLOCK {
-            return Err(Error::BlockSize { variant: name, block: cfg.block, max: MAX_BLOCK });
+            return Err(Error::BlockSize {
+                variant: name,
+                block: cfg.block,
+                max: MAX_BLOCK,
+            });
         }
         if cfg.max_grid == 0 || cfg.max_grid > MAX_GRID_X {
-            return Err(Error::GridLimit { variant: name, max_grid: cfg.max_grid, limit: MAX_GRID_X });
+            return Err(Error::GridLimit {
+                variant: name,
+                max_grid: cfg.max_grid,
+                limit: MAX_GRID_X,
+            });
         }
         let shared = &self.shared;
-        if !a.same_context(shared) || !b.same_context(shared) || !out.same_context(shared) || !std::sync::Arc::ptr_eq(stream.shared(), shared) {
-            return Err(Error::NoDevice(format!("{name}: buffers or stream belong to another Gpu handle")));
+        if !a.same_context(shared)
+            || !b.same_context(shared)
+            || !out.same_context(shared)
+            || !std::sync::Arc::ptr_eq(stream.shared(), shared)
+        {
+            return Err(Error::NoDevice(format!(
+                "{name}: buffers or stream belong to another Gpu handle"
+            )));
         }
         Ok(())
     }

@@ -49,7 +49,15 @@ macro_rules! pod {
         }
     )*};
 }
-pod!(f32 = 0.0, f16 = f16::ZERO, bf16 = bf16::ZERO, u8 = 0, u16 = 0, u32 = 0, u64 = 0);
+pod!(
+    f32 = 0.0,
+    f16 = f16::ZERO,
+    bf16 = bf16::ZERO,
+    u8 = 0,
+    u16 = 0,
+    u32 = 0,
+    u64 = 0
+);
 
 impl Element for f32 {
     const DTYPE: Dtype = Dtype::F32;
@@ -122,9 +130,20 @@ pub struct DeviceVec<T: Pod> {
 impl<T: Pod> DeviceVec<T> {
     pub(crate) fn alloc(gpu: Arc<Shared>, len: usize) -> Result<Self> {
         gpu.bind()?;
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or(Error::OutOfBounds { start: 0, end: len, len: usize::MAX / std::mem::size_of::<T>() })?;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or(Error::OutOfBounds {
+                start: 0,
+                end: len,
+                len: usize::MAX / std::mem::size_of::<T>(),
+            })?;
         let addr = raw::alloc(bytes)?;
-        Ok(Self { addr, len, gpu, _t: PhantomData })
+        Ok(Self {
+            addr,
+            len,
+            gpu,
+            _t: PhantomData,
+        })
     }
 
     /// Number of elements.
@@ -144,12 +163,22 @@ impl<T: Pod> DeviceVec<T> {
 
     /// The whole buffer, read-only.
     pub fn view(&self) -> View<'_, T> {
-        View { addr: self.addr, len: self.len, gpu: &self.gpu, _t: PhantomData }
+        View {
+            addr: self.addr,
+            len: self.len,
+            gpu: &self.gpu,
+            _t: PhantomData,
+        }
     }
 
     /// The whole buffer, writable.
     pub fn view_mut(&mut self) -> ViewMut<'_, T> {
-        ViewMut { addr: self.addr, len: self.len, gpu: &self.gpu, _t: PhantomData }
+        ViewMut {
+            addr: self.addr,
+            len: self.len,
+            gpu: &self.gpu,
+            _t: PhantomData,
+        }
     }
 
     /// A read-only sub-range, e.g. `buf.slice(3..)` (an unaligned start is allowed).
@@ -160,7 +189,12 @@ impl<T: Pod> DeviceVec<T> {
     /// A writable sub-range.
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<ViewMut<'_, T>> {
         let (s, e) = bounds(range, self.len)?;
-        Ok(ViewMut { addr: self.addr + (s * std::mem::size_of::<T>()) as u64, len: e - s, gpu: &self.gpu, _t: PhantomData })
+        Ok(ViewMut {
+            addr: self.addr + (s * std::mem::size_of::<T>()) as u64,
+            len: e - s,
+            gpu: &self.gpu,
+            _t: PhantomData,
+        })
     }
 
     /// Copies the whole buffer to a new host vector (waits for the copy).
@@ -190,7 +224,13 @@ impl<T: Pod> Drop for DeviceVec<T> {
 
 impl<T: Pod> std::fmt::Debug for DeviceVec<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DeviceVec<{}>({} @ {:#x})", std::any::type_name::<T>(), self.len, self.addr)
+        write!(
+            f,
+            "DeviceVec<{}>({} @ {:#x})",
+            std::any::type_name::<T>(),
+            self.len,
+            self.addr
+        )
     }
 }
 
@@ -219,7 +259,12 @@ impl<'a, T: Pod> View<'a, T> {
     /// A sub-range of this view.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<View<'a, T>> {
         let (s, e) = bounds(range, self.len)?;
-        Ok(View { addr: self.addr + (s * std::mem::size_of::<T>()) as u64, len: e - s, gpu: self.gpu, _t: PhantomData })
+        Ok(View {
+            addr: self.addr + (s * std::mem::size_of::<T>()) as u64,
+            len: e - s,
+            gpu: self.gpu,
+            _t: PhantomData,
+        })
     }
     /// Copies to a new host vector.
     pub fn to_vec(&self) -> Result<Vec<T>> {
@@ -256,21 +301,45 @@ impl<'a, T: Pod> ViewMut<'a, T> {
     }
     /// Reborrows as read-only.
     pub fn as_view(&self) -> View<'_, T> {
-        View { addr: self.addr, len: self.len, gpu: self.gpu, _t: PhantomData }
+        View {
+            addr: self.addr,
+            len: self.len,
+            gpu: self.gpu,
+            _t: PhantomData,
+        }
     }
     /// Reborrows as a shorter writable view (the borrow keeps `self` locked).
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<ViewMut<'_, T>> {
         let (s, e) = bounds(range, self.len)?;
-        Ok(ViewMut { addr: self.addr + (s * std::mem::size_of::<T>()) as u64, len: e - s, gpu: self.gpu, _t: PhantomData })
+        Ok(ViewMut {
+            addr: self.addr + (s * std::mem::size_of::<T>()) as u64,
+            len: e - s,
+            gpu: self.gpu,
+            _t: PhantomData,
+        })
     }
     /// Splits into two disjoint writable views at `mid`.
     pub fn split_at_mut(&mut self, mid: usize) -> Result<(ViewMut<'_, T>, ViewMut<'_, T>)> {
         if mid > self.len {
-            return Err(Error::OutOfBounds { start: mid, end: self.len, len: self.len });
+            return Err(Error::OutOfBounds {
+                start: mid,
+                end: self.len,
+                len: self.len,
+            });
         }
         let size = std::mem::size_of::<T>() as u64;
-        let head = ViewMut { addr: self.addr, len: mid, gpu: self.gpu, _t: PhantomData };
-        let tail = ViewMut { addr: self.addr + mid as u64 * size, len: self.len - mid, gpu: self.gpu, _t: PhantomData };
+        let head = ViewMut {
+            addr: self.addr,
+            len: mid,
+            gpu: self.gpu,
+            _t: PhantomData,
+        };
+        let tail = ViewMut {
+            addr: self.addr + mid as u64 * size,
+            len: self.len - mid,
+            gpu: self.gpu,
+            _t: PhantomData,
+        };
         Ok((head, tail))
     }
     /// Overwrites from a host slice of the same length.

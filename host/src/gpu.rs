@@ -20,7 +20,10 @@ pub const PTX: &str = include_str!("../../ptx/kernels_gpu.ptx");
 
 /// Every kernel the library launches; all are resolved when a [`Gpu`] is created.
 pub fn kernel_names() -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = kernels_gpu::add::ADD_KERNELS.iter().map(|k| k.name).collect();
+    let mut names: Vec<&'static str> = kernels_gpu::add::ADD_KERNELS
+        .iter()
+        .map(|k| k.name)
+        .collect();
     names.extend(kernels_gpu::verify::COUNT_MISMATCH);
     names.push(kernels_gpu::verify::EMPTY);
     names
@@ -49,7 +52,9 @@ pub struct DeviceInfo {
     pub max_threads_per_sm: u32,
     /// 32-bit registers per SM.
     pub registers_per_sm: u32,
-    /// CUDA driver version, e.g. 13000 for 13.0.
+    /// Peak SM clock in kHz.
+    pub sm_clock_khz: u64,
+    /// CUDA version the driver supports, e.g. 13000 for 13.0.
     pub driver_version: i32,
 }
 
@@ -58,6 +63,21 @@ impl DeviceInfo {
     /// (double data rate) times the bus width in bytes.
     pub fn peak_gbps(&self) -> f64 {
         2.0 * self.memory_clock_khz as f64 * 1e3 * (self.bus_width_bits as f64 / 8.0) / 1e9
+    }
+
+    /// FP32 lanes per SM by architecture: 64 on sm_70 and sm_80, 128 on sm_86 and
+    /// later (Ampere consumer parts, Ada, Hopper).
+    pub fn fp32_lanes_per_sm(&self) -> u32 {
+        match self.compute_capability {
+            (7, _) | (8, 0) => 64,
+            _ => 128,
+        }
+    }
+
+    /// Peak rate of independent f32 adds (one per lane per clock), in GFLOP/s.
+    pub fn peak_fp32_add_gflops(&self) -> f64 {
+        self.sm_count as f64 * self.fp32_lanes_per_sm() as f64 * self.sm_clock_khz as f64 * 1e3
+            / 1e9
     }
 }
 
@@ -86,13 +106,20 @@ impl Shared {
     /// Makes this context current on the calling thread (cheap; done before every
     /// driver call so any thread can use any handle).
     pub(crate) fn bind(&self) -> Result<()> {
-        CurrentContext::set_current(&self.ctx).map_err(|e| Error::Driver { context: "cuCtxSetCurrent", source: raw::from_cust(e) })
+        CurrentContext::set_current(&self.ctx).map_err(|e| Error::Driver {
+            context: "cuCtxSetCurrent",
+            source: raw::from_cust(e),
+        })
     }
 
     pub(crate) fn func(&self, name: &'static str) -> Result<RawFn> {
         self.funcs.get(name).copied().ok_or(Error::MissingKernel {
             name,
-            source: crate::error::DriverError { code: 500, name: "CUDA_ERROR_NOT_FOUND".into(), message: "not resolved at load".into() },
+            source: crate::error::DriverError {
+                code: 500,
+                name: "CUDA_ERROR_NOT_FOUND".into(),
+                message: "not resolved at load".into(),
+            },
         })
     }
 }
@@ -105,19 +132,27 @@ pub struct Gpu {
 
 impl std::fmt::Debug for Gpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gpu").field("info", &self.shared.info).finish()
+        f.debug_struct("Gpu")
+            .field("info", &self.shared.info)
+            .finish()
     }
 }
 
 fn driver(context: &'static str) -> impl Fn(cust::error::CudaError) -> Error {
-    move |e| Error::Driver { context, source: raw::from_cust(e) }
+    move |e| Error::Driver {
+        context,
+        source: raw::from_cust(e),
+    }
 }
 
 impl Gpu {
     /// Number of CUDA devices, or [`Error::NoDevice`] when there is no driver/device.
     pub fn device_count() -> Result<usize> {
-        cust::init(cust::CudaFlags::empty()).map_err(|e| Error::NoDevice(format!("cuInit failed: {}", raw::from_cust(e))))?;
-        let n = Device::num_devices().map_err(|e| Error::NoDevice(format!("cuDeviceGetCount failed: {}", raw::from_cust(e))))?;
+        cust::init(cust::CudaFlags::empty())
+            .map_err(|e| Error::NoDevice(format!("cuInit failed: {}", raw::from_cust(e))))?;
+        let n = Device::num_devices().map_err(|e| {
+            Error::NoDevice(format!("cuDeviceGetCount failed: {}", raw::from_cust(e)))
+        })?;
         Ok(n as usize)
     }
 
@@ -132,7 +167,9 @@ impl Gpu {
     pub fn with_ptx(index: usize, ptx: &str) -> Result<Gpu> {
         let count = Self::device_count()?;
         if index >= count {
-            return Err(Error::NoDevice(format!("no CUDA device with index {index}; {count} present")));
+            return Err(Error::NoDevice(format!(
+                "no CUDA device with index {index}; {count} present"
+            )));
         }
         let device = Device::get_device(index as u32).map_err(driver("cuDeviceGet"))?;
         let ctx = Context::new(device).map_err(driver("cuDevicePrimaryCtxRetain"))?;
@@ -140,10 +177,19 @@ impl Gpu {
         let module = Module::from_ptx(ptx, &[]).map_err(|e| Error::PtxLoad(raw::from_cust(e)))?;
         let mut funcs = HashMap::new();
         for name in kernel_names() {
-            let f = module.get_function(name).map_err(|e| Error::MissingKernel { name, source: raw::from_cust(e) })?;
+            let f = module
+                .get_function(name)
+                .map_err(|e| Error::MissingKernel {
+                    name,
+                    source: raw::from_cust(e),
+                })?;
             funcs.insert(name, RawFn(f.to_raw()));
         }
-        let attr = |a: DeviceAttribute| device.get_attribute(a).map_err(driver("cuDeviceGetAttribute"));
+        let attr = |a: DeviceAttribute| {
+            device
+                .get_attribute(a)
+                .map_err(driver("cuDeviceGetAttribute"))
+        };
         let info = DeviceInfo {
             index,
             name: device.name().map_err(driver("cuDeviceGetName"))?,
@@ -158,9 +204,17 @@ impl Gpu {
             bus_width_bits: attr(DeviceAttribute::GlobalMemoryBusWidth)? as u64,
             max_threads_per_sm: attr(DeviceAttribute::MaxThreadsPerMultiprocessor)? as u32,
             registers_per_sm: attr(DeviceAttribute::MaxRegistersPerMultiprocessor)? as u32,
+            sm_clock_khz: attr(DeviceAttribute::ClockRate)? as u64,
             driver_version: raw::driver_version()?,
         };
-        Ok(Gpu { shared: Arc::new(Shared { ctx, _module: module, funcs, info }) })
+        Ok(Gpu {
+            shared: Arc::new(Shared {
+                ctx,
+                _module: module,
+                funcs,
+                info,
+            }),
+        })
     }
 
     /// The device's facts.
@@ -171,8 +225,12 @@ impl Gpu {
     /// A new non-blocking stream on this GPU.
     pub fn stream(&self) -> Result<Stream> {
         self.shared.bind()?;
-        let inner = cust::stream::Stream::new(StreamFlags::NON_BLOCKING, None).map_err(driver("cuStreamCreate"))?;
-        Ok(Stream { inner, gpu: self.shared.clone() })
+        let inner = cust::stream::Stream::new(StreamFlags::NON_BLOCKING, None)
+            .map_err(driver("cuStreamCreate"))?;
+        Ok(Stream {
+            inner,
+            gpu: self.shared.clone(),
+        })
     }
 
     /// Allocates `len` elements. The contents are unspecified until written.
@@ -231,7 +289,10 @@ impl Gpu {
     #[doc(hidden)]
     pub fn __launch_faulting_kernel(&self, stream: &Stream) -> Result<()> {
         self.shared.bind()?;
-        raw::launch_faulting(self.shared.func(kernels_gpu::add::ADD_F32.name)?, stream.raw())
+        raw::launch_faulting(
+            self.shared.func(kernels_gpu::add::ADD_F32.name)?,
+            stream.raw(),
+        )
     }
 }
 
@@ -254,7 +315,9 @@ impl Stream {
     /// reported here as [`Error::KernelFault`].
     pub fn synchronize(&self) -> Result<()> {
         self.gpu.bind()?;
-        self.inner.synchronize().map_err(|e| Error::KernelFault(raw::from_cust(e)))
+        self.inner
+            .synchronize()
+            .map_err(|e| Error::KernelFault(raw::from_cust(e)))
     }
 
     /// Times the work `work` queues on this stream with CUDA events (device time,
@@ -266,12 +329,18 @@ impl Stream {
         start.record(&self.inner).map_err(driver("cuEventRecord"))?;
         work(self)?;
         stop.record(&self.inner).map_err(driver("cuEventRecord"))?;
-        stop.synchronize().map_err(|e| Error::KernelFault(raw::from_cust(e)))?;
-        stop.elapsed_time_f32(&start).map_err(driver("cuEventElapsedTime"))
+        stop.synchronize()
+            .map_err(|e| Error::KernelFault(raw::from_cust(e)))?;
+        stop.elapsed_time_f32(&start)
+            .map_err(driver("cuEventElapsedTime"))
     }
 
     /// Device-to-device copy of equal-length views, queued on this stream.
-    pub fn copy<T: Pod>(&self, dst: &mut crate::ViewMut<'_, T>, src: &crate::View<'_, T>) -> Result<()> {
+    pub fn copy<T: Pod>(
+        &self,
+        dst: &mut crate::ViewMut<'_, T>,
+        src: &crate::View<'_, T>,
+    ) -> Result<()> {
         self.gpu.bind()?;
         raw::copy_async(dst, src, self.raw())
     }

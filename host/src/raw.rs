@@ -50,7 +50,11 @@ pub(crate) fn from_cust(e: cust::error::CudaError) -> DriverError {
             return d;
         }
     }
-    DriverError { code, name: format!("{e:?}"), message: e.to_string() }
+    DriverError {
+        code,
+        name: format!("{e:?}"),
+        message: e.to_string(),
+    }
 }
 
 /// A resolved kernel handle. CUDA function handles may be used from any thread.
@@ -70,7 +74,10 @@ pub(crate) fn alloc(bytes: usize) -> Result<u64> {
         if source.code == cu::CUresult::CUDA_ERROR_OUT_OF_MEMORY as u32 {
             Error::OutOfMemory { bytes, source }
         } else {
-            Error::Driver { context: "cuMemAlloc", source }
+            Error::Driver {
+                context: "cuMemAlloc",
+                source,
+            }
         }
     })?;
     Ok(ptr)
@@ -86,35 +93,59 @@ pub(crate) fn free(ptr: u64) {
 /// Host to device copy of a whole view.
 pub(crate) fn upload<T: Pod>(dst: &mut ViewMut<'_, T>, src: &[T]) -> Result<()> {
     if dst.len() != src.len() {
-        return Err(Error::CopyLength { host: src.len(), device: dst.len() });
+        return Err(Error::CopyLength {
+            host: src.len(),
+            device: dst.len(),
+        });
     }
     let bytes = std::mem::size_of_val(src);
     // SAFETY: dst is a live device range of exactly `bytes`; src is a host slice of it.
-    check(unsafe { cu::cuMemcpyHtoD_v2(dst.addr(), src.as_ptr() as *const c_void, bytes) })
-        .map_err(|source| Error::Driver { context: "cuMemcpyHtoD", source })
+    check(unsafe { cu::cuMemcpyHtoD_v2(dst.addr(), src.as_ptr() as *const c_void, bytes) }).map_err(
+        |source| Error::Driver {
+            context: "cuMemcpyHtoD",
+            source,
+        },
+    )
 }
 
 /// Device to host copy of a whole view.
 pub(crate) fn download<T: Pod>(dst: &mut [T], src: &View<'_, T>) -> Result<()> {
     if dst.len() != src.len() {
-        return Err(Error::CopyLength { host: dst.len(), device: src.len() });
+        return Err(Error::CopyLength {
+            host: dst.len(),
+            device: src.len(),
+        });
     }
     let bytes = std::mem::size_of_val(dst);
     // SAFETY: src is a live device range of `bytes`; dst is a host slice of that size,
     // and every bit pattern is a valid Element.
     check(unsafe { cu::cuMemcpyDtoH_v2(dst.as_mut_ptr() as *mut c_void, src.addr(), bytes) })
-        .map_err(|source| Error::Driver { context: "cuMemcpyDtoH", source })
+        .map_err(|source| Error::Driver {
+            context: "cuMemcpyDtoH",
+            source,
+        })
 }
 
 /// Device to device copy between views of equal length, on a stream.
-pub(crate) fn copy_async<T: Pod>(dst: &mut ViewMut<'_, T>, src: &View<'_, T>, stream: cu::CUstream) -> Result<()> {
+pub(crate) fn copy_async<T: Pod>(
+    dst: &mut ViewMut<'_, T>,
+    src: &View<'_, T>,
+    stream: cu::CUstream,
+) -> Result<()> {
     if dst.len() != src.len() {
-        return Err(Error::CopyLength { host: src.len(), device: dst.len() });
+        return Err(Error::CopyLength {
+            host: src.len(),
+            device: dst.len(),
+        });
     }
     let bytes = dst.len() * std::mem::size_of::<T>();
     // SAFETY: both are live device ranges of `bytes`; `&mut` on dst excludes overlap.
-    check(unsafe { cu::cuMemcpyDtoDAsync_v2(dst.addr(), src.addr(), bytes, stream) })
-        .map_err(|source| Error::Driver { context: "cuMemcpyDtoDAsync", source })
+    check(unsafe { cu::cuMemcpyDtoDAsync_v2(dst.addr(), src.addr(), bytes, stream) }).map_err(
+        |source| Error::Driver {
+            context: "cuMemcpyDtoDAsync",
+            source,
+        },
+    )
 }
 
 /// Fills a view with one bit pattern (of the element's width).
@@ -128,15 +159,22 @@ pub(crate) fn fill_bits<T: Pod>(dst: &mut ViewMut<'_, T>, bits: u32) -> Result<(
             _ => cu::cuMemsetD8_v2(dst.addr(), bits as u8, n * std::mem::size_of::<T>()),
         }
     };
-    check(r).map_err(|source| Error::Driver { context: "cuMemset", source })
+    check(r).map_err(|source| Error::Driver {
+        context: "cuMemset",
+        source,
+    })
 }
 
 /// Free and total device memory of the current context's device, in bytes.
 pub(crate) fn mem_info() -> Result<(usize, usize)> {
     let (mut free, mut total) = (0usize, 0usize);
     // SAFETY: writes two integers.
-    check(unsafe { cu::cuMemGetInfo_v2(&mut free, &mut total) })
-        .map_err(|source| Error::Driver { context: "cuMemGetInfo", source })?;
+    check(unsafe { cu::cuMemGetInfo_v2(&mut free, &mut total) }).map_err(|source| {
+        Error::Driver {
+            context: "cuMemGetInfo",
+            source,
+        }
+    })?;
     Ok((free, total))
 }
 
@@ -146,12 +184,33 @@ pub(crate) fn mem_info() -> Result<(usize, usize)> {
 /// `params` must match the kernel's parameter list in number, order and type, and
 /// every device pointer among them must be valid for what the kernel does with the
 /// given grid.
-unsafe fn launch(func: RawFn, grid: u32, block: u32, stream: cu::CUstream, params: &mut [*mut c_void]) -> Result<()> {
+unsafe fn launch(
+    func: RawFn,
+    grid: u32,
+    block: u32,
+    stream: cu::CUstream,
+    params: &mut [*mut c_void],
+) -> Result<()> {
     // SAFETY: forwarded to the caller's contract.
     let r = unsafe {
-        cu::cuLaunchKernel(func.0, grid, 1, 1, block, 1, 1, 0, stream, params.as_mut_ptr(), std::ptr::null_mut())
+        cu::cuLaunchKernel(
+            func.0,
+            grid,
+            1,
+            1,
+            block,
+            1,
+            1,
+            0,
+            stream,
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
     };
-    check(r).map_err(|source| Error::Driver { context: "cuLaunchKernel", source })
+    check(r).map_err(|source| Error::Driver {
+        context: "cuLaunchKernel",
+        source,
+    })
 }
 
 /// Geometry of one binary element-wise launch; made by `add.rs` from the variant.
@@ -177,12 +236,23 @@ pub(crate) fn launch_binary<T: Element>(
     stream: cu::CUstream,
 ) -> Result<()> {
     if a.len() < n || b.len() < n || out.len() < n {
-        return Err(Error::LengthMismatch { variant: l.name, a: a.len(), b: b.len(), out: out.len() });
+        return Err(Error::LengthMismatch {
+            variant: l.name,
+            a: a.len(),
+            b: b.len(),
+            out: out.len(),
+        });
     }
     for (operand, addr) in [("a", a.addr()), ("b", b.addr()), ("out", out.addr())] {
         let offset = addr % l.align as u64;
         if offset != 0 {
-            return Err(Error::Misaligned { variant: l.name, operand, addr, offset, required: l.align });
+            return Err(Error::Misaligned {
+                variant: l.name,
+                operand,
+                addr,
+                offset,
+                required: l.align,
+            });
         }
     }
     if n == 0 || l.grid == 0 {
@@ -213,7 +283,10 @@ pub(crate) fn launch_count<T: Pod>(
     stream: cu::CUstream,
 ) -> Result<()> {
     if x.len() != y.len() || counter.len() != 1 {
-        return Err(Error::CopyLength { host: x.len(), device: y.len() });
+        return Err(Error::CopyLength {
+            host: x.len(),
+            device: y.len(),
+        });
     }
     if x.is_empty() {
         return Ok(());
@@ -257,8 +330,17 @@ pub(crate) fn func_attribute(func: RawFn, attr: i32) -> Result<i32> {
     let mut value = 0i32;
     // SAFETY: writes one integer; the attribute value comes from cust's enum, which
     // mirrors CUfunction_attribute.
-    let r = unsafe { cu::cuFuncGetAttribute(&mut value, std::mem::transmute::<i32, cu::CUfunction_attribute>(attr), func.0) };
-    check(r).map_err(|source| Error::Driver { context: "cuFuncGetAttribute", source })?;
+    let r = unsafe {
+        cu::cuFuncGetAttribute(
+            &mut value,
+            std::mem::transmute::<i32, cu::CUfunction_attribute>(attr),
+            func.0,
+        )
+    };
+    check(r).map_err(|source| Error::Driver {
+        context: "cuFuncGetAttribute",
+        source,
+    })?;
     Ok(value)
 }
 
@@ -266,8 +348,13 @@ pub(crate) fn func_attribute(func: RawFn, attr: i32) -> Result<i32> {
 pub(crate) fn occupancy(func: RawFn, block: u32) -> Result<u32> {
     let mut blocks = 0i32;
     // SAFETY: writes one integer.
-    let r = unsafe { cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, func.0, block as i32, 0) };
-    check(r).map_err(|source| Error::Driver { context: "cuOccupancyMaxActiveBlocksPerMultiprocessor", source })?;
+    let r = unsafe {
+        cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, func.0, block as i32, 0)
+    };
+    check(r).map_err(|source| Error::Driver {
+        context: "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+        source,
+    })?;
     Ok(blocks as u32)
 }
 
@@ -275,6 +362,9 @@ pub(crate) fn occupancy(func: RawFn, block: u32) -> Result<u32> {
 pub(crate) fn driver_version() -> Result<i32> {
     let mut v = 0i32;
     // SAFETY: writes one integer.
-    check(unsafe { cu::cuDriverGetVersion(&mut v) }).map_err(|source| Error::Driver { context: "cuDriverGetVersion", source })?;
+    check(unsafe { cu::cuDriverGetVersion(&mut v) }).map_err(|source| Error::Driver {
+        context: "cuDriverGetVersion",
+        source,
+    })?;
     Ok(v)
 }

@@ -40,7 +40,7 @@ fn round_f64(x: f64, man: u32, emin: i32) -> u32 {
     }
     let e = ((ax.to_bits() >> 52) & 0x7ff) as i32 - 1023;
     let q = (ax * pow2(man as i32 - e)).round_ties_even() as u32; // in [2^man, 2^(man+1)]
-    // A carry out of the mantissa (q == 2^(man+1)) lands in the exponent field.
+                                                                  // A carry out of the mantissa (q == 2^(man+1)) lands in the exponent field.
     sign | ((((e - emin + 1) as u32) << man) + (q - (1 << man)))
 }
 
@@ -86,27 +86,37 @@ impl ReferenceAdd for f32 {
 
 impl ReferenceAdd for f16 {
     fn reference_add(a: f16, b: f16) -> f16 {
-        f16::from_bits(f64_to_f16_bits(f16_bits_to_f64(a.to_bits()) + f16_bits_to_f64(b.to_bits())))
+        f16::from_bits(f64_to_f16_bits(
+            f16_bits_to_f64(a.to_bits()) + f16_bits_to_f64(b.to_bits()),
+        ))
     }
 }
 
 impl ReferenceAdd for bf16 {
     fn reference_add(a: bf16, b: bf16) -> bf16 {
-        bf16::from_bits(f64_to_bf16_bits(bf16_bits_to_f64(a.to_bits()) + bf16_bits_to_f64(b.to_bits())))
+        bf16::from_bits(f64_to_bf16_bits(
+            bf16_bits_to_f64(a.to_bits()) + bf16_bits_to_f64(b.to_bits()),
+        ))
     }
 }
 
 /// Element-wise reference sum. Panics if the lengths differ (test helper).
 pub fn add<T: ReferenceAdd>(a: &[T], b: &[T]) -> Vec<T> {
     assert_eq!(a.len(), b.len(), "reference::add needs equal lengths");
-    a.iter().zip(b).map(|(&x, &y)| T::reference_add(x, y)).collect()
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| T::reference_add(x, y))
+        .collect()
 }
 
 /// Index of the first element where `got` and `want` are not the same value
 /// ([`Element::same_as`]: equal bits, or both NaN), or of the first extra element
 /// when the lengths differ.
 pub fn first_mismatch<T: Element>(got: &[T], want: &[T]) -> Option<usize> {
-    got.iter().zip(want).position(|(g, w)| !g.same_as(*w)).or_else(|| (got.len() != want.len()).then(|| got.len().min(want.len())))
+    got.iter()
+        .zip(want)
+        .position(|(g, w)| !g.same_as(*w))
+        .or_else(|| (got.len() != want.len()).then(|| got.len().min(want.len())))
 }
 
 #[cfg(test)]
@@ -116,16 +126,44 @@ mod tests {
 
     #[test]
     fn f16_rounding_edges() {
-        assert_eq!(f64_to_f16_bits(65504.0 + 16.0), 0x7c00, "65504+16 is the tie to even -> inf");
-        assert_eq!(f64_to_f16_bits(65504.0 + 8.0), 0x7bff, "65504+8 rounds back to 65504");
+        assert_eq!(
+            f64_to_f16_bits(65504.0 + 16.0),
+            0x7c00,
+            "65504+16 is the tie to even -> inf"
+        );
+        assert_eq!(
+            f64_to_f16_bits(65504.0 + 8.0),
+            0x7bff,
+            "65504+8 rounds back to 65504"
+        );
         assert_eq!(f64_to_f16_bits(-65520.0), 0xfc00);
         assert_eq!(f64_to_f16_bits(f64::powi(2.0, -24)), 0x0001);
-        assert_eq!(f64_to_f16_bits(f64::powi(2.0, -25)), 0x0000, "half the smallest subnormal ties to 0");
-        assert_eq!(f64_to_f16_bits(1.5 * f64::powi(2.0, -24)), 0x0002, "1.5 ulp ties to even 2");
-        assert_eq!(f64_to_f16_bits(f64::powi(2.0, -14) * (1.0 - f64::powi(2.0, -12))), 0x0400, "rounds up into the smallest normal");
+        assert_eq!(
+            f64_to_f16_bits(f64::powi(2.0, -25)),
+            0x0000,
+            "half the smallest subnormal ties to 0"
+        );
+        assert_eq!(
+            f64_to_f16_bits(1.5 * f64::powi(2.0, -24)),
+            0x0002,
+            "1.5 ulp ties to even 2"
+        );
+        assert_eq!(
+            f64_to_f16_bits(f64::powi(2.0, -14) * (1.0 - f64::powi(2.0, -12))),
+            0x0400,
+            "rounds up into the smallest normal"
+        );
         assert_eq!(f64_to_f16_bits(-0.0), 0x8000);
-        assert_eq!(f64_to_f16_bits(1.0 + f64::powi(2.0, -11)), 0x3c00, "tie at 1.0 goes to even");
-        assert_eq!(f64_to_f16_bits(1.0 + 3.0 * f64::powi(2.0, -11)), 0x3c02, "odd tie goes up");
+        assert_eq!(
+            f64_to_f16_bits(1.0 + f64::powi(2.0, -11)),
+            0x3c00,
+            "tie at 1.0 goes to even"
+        );
+        assert_eq!(
+            f64_to_f16_bits(1.0 + 3.0 * f64::powi(2.0, -11)),
+            0x3c02,
+            "odd tie goes up"
+        );
         assert!(f16_is_nan(f64_to_f16_bits(f64::NAN)));
     }
 
@@ -138,7 +176,10 @@ mod tests {
         for h in 0..=u16::MAX {
             let ours = f16_bits_to_f64(h);
             let theirs = f16::from_bits(h).to_f64();
-            assert!(ours.to_bits() == theirs.to_bits() || (ours.is_nan() && theirs.is_nan()), "{h:#06x}");
+            assert!(
+                ours.to_bits() == theirs.to_bits() || (ours.is_nan() && theirs.is_nan()),
+                "{h:#06x}"
+            );
             if !ours.is_nan() {
                 assert_eq!(f64_to_f16_bits(ours), h, "round trip {h:#06x}");
             }
@@ -167,7 +208,14 @@ mod tests {
             let (a, b) = (f16::from_bits(rng.gen()), f16::from_bits(rng.gen()));
             let ours = f16::reference_add(a, b);
             let theirs = f16::from_f32(a.to_f32() + b.to_f32());
-            assert!(ours.same_as(theirs), "{:#06x} + {:#06x}: {:#06x} vs {:#06x}", a.to_bits(), b.to_bits(), ours.to_bits(), theirs.to_bits());
+            assert!(
+                ours.same_as(theirs),
+                "{:#06x} + {:#06x}: {:#06x} vs {:#06x}",
+                a.to_bits(),
+                b.to_bits(),
+                ours.to_bits(),
+                theirs.to_bits()
+            );
         }
     }
 
@@ -179,7 +227,12 @@ mod tests {
             let (a, b): (u16, u16) = (rng.gen(), rng.gen());
             let ours = bf16::reference_add(bf16::from_bits(a), bf16::from_bits(b));
             let f32_path = bf16::from_bits(kernels_gpu::bits::bf16_add(a, b));
-            assert!(ours.same_as(f32_path), "{a:#06x} + {b:#06x}: {:#06x} vs {:#06x}", ours.to_bits(), f32_path.to_bits());
+            assert!(
+                ours.same_as(f32_path),
+                "{a:#06x} + {b:#06x}: {:#06x} vs {:#06x}",
+                ours.to_bits(),
+                f32_path.to_bits()
+            );
         }
     }
 

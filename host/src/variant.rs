@@ -130,14 +130,20 @@ pub struct LaunchConfig {
 
 impl Default for LaunchConfig {
     fn default() -> Self {
-        LaunchConfig { block: DEFAULT_BLOCK, max_grid: MAX_GRID_X }
+        LaunchConfig {
+            block: DEFAULT_BLOCK,
+            max_grid: MAX_GRID_X,
+        }
     }
 }
 
 impl LaunchConfig {
     /// Default settings with another block size.
     pub fn with_block(block: u32) -> Self {
-        LaunchConfig { block, ..Self::default() }
+        LaunchConfig {
+            block,
+            ..Self::default()
+        }
     }
 }
 
@@ -155,12 +161,24 @@ mod tests {
 
     #[test]
     fn widest_for_respects_alignment() {
-        assert_eq!(Variant::widest_for(Dtype::F32, &[0, 16, 32]), Variant::F32x4);
+        assert_eq!(
+            Variant::widest_for(Dtype::F32, &[0, 16, 32]),
+            Variant::F32x4
+        );
         assert_eq!(Variant::widest_for(Dtype::F32, &[0, 20, 32]), Variant::F32);
-        assert_eq!(Variant::widest_for(Dtype::F16, &[0, 16, 48]), Variant::F16x8Pack);
-        assert_eq!(Variant::widest_for(Dtype::F16, &[4, 16, 48]), Variant::F16x8);
+        assert_eq!(
+            Variant::widest_for(Dtype::F16, &[0, 16, 48]),
+            Variant::F16x8Pack
+        );
+        assert_eq!(
+            Variant::widest_for(Dtype::F16, &[4, 16, 48]),
+            Variant::F16x8
+        );
         assert_eq!(Variant::widest_for(Dtype::F16, &[2, 16, 48]), Variant::F16);
-        assert_eq!(Variant::widest_for(Dtype::Bf16, &[8, 16, 48]), Variant::Bf16x2);
+        assert_eq!(
+            Variant::widest_for(Dtype::Bf16, &[8, 16, 48]),
+            Variant::Bf16x2
+        );
         assert_eq!(Variant::widest(Dtype::Bf16), Variant::Bf16x8Pack);
         assert_eq!(Variant::scalar(Dtype::F16), Variant::F16);
     }

@@ -115,7 +115,12 @@ mod kernels {
     #[inline(always)]
     fn half2_add(x: u32, y: u32) -> u32 {
         // SAFETY: f16x2 and u32 have the same size; every bit pattern is a valid f16x2.
-        unsafe { transmute::<f16x2, u32>(f16x2_add(transmute::<u32, f16x2>(x), transmute::<u32, f16x2>(y))) }
+        unsafe {
+            transmute::<f16x2, u32>(f16x2_add(
+                transmute::<u32, f16x2>(x),
+                transmute::<u32, f16x2>(y),
+            ))
+        }
     }
 
     #[inline(always)]
@@ -167,7 +172,11 @@ mod kernels {
     /// Global thread `t` handles element `t`, then `t + gridDim.x * blockDim.x`, …
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_f32(a: *const f32, b: *const f32, c: *mut f32, n: u64) {
-        for_each_group::<1>(n, |g| unsafe { *c.add(g as usize) = *a.add(g as usize) + *b.add(g as usize) }, scalar_tail!(a, b, c, n, f32_add));
+        for_each_group::<1>(
+            n,
+            |g| unsafe { *c.add(g as usize) = *a.add(g as usize) + *b.add(g as usize) },
+            scalar_tail!(a, b, c, n, f32_add),
+        );
     }
 
     /// **V2.** f32x4: what changed from V1 is one 128-bit load per operand and one
@@ -189,7 +198,12 @@ mod kernels {
             n,
             |g| unsafe {
                 let (x, y) = (*va.add(g as usize), *vb.add(g as usize));
-                *vc.add(g as usize) = F32x4([x.0[0] + y.0[0], x.0[1] + y.0[1], x.0[2] + y.0[2], x.0[3] + y.0[3]]);
+                *vc.add(g as usize) = F32x4([
+                    x.0[0] + y.0[0],
+                    x.0[1] + y.0[1],
+                    x.0[2] + y.0[2],
+                    x.0[3] + y.0[3],
+                ]);
             },
             scalar_tail!(a, b, c, n, f32_add),
         );
@@ -210,7 +224,11 @@ mod kernels {
     /// Global thread `t` handles element `t` (grid-stride).
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_f16(a: *const f16, b: *const f16, c: *mut f16, n: u64) {
-        for_each_group::<1>(n, |g| unsafe { *c.add(g as usize) = *a.add(g as usize) + *b.add(g as usize) }, scalar_tail!(a, b, c, n, f16_add));
+        for_each_group::<1>(
+            n,
+            |g| unsafe { *c.add(g as usize) = *a.add(g as usize) + *b.add(g as usize) },
+            scalar_tail!(a, b, c, n, f16_add),
+        );
     }
 
     /// **V4.** f16x2: what changed from V3 is one 32-bit load per operand for two
@@ -230,7 +248,9 @@ mod kernels {
         let (wa, wb, wc) = (a as *const u32, b as *const u32, c as *mut u32);
         for_each_group::<2>(
             n,
-            |g| unsafe { *wc.add(g as usize) = half2_add(*wa.add(g as usize), *wb.add(g as usize)) },
+            |g| unsafe {
+                *wc.add(g as usize) = half2_add(*wa.add(g as usize), *wb.add(g as usize))
+            },
             scalar_tail!(a, b, c, n, f16_add),
         );
     }
@@ -278,7 +298,12 @@ mod kernels {
     /// # Thread mapping
     /// As V5.
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_f16x8_pack(a: *const f16, b: *const f16, c: *mut f16, n: u64) {
+    pub unsafe extern "ptx-kernel" fn add_f16x8_pack(
+        a: *const f16,
+        b: *const f16,
+        c: *mut f16,
+        n: u64,
+    ) {
         let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
         for_each_group::<8>(
             n,
@@ -310,7 +335,11 @@ mod kernels {
     /// Global thread `t` handles element `t` (grid-stride).
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_bf16(a: *const u16, b: *const u16, c: *mut u16, n: u64) {
-        for_each_group::<1>(n, |g| unsafe { *c.add(g as usize) = bf16_add(*a.add(g as usize), *b.add(g as usize)) }, scalar_tail!(a, b, c, n, bf16_add));
+        for_each_group::<1>(
+            n,
+            |g| unsafe { *c.add(g as usize) = bf16_add(*a.add(g as usize), *b.add(g as usize)) },
+            scalar_tail!(a, b, c, n, bf16_add),
+        );
     }
 
     /// bf16x2: what changed from `add_bf16` is one 32-bit load per operand for two
@@ -325,11 +354,18 @@ mod kernels {
     /// # Thread mapping
     /// Global thread `t` handles elements `2t, 2t + 1` (grid-stride).
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_bf16x2(a: *const u16, b: *const u16, c: *mut u16, n: u64) {
+    pub unsafe extern "ptx-kernel" fn add_bf16x2(
+        a: *const u16,
+        b: *const u16,
+        c: *mut u16,
+        n: u64,
+    ) {
         let (wa, wb, wc) = (a as *const u32, b as *const u32, c as *mut u32);
         for_each_group::<2>(
             n,
-            |g| unsafe { *wc.add(g as usize) = bf16x2_add(*wa.add(g as usize), *wb.add(g as usize)) },
+            |g| unsafe {
+                *wc.add(g as usize) = bf16x2_add(*wa.add(g as usize), *wb.add(g as usize))
+            },
             scalar_tail!(a, b, c, n, bf16_add),
         );
     }
@@ -346,7 +382,12 @@ mod kernels {
     /// # Thread mapping
     /// Global thread `t` handles elements `8t .. 8t + 8` (grid-stride).
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_bf16x8_pack(a: *const u16, b: *const u16, c: *mut u16, n: u64) {
+    pub unsafe extern "ptx-kernel" fn add_bf16x8_pack(
+        a: *const u16,
+        b: *const u16,
+        c: *mut u16,
+        n: u64,
+    ) {
         let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
         for_each_group::<8>(
             n,
@@ -371,7 +412,11 @@ mod tests {
     #[test]
     fn table_is_consistent() {
         for k in ADD_KERNELS {
-            assert!(k.name.starts_with("add_") && k.name.contains(k.dtype.name()), "{}", k.name);
+            assert!(
+                k.name.starts_with("add_") && k.name.contains(k.dtype.name()),
+                "{}",
+                k.name
+            );
             assert_eq!(
                 k.lanes as usize * k.dtype.size(),
                 (k.access_bytes * k.loads_per_group) as usize,
@@ -379,7 +424,8 @@ mod tests {
                 k.name
             );
         }
-        let versions: std::vec::Vec<u8> = ADD_KERNELS.iter().filter_map(|k| k.seed_version).collect();
+        let versions: std::vec::Vec<u8> =
+            ADD_KERNELS.iter().filter_map(|k| k.seed_version).collect();
         assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
     }
 }

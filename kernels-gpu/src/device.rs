@@ -26,7 +26,11 @@ pub fn grid_threads() -> u64 {
 /// element by element from `first` up to `n`. Every element is visited exactly
 /// once whatever the grid size.
 #[inline(always)]
-pub fn for_each_group<const LANES: u64>(n: u64, mut full: impl FnMut(u64), mut tail: impl FnMut(u64)) {
+pub fn for_each_group<const LANES: u64>(
+    n: u64,
+    mut full: impl FnMut(u64),
+    mut tail: impl FnMut(u64),
+) {
     let full_groups = n / LANES;
     let all_groups = n.div_ceil(LANES);
     let stride = grid_threads();

@@ -1,1 +1,338 @@
-fn main(){}
+//! `cargo xtask <command>`: the project's automation, one binary.
+//!
+//! * `build-ptx [--check]`: compile `kernels-gpu` for `nvptx64-nvidia-cuda` and
+//!   write (or compare) the tracked `ptx/kernels_gpu.ptx`.
+//! * `test [args]`: make libcuda available, then `cargo test --workspace [args]`.
+//! * `ci`: what CI runs: fmt, clippy, `build-ptx --check`, `test`.
+//! * `report [args]`: the main job, `cargo run --release --bin report -- [args]`.
+//! * `bundle [--out DIR]`: release test, bench and report executables plus the PTX
+//!   and `run.sh` in one folder that runs on a GPU machine without Rust.
+//! * `libcuda`: print the folder used as `CUDA_LIBRARY_PATH`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use sha2::{Digest, Sha256};
+
+const PTX_TARGET: &str = "nvptx64-nvidia-cuda";
+const TRACKED_PTX: &str = "ptx/kernels_gpu.ptx";
+
+type Res<T = ()> = Result<T, String>;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (cmd, rest) = args
+        .split_first()
+        .map(|(c, r)| (c.as_str(), r))
+        .unwrap_or(("help", &[]));
+    let result = match cmd {
+        "build-ptx" => build_ptx(rest.iter().any(|a| a == "--check")),
+        "test" => test(rest),
+        "ci" => ci(),
+        "report" => report(rest),
+        "bundle" => bundle(rest),
+        "libcuda" => libcuda().map(|p| println!("{}", p.display())),
+        _ => {
+            eprintln!("usage: cargo xtask <build-ptx [--check] | test [args] | ci | report [args] | bundle [--out DIR] | libcuda>");
+            return ExitCode::from(if cmd == "help" { 0 } else { 2 });
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("xtask {cmd}: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level down")
+        .to_path_buf()
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn run(mut c: Command) -> Res {
+    let status = c
+        .status()
+        .map_err(|e| format!("could not start {c:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{:?} failed ({status})", c.get_program()))
+    }
+}
+
+/// Builds the kernels to PTX in `target/ptx` and returns the text.
+fn compile_ptx() -> Res<String> {
+    let mut c = cargo();
+    c.args([
+        "build",
+        "--release",
+        "--package",
+        "kernels-gpu",
+        "--target",
+        PTX_TARGET,
+        "-Zbuild-std=core",
+    ])
+    .args(["--target-dir", "target/ptx"])
+    // The target's flags come from .cargo/config.toml; stray host flags must
+    // not leak into the device build (they would change the PTX).
+    .env_remove("RUSTFLAGS")
+    .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    run(c)?;
+    let out = root()
+        .join("target/ptx")
+        .join(PTX_TARGET)
+        .join("release/kernels_gpu.ptx");
+    std::fs::read_to_string(&out).map_err(|e| format!("reading {}: {e}", out.display()))
+}
+
+fn entries(ptx: &str) -> Vec<&str> {
+    ptx.lines()
+        .filter_map(|l| l.strip_prefix(".visible .entry "))
+        .map(|l| l.split('(').next().unwrap_or(l).trim())
+        .collect()
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn build_ptx(check: bool) -> Res {
+    let fresh = compile_ptx()?;
+    let tracked_path = root().join(TRACKED_PTX);
+    if check {
+        let tracked = std::fs::read_to_string(&tracked_path).unwrap_or_default();
+        if tracked != fresh {
+            return Err(format!("{TRACKED_PTX} is stale: the kernels compile to different PTX; run `cargo xtask build-ptx` and commit it"));
+        }
+        println!(
+            "{TRACKED_PTX} is up to date (sha256 {})",
+            sha256(fresh.as_bytes())
+        );
+        return Ok(());
+    }
+    std::fs::write(&tracked_path, &fresh)
+        .map_err(|e| format!("writing {}: {e}", tracked_path.display()))?;
+    println!(
+        "wrote {TRACKED_PTX} ({} bytes, sha256 {})",
+        fresh.len(),
+        sha256(fresh.as_bytes())
+    );
+    for name in entries(&fresh) {
+        println!("  .entry {name}");
+    }
+    Ok(())
+}
+
+/// Makes libcuda linkable and loadable (the real driver's, or Debian's libcuda1 on
+/// machines without one) and returns the `CUDA_LIBRARY_PATH` folder.
+fn libcuda() -> Res<PathBuf> {
+    let out = Command::new("bash")
+        .arg(root().join("scripts/libcuda.sh"))
+        .output()
+        .map_err(|e| format!("running scripts/libcuda.sh: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "scripts/libcuda.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// A cargo command with libcuda on the link and load paths.
+fn cargo_with_cuda() -> Res<Command> {
+    let dir = libcuda()?;
+    let lib64 = dir.join("lib64");
+    let mut c = cargo();
+    let ld = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+    c.env("CUDA_LIBRARY_PATH", &dir).env(
+        "LD_LIBRARY_PATH",
+        if ld.is_empty() {
+            lib64.display().to_string()
+        } else {
+            format!("{}:{ld}", lib64.display())
+        },
+    );
+    Ok(c)
+}
+
+fn test(extra: &[String]) -> Res {
+    let mut c = cargo_with_cuda()?;
+    c.args(["test", "--workspace"]).args(extra);
+    run(c)
+}
+
+fn ci() -> Res {
+    let mut c = cargo();
+    c.args(["fmt", "--all", "--", "--check"]);
+    run(c)?;
+    let mut c = cargo_with_cuda()?;
+    c.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    run(c)?;
+    build_ptx(true)?;
+    test(&[])
+}
+
+fn report(args: &[String]) -> Res {
+    let mut c = cargo_with_cuda()?;
+    c.args([
+        "run",
+        "--quiet",
+        "--release",
+        "--package",
+        "gpukern-benches",
+        "--bin",
+        "report",
+        "--",
+    ])
+    .args(args);
+    // The report prints its own one-line error (e.g. no GPU); pass its status on
+    // without adding a second line.
+    let status = c
+        .status()
+        .map_err(|e| format!("could not start cargo: {e}"))?;
+    if !status.success() {
+        std::process::exit(status.code().unwrap_or(1));
+    }
+    Ok(())
+}
+
+/// Runs `cargo <args> --message-format=json` and returns (name, executable) of every
+/// artifact that has one.
+fn executables(args: &[&str], want_test_harness: bool) -> Res<Vec<(String, PathBuf)>> {
+    let mut c = cargo_with_cuda()?;
+    c.args(args)
+        .arg("--message-format=json-render-diagnostics")
+        .stderr(std::process::Stdio::inherit());
+    let out = c.output().map_err(|e| format!("{e}"))?;
+    if !out.status.success() {
+        return Err(format!("cargo {} failed", args.join(" ")));
+    }
+    let mut found = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v["reason"] != "compiler-artifact" {
+            continue;
+        }
+        if let Some(exe) = v["executable"].as_str() {
+            if want_test_harness && v["profile"]["test"] != true {
+                continue; // a plain binary built alongside the test harnesses
+            }
+            found.push((artifact_name(&v), PathBuf::from(exe)));
+        }
+    }
+    Ok(found)
+}
+
+/// `<package>-<target>` for a compiler-artifact message. Package ids look like
+/// `path+file:///…/host#gpukern@0.1.0`, or `path+file:///…/xtask#0.1.0` when the
+/// package is named after its folder.
+fn artifact_name(v: &serde_json::Value) -> String {
+    let id = v["package_id"].as_str().unwrap_or("");
+    let (path, tail) = id.rsplit_once('#').unwrap_or((id, ""));
+    let pkg = match tail.split_once('@') {
+        Some((name, _)) => name,
+        None => path.rsplit('/').next().unwrap_or("pkg"),
+    };
+    format!("{pkg}-{}", v["target"]["name"].as_str().unwrap_or("bin"))
+}
+
+fn bundle(args: &[String]) -> Res {
+    let out = match args.iter().position(|a| a == "--out") {
+        Some(i) => PathBuf::from(args.get(i + 1).ok_or("--out needs a folder")?),
+        None => root().join("bundle"),
+    };
+    build_ptx(true)?;
+    let _ = std::fs::remove_dir_all(&out);
+    for sub in ["tests", "bench"] {
+        std::fs::create_dir_all(out.join(sub)).map_err(|e| e.to_string())?;
+    }
+    let copy = |from: &Path, to: PathBuf| {
+        std::fs::copy(from, &to)
+            .map(|_| ())
+            .map_err(|e| format!("copy {} -> {}: {e}", from.display(), to.display()))
+    };
+    for (name, exe) in executables(&["test", "--release", "--workspace", "--no-run"], true)? {
+        copy(&exe, out.join("tests").join(&name))?;
+    }
+    for (name, exe) in executables(
+        &[
+            "bench",
+            "--package",
+            "gpukern-benches",
+            "--bench",
+            "add",
+            "--no-run",
+        ],
+        true,
+    )? {
+        copy(&exe, out.join("bench").join(&name))?;
+    }
+    for (_, exe) in executables(
+        &[
+            "build",
+            "--release",
+            "--package",
+            "gpukern-benches",
+            "--bin",
+            "report",
+        ],
+        false,
+    )? {
+        copy(&exe, out.join("report"))?;
+    }
+    let ptx = std::fs::read(root().join(TRACKED_PTX)).map_err(|e| e.to_string())?;
+    copy(&root().join(TRACKED_PTX), out.join("kernels_gpu.ptx"))?;
+    copy(&root().join("scripts/run.sh"), out.join("run.sh"))?;
+    copy(&root().join("scripts/peers.py"), out.join("peers.py"))?;
+    let commit = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(root())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let dirty = Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .current_dir(root())
+        .output()
+        .map(|o| !o.stdout.is_empty())
+        .unwrap_or(true);
+    let manifest = serde_json::json!({
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "ptx_sha256": sha256(&ptx),
+    });
+    std::fs::write(
+        out.join("manifest.json"),
+        serde_json::to_string_pretty(&manifest).unwrap(),
+    )
+    .map_err(|e| e.to_string())?;
+    println!(
+        "bundle ready in {} (commit {commit}{}): run `./run.sh help` there",
+        out.display(),
+        if dirty { ", dirty" } else { "" }
+    );
+    Ok(())
+}

@@ -1,0 +1,980 @@
+//! `cargo xtask report`: how close each add variant comes to the memory wall.
+//!
+//! Runs every variant over n = 2^min .. 2^max, verifies every result bit-exact,
+//! times with CUDA events (median), and writes report.md, report.json and
+//! report.svg. See `report --help`.
+//!
+//! `report verify-record ...` turns a GPU test run into results/<gpu>/verify.json.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use gpukern::half::{bf16, f16};
+use gpukern::reference::ReferenceAdd;
+use gpukern::{Dtype, Gpu, LaunchConfig, Variant};
+use gpukern_benches::svg::{chart, Level, Series};
+use gpukern_benches::{add_bytes, copy_gbps, gbps, median, Pick, Workload};
+use rayon::prelude::*;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+const HELP: &str = "report: GB/s of every add variant vs n, verified, with peak and copy bandwidth
+
+usage: report [options]            run the study (the README's main job)
+       report verify-record ...    write verify.json from a GPU test run (used by run.sh)
+
+options:
+  --min-log2 N     smallest n = 2^N (default 10)
+  --max-log2 N     largest n = 2^N (default 28)
+  --dtype LIST     f32,f16,bf16 (default all)
+  --variant LIST   kernel names, e.g. add_f32x4,add_f16x8_pack (default all)
+  --device I       CUDA device index (default 0)
+  --block B        threads per block for the main sweep (default 256)
+  --peers          also time torch.add through peers.py, if python3 has torch
+  --no-cpu         skip the CPU baseline
+  --no-sweep       skip the block-size sweep
+  --out DIR        where report.{md,json,svg} go (default report-out)";
+
+struct Opts {
+    min_log2: u32,
+    max_log2: u32,
+    dtypes: Vec<Dtype>,
+    variants: Vec<Variant>,
+    device: usize,
+    block: u32,
+    peers: bool,
+    cpu: bool,
+    sweep: bool,
+    out: PathBuf,
+}
+
+fn parse(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts {
+        min_log2: 10,
+        max_log2: 28,
+        dtypes: Dtype::ALL.to_vec(),
+        variants: Variant::ALL.to_vec(),
+        device: 0,
+        block: 256,
+        peers: false,
+        cpu: true,
+        sweep: true,
+        out: PathBuf::from("report-out"),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
+        let num = |s: String| {
+            s.parse::<u64>()
+                .map_err(|_| format!("{a}: not a number: {s}"))
+        };
+        match a.as_str() {
+            "--min-log2" => o.min_log2 = num(val()?)? as u32,
+            "--max-log2" => o.max_log2 = num(val()?)? as u32,
+            "--device" => o.device = num(val()?)? as usize,
+            "--block" => o.block = num(val()?)? as u32,
+            "--out" => o.out = PathBuf::from(val()?),
+            "--peers" => o.peers = true,
+            "--no-cpu" => o.cpu = false,
+            "--no-sweep" => o.sweep = false,
+            "--dtype" => {
+                o.dtypes = val()?
+                    .split(',')
+                    .map(|d| {
+                        Dtype::ALL
+                            .into_iter()
+                            .find(|x| x.name() == d)
+                            .ok_or(format!("unknown dtype {d}"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "--variant" => {
+                o.variants = val()?
+                    .split(',')
+                    .map(|v| Variant::from_name(v).ok_or(format!("unknown variant {v}")))
+                    .collect::<Result<_, _>>()?
+            }
+            "-h" | "--help" => {
+                println!("{HELP}");
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown option {other} (see --help)")),
+        }
+    }
+    if o.min_log2 > o.max_log2 || o.max_log2 > 31 {
+        return Err(format!("bad size range 2^{}..2^{}", o.min_log2, o.max_log2));
+    }
+    o.variants.retain(|v| o.dtypes.contains(&v.dtype()));
+    Ok(o)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = if args.first().map(String::as_str) == Some("verify-record") {
+        verify_record(&args[1..])
+    } else {
+        parse(&args).and_then(|o| run(&o))
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+/// Driver version as nvidia-smi prints it (e.g. 580.159.04), else the CUDA version.
+fn driver_string(gpu: &Gpu) -> String {
+    let smi = std::process::Command::new("nvidia-smi")
+        .args(["--query-gpu=driver_version", "--format=csv,noheader"])
+        .output();
+    let cuda = gpu.info().driver_version;
+    let cuda = format!("CUDA {}.{}", cuda / 1000, (cuda % 1000) / 10);
+    match smi {
+        Ok(o) if o.status.success() => format!(
+            "{} ({cuda})",
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+        ),
+        _ => cuda,
+    }
+}
+
+/// The commit this binary was built from: manifest.json beside the executable (GPU
+/// bundle), else `git rev-parse HEAD`.
+fn git_commit() -> String {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("manifest.json")));
+    if let Some(m) = beside
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+    {
+        let dirty = if m["git_dirty"] == true { "-dirty" } else { "" };
+        return format!("{}{dirty}", m["git_commit"].as_str().unwrap_or("unknown"));
+    }
+    std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn open_gpu(index: usize) -> Result<Gpu, String> {
+    Gpu::new(index).map_err(|e| e.to_string())
+}
+
+fn reps_for(bytes: u64) -> usize {
+    match bytes {
+        b if b <= 1 << 24 => 200,
+        b if b <= 1 << 28 => 60,
+        _ => 25,
+    }
+}
+
+/// One row of the main sweep.
+#[derive(Clone)]
+struct Row {
+    kernel: String,
+    v: Option<u8>,
+    dtype: Dtype,
+    n: usize,
+    block: u32,
+    median_us: f64,
+    gbps: f64,
+    verified: bool,
+    sets: usize,
+}
+
+fn run(o: &Opts) -> Result<(), String> {
+    let gpu = open_gpu(o.device)?;
+    let info = gpu.info().clone();
+    let peak = info.peak_gbps();
+    let cfg = LaunchConfig::with_block(o.block);
+    let stream = gpu.stream().map_err(|e| e.to_string())?;
+    eprintln!(
+        "device {}: {} (sm_{}{}, {} SMs, L2 {} MiB, peak {:.0} GB/s)",
+        o.device,
+        info.name,
+        info.compute_capability.0,
+        info.compute_capability.1,
+        info.sm_count,
+        info.l2_bytes >> 20,
+        peak
+    );
+    let started = Instant::now();
+    let e = |e: gpukern::Error| e.to_string();
+
+    // Ceilings and floors.
+    let copy = copy_gbps(&gpu, 1 << 30, 20).map_err(e)?;
+    let floor_b2b = {
+        let mut t = Vec::new();
+        for _ in 0..20 {
+            t.push(
+                stream
+                    .time(|s| (0..1000).try_for_each(|_| gpu.launch_empty(s)))
+                    .map_err(e)? as f64
+                    * 1e3
+                    / 1000.0,
+            );
+        }
+        median(&mut t)
+    };
+    let floor_sync = {
+        let mut t = Vec::new();
+        for _ in 0..500 {
+            let t0 = Instant::now();
+            gpu.launch_empty(&stream).map_err(e)?;
+            stream.synchronize().map_err(e)?;
+            t.push(t0.elapsed().as_secs_f64() * 1e6);
+        }
+        median(&mut t)
+    };
+    eprintln!("copy {copy:.0} GB/s; empty kernel {floor_b2b:.2} us back-to-back, {floor_sync:.2} us launch+sync");
+
+    let sizes: Vec<usize> = (o.min_log2..=o.max_log2).map(|k| 1usize << k).collect();
+    let max_n = *sizes.last().unwrap_or(&1);
+    let sweep_blocks = [32u32, 64, 128, 256, 512, 1024];
+    let steps = o.variants.len() * (sizes.len() + if o.sweep { sweep_blocks.len() } else { 0 })
+        + o.dtypes.len() * sizes.len();
+    let bar = indicatif::ProgressBar::new(steps as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+
+    let mut rows: Vec<Row> = Vec::new();
+    let mut auto_rows: Vec<Value> = Vec::new();
+    let mut block_rows: Vec<Value> = Vec::new();
+    let mut batched: Vec<Value> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
+    for &dtype in &o.dtypes {
+        match dtype {
+            Dtype::F32 => sweep_dtype::<f32>(
+                &gpu,
+                o,
+                &sizes,
+                max_n,
+                cfg,
+                &sweep_blocks,
+                &bar,
+                &mut rows,
+                &mut auto_rows,
+                &mut block_rows,
+                &mut batched,
+                &mut failures,
+            )?,
+            Dtype::F16 => sweep_dtype::<f16>(
+                &gpu,
+                o,
+                &sizes,
+                max_n,
+                cfg,
+                &sweep_blocks,
+                &bar,
+                &mut rows,
+                &mut auto_rows,
+                &mut block_rows,
+                &mut batched,
+                &mut failures,
+            )?,
+            Dtype::Bf16 => sweep_dtype::<bf16>(
+                &gpu,
+                o,
+                &sizes,
+                max_n,
+                cfg,
+                &sweep_blocks,
+                &bar,
+                &mut rows,
+                &mut auto_rows,
+                &mut block_rows,
+                &mut batched,
+                &mut failures,
+            )?,
+        }
+    }
+    bar.finish_and_clear();
+
+    // Kernel resources and occupancy at the chosen block size.
+    let mut kernels = Vec::new();
+    for &v in &o.variants {
+        let r = gpu.kernel_resources(v.name()).map_err(e)?;
+        let blocks = gpu.blocks_per_sm(v.name(), o.block).map_err(e)?;
+        let occ = (blocks * o.block) as f64 / info.max_threads_per_sm as f64;
+        kernels.push(json!({"kernel": v.name(), "registers": r.registers, "local_bytes": r.local_bytes, "shared_bytes": r.shared_bytes, "block": o.block, "blocks_per_sm": blocks, "occupancy": occ}));
+    }
+
+    // CPU baseline.
+    let mut cpu_rows = Vec::new();
+    if o.cpu {
+        eprintln!("CPU baseline ({} threads)...", rayon::current_num_threads());
+        for &dtype in &o.dtypes {
+            for &n in sizes
+                .iter()
+                .filter(|&&n| n.trailing_zeros() % 2 == 0 || n == max_n)
+            {
+                let (one, all) = match dtype {
+                    Dtype::F32 => cpu_gbps::<f32>(n),
+                    Dtype::F16 => cpu_gbps::<f16>(n),
+                    Dtype::Bf16 => cpu_gbps::<bf16>(n),
+                };
+                let best = rows
+                    .iter()
+                    .filter(|r| r.dtype == dtype && r.n == n)
+                    .map(|r| r.gbps)
+                    .fold(0.0, f64::max);
+                cpu_rows.push(json!({"dtype": dtype.name(), "n": n, "cpu_1t_gbps": one, "cpu_all_gbps": all, "threads": rayon::current_num_threads(), "gpu_best_gbps": best, "speedup_vs_1t": best / one, "speedup_vs_all": best / all}));
+            }
+        }
+    }
+
+    // Peers (torch.add) in the same run.
+    let (peers, peers_note) = if o.peers {
+        run_peers(o, &sizes)
+    } else {
+        (BTreeMap::new(), "not requested (pass --peers)".to_string())
+    };
+
+    // Roofline: 1 FLOP per element; bytes per element 3 * size.
+    let add_gflops = info.peak_fp32_add_gflops();
+    let roofline: Vec<Value> = o
+        .dtypes
+        .iter()
+        .map(|d| {
+            let ai = 1.0 / (3.0 * d.size() as f64);
+            let mem_bound = ai * copy; // GFLOP/s the memory system allows
+            json!({"dtype": d.name(), "flops_per_byte": ai, "bandwidth_bound_gflops": mem_bound, "fp32_add_peak_gflops": add_gflops, "ridge_flops_per_byte": add_gflops / copy, "memory_bound_by": add_gflops / mem_bound})
+        })
+        .collect();
+
+    let json_rows: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            let mut v = json!({"kernel": r.kernel, "v": r.v, "dtype": r.dtype.name(), "n": r.n, "block": r.block, "median_us": r.median_us, "gbps": r.gbps, "pct_peak": 100.0 * r.gbps / peak, "pct_copy": 100.0 * r.gbps / copy, "verified": r.verified, "input_sets": r.sets, "cache": if r.sets > 1 { "L2-sized: inputs rotate" } else { "DRAM" }});
+            if let Some(t) = peers.get(&(r.dtype.name().to_string(), r.n)) {
+                v["torch_gbps"] = json!(t);
+                v["ratio_vs_torch"] = json!(r.gbps / t);
+            }
+            v
+        })
+        .collect();
+    let report = json!({
+        "gpu": info.name,
+        "driver": driver_string(&gpu),
+        "git_commit": git_commit(),
+        "ptx_sha256": sha256_hex(gpukern::PTX.as_bytes()),
+        "device": {"index": o.device, "compute_capability": format!("{}.{}", info.compute_capability.0, info.compute_capability.1), "sm_count": info.sm_count, "l2_bytes": info.l2_bytes, "memory_clock_khz": info.memory_clock_khz, "bus_width_bits": info.bus_width_bits, "total_memory": info.total_memory, "sm_clock_khz": info.sm_clock_khz},
+        "peak_gbps": peak,
+        "copy_gbps": copy,
+        "block": o.block,
+        "launch_floor_us": {"back_to_back": floor_b2b, "launch_and_sync": floor_sync},
+        "kernels": kernels,
+        "roofline": roofline,
+        "rows": json_rows,
+        "auto": auto_rows,
+        "block_sweep": block_rows,
+        "batched": batched,
+        "cpu": cpu_rows,
+        "peers": peers.iter().map(|((d, n), g)| json!({"dtype": d, "n": n, "torch_gbps": g})).collect::<Vec<_>>(),
+        "peers_note": peers_note,
+        "failures": failures,
+        "elapsed_s": started.elapsed().as_secs_f64(),
+    });
+    std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
+    let md = markdown(&report);
+    std::fs::write(
+        o.out.join("report.json"),
+        serde_json::to_string_pretty(&report).unwrap_or_default(),
+    )
+    .map_err(|e| e.to_string())?;
+    std::fs::write(o.out.join("report.md"), &md).map_err(|e| e.to_string())?;
+    std::fs::write(o.out.join("report.svg"), plot(&report, &rows)).map_err(|e| e.to_string())?;
+    println!("{}", main_table(&report, None));
+    println!(
+        "wrote {}/report.md, report.json, report.svg in {:.0} s",
+        o.out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    if !failures.is_empty() {
+        return Err(format!(
+            "{} variant(s) failed verification: {}",
+            failures.len(),
+            failures.join("; ")
+        ));
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sweep_dtype<T: ReferenceAdd>(
+    gpu: &Gpu,
+    o: &Opts,
+    sizes: &[usize],
+    max_n: usize,
+    cfg: LaunchConfig,
+    sweep_blocks: &[u32],
+    bar: &indicatif::ProgressBar,
+    rows: &mut Vec<Row>,
+    auto_rows: &mut Vec<Value>,
+    block_rows: &mut Vec<Value>,
+    batched: &mut Vec<Value>,
+    failures: &mut Vec<String>,
+) -> Result<(), String> {
+    let dtype = T::DTYPE;
+    let variants: Vec<Variant> = o
+        .variants
+        .iter()
+        .copied()
+        .filter(|v| v.dtype() == dtype)
+        .collect();
+    let e = |e: gpukern::Error| e.to_string();
+    bar.set_message(format!(
+        "{}: preparing {} random inputs",
+        dtype.name(),
+        max_n
+    ));
+    // Capacity: the largest n, but at least enough for the L2 rotation of small n.
+    let cap = max_n.max((8 * gpu.info().l2_bytes as usize) / (3 * dtype.size()));
+    let mut w = Workload::<T>::new(gpu, cap, 7 + dtype as u64).map_err(e)?;
+    let stream = gpu.stream().map_err(e)?;
+    for &n in sizes {
+        let bytes = add_bytes(dtype, n);
+        let mut best = (String::new(), 0.0f64);
+        for &v in &variants {
+            bar.set_message(format!("{v} n=2^{}", n.trailing_zeros()));
+            let verified = match w.verify(gpu, v, cfg, n, &stream).map_err(e)? {
+                Ok(()) => true,
+                Err(i) => {
+                    failures.push(format!(
+                        "{v} n={n}: element {i} differs from the CPU reference"
+                    ));
+                    false
+                }
+            };
+            let ms = w
+                .time(gpu, v, cfg, n, reps_for(bytes), 5, &stream)
+                .map_err(e)?;
+            let g = gbps(bytes, ms);
+            if g > best.1 {
+                best = (v.name().to_string(), g);
+            }
+            rows.push(Row {
+                kernel: v.name().into(),
+                v: v.seed_version(),
+                dtype,
+                n,
+                block: cfg.block,
+                median_us: ms * 1e3,
+                gbps: g,
+                verified,
+                sets: w.rotation(gpu, n),
+            });
+            bar.inc(1);
+        }
+        // The automatic choice, verified and timed the same way.
+        let ok = w
+            .verify(gpu, Pick::Auto, cfg, n, &stream)
+            .map_err(e)?
+            .is_ok();
+        if !ok {
+            failures.push(format!(
+                "auto {} n={n}: differs from the CPU reference",
+                dtype.name()
+            ));
+        }
+        let ms = w
+            .time(gpu, Pick::Auto, cfg, n, reps_for(bytes), 5, &stream)
+            .map_err(e)?;
+        let g = gbps(bytes, ms);
+        let chosen = Variant::widest_for(
+            dtype,
+            &[w.a.device_addr(), w.b.device_addr(), w.out.device_addr()],
+        );
+        auto_rows.push(json!({"dtype": dtype.name(), "n": n, "chosen": chosen.name(), "median_us": ms * 1e3, "gbps": g, "verified": ok, "best_kernel": best.0, "best_gbps": best.1, "auto_vs_best_pct": 100.0 * g / best.1}));
+        bar.inc(1);
+    }
+    // Launch-bound sizes: single launches vs back-to-back batches of 100.
+    for &v in &variants {
+        for n in [1usize << 10, 1 << 20].into_iter().filter(|n| *n <= max_n) {
+            let single = w.time(gpu, v, cfg, n, 200, 5, &stream).map_err(e)?;
+            let batch = w
+                .time_batched(gpu, v, cfg, n, 100, 20, &stream)
+                .map_err(e)?;
+            batched.push(json!({"kernel": v.name(), "n": n, "single_us": single * 1e3, "batched_us_per_op": batch * 1e3, "single_gbps": gbps(add_bytes(dtype, n), single), "batched_gbps": gbps(add_bytes(dtype, n), batch)}));
+        }
+    }
+    if o.sweep {
+        let n = max_n;
+        for &v in &variants {
+            for &block in sweep_blocks {
+                let c = LaunchConfig::with_block(block);
+                bar.set_message(format!("{v} block {block}"));
+                let ok = w.verify(gpu, v, c, n, &stream).map_err(e)?.is_ok();
+                if !ok {
+                    failures.push(format!("{v} block={block}: differs from the CPU reference"));
+                }
+                let ms = w.time(gpu, v, c, n, 20, 3, &stream).map_err(e)?;
+                let seed_block = match v.seed_version() {
+                    Some(2) => Some(64),
+                    Some(5 | 6) => Some(32),
+                    Some(_) => Some(256),
+                    None => None,
+                };
+                block_rows.push(json!({"kernel": v.name(), "n": n, "block": block, "median_us": ms * 1e3, "gbps": gbps(add_bytes(dtype, n), ms), "verified": ok, "seed_config": seed_block == Some(block)}));
+                bar.inc(1);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// CPU add of n elements: (single thread GB/s, all cores GB/s), median of runs.
+fn cpu_gbps<T: ReferenceAdd + CpuAdd>(n: usize) -> (f64, f64) {
+    let a = gpukern_benches::random_inputs::<T>(n, 1);
+    let b = gpukern_benches::random_inputs::<T>(n, 2);
+    let mut c = vec![T::from_bits32(0); n];
+    let bytes = add_bytes(T::DTYPE, n);
+    let reps = ((1usize << 26) / n).clamp(3, 1000);
+    let mut time = |par: bool| {
+        let mut t = Vec::new();
+        for _ in 0..reps {
+            let t0 = Instant::now();
+            if par {
+                c.par_chunks_mut(1 << 14)
+                    .zip(a.par_chunks(1 << 14))
+                    .zip(b.par_chunks(1 << 14))
+                    .for_each(|((c, a), b)| T::add_slices(a, b, c));
+            } else {
+                T::add_slices(&a, &b, &mut c);
+            }
+            std::hint::black_box(&mut c);
+            t.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+        gbps(bytes, median(&mut t))
+    };
+    (time(false), time(true))
+}
+
+/// What a Rust user writes on the CPU: `c[i] = a[i] + b[i]` with the type's own `+`.
+trait CpuAdd: Sized {
+    fn add_slices(a: &[Self], b: &[Self], c: &mut [Self]);
+}
+macro_rules! cpu_add {
+    ($($t:ty),*) => {$(
+        impl CpuAdd for $t {
+            fn add_slices(a: &[Self], b: &[Self], c: &mut [Self]) {
+                for ((c, a), b) in c.iter_mut().zip(a).zip(b) {
+                    *c = *a + *b;
+                }
+            }
+        }
+    )*};
+}
+cpu_add!(f32, f16, bf16);
+
+fn peers_script() -> Option<PathBuf> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("peers.py")));
+    let candidates = [
+        beside,
+        Some(PathBuf::from("scripts/peers.py")),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/peers.py")),
+    ];
+    candidates.into_iter().flatten().find(|p| p.is_file())
+}
+
+/// Runs peers.py; returns GB/s by (dtype, n), or a note saying why there are none.
+fn run_peers(o: &Opts, sizes: &[usize]) -> (BTreeMap<(String, usize), f64>, String) {
+    let mut map = BTreeMap::new();
+    let Some(script) = peers_script() else {
+        return (map, "peers.py not found".into());
+    };
+    let has_torch = std::process::Command::new("python3")
+        .args(["-c", "import torch; assert torch.cuda.is_available()"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !has_torch {
+        eprintln!("peers: python3 with CUDA torch not available; skipping torch.add");
+        return (
+            map,
+            "python3 with a CUDA build of torch is not available here".into(),
+        );
+    }
+    eprintln!("peers: timing torch.add ...");
+    let dtypes: Vec<&str> = o.dtypes.iter().map(|d| d.name()).collect();
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .args([
+            "--min-log2",
+            &o.min_log2.to_string(),
+            "--max-log2",
+            &o.max_log2.to_string(),
+            "--dtypes",
+            &dtypes.join(","),
+            "--device",
+            &o.device.to_string(),
+        ])
+        .output();
+    match out {
+        Ok(out) if out.status.success() => {
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+            for r in v["rows"].as_array().into_iter().flatten() {
+                if let (Some(d), Some(n), Some(g)) =
+                    (r["dtype"].as_str(), r["n"].as_u64(), r["gbps"].as_f64())
+                {
+                    if sizes.contains(&(n as usize)) {
+                        map.insert((d.to_string(), n as usize), g);
+                    }
+                }
+            }
+            let note = format!("torch {} (torch.add(a, b, out=c), CUDA events, median; same sizes, input rotation below 4x L2)", v["torch"].as_str().unwrap_or("?"));
+            (map, note)
+        }
+        Ok(out) => (
+            map,
+            format!(
+                "peers.py failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+            ),
+        ),
+        Err(e) => (map, format!("could not run python3: {e}")),
+    }
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+/// The main table (all rows, or only n == `only_n`).
+fn main_table(r: &Value, only_n: Option<u64>) -> String {
+    let has_peers = r["rows"]
+        .as_array()
+        .map(|a| a.iter().any(|x| x.get("torch_gbps").is_some()))
+        .unwrap_or(false);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "| kernel | V | n | median µs | GB/s | % peak | % copy | verified |"
+    );
+    if has_peers {
+        s.push_str(" torch GB/s | vs torch |");
+    }
+    s.push('\n');
+    s.push_str("|---|---|---|---:|---:|---:|---:|---|");
+    if has_peers {
+        s.push_str("---:|---:|");
+    }
+    s.push('\n');
+    for row in r["rows"].as_array().into_iter().flatten() {
+        let n = row["n"].as_u64().unwrap_or(0);
+        if only_n.is_some_and(|k| k != n) {
+            continue;
+        }
+        let v = row["v"]
+            .as_u64()
+            .map(|v| format!("V{v}"))
+            .unwrap_or("-".into());
+        let _ = write!(
+            s,
+            "| {} | {} | 2^{} | {:.2} | {:.0} | {:.1} | {:.1} | {} |",
+            row["kernel"].as_str().unwrap_or(""),
+            v,
+            n.trailing_zeros(),
+            f(&row["median_us"]),
+            f(&row["gbps"]),
+            f(&row["pct_peak"]),
+            f(&row["pct_copy"]),
+            if row["verified"] == true {
+                "✓"
+            } else {
+                "✗"
+            }
+        );
+        if has_peers {
+            match row.get("torch_gbps") {
+                Some(t) => {
+                    let _ = write!(s, " {:.0} | {:.2} |", f(t), f(&row["ratio_vs_torch"]));
+                }
+                None => s.push_str(" - | - |"),
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn markdown(r: &Value) -> String {
+    let mut s = String::new();
+    let d = &r["device"];
+    let _ = writeln!(s, "# Element-wise add: bandwidth report\n");
+    let _ = writeln!(
+        s,
+        "- GPU: **{}** (sm_{}, {} SMs, L2 {} MiB), driver {}",
+        r["gpu"].as_str().unwrap_or(""),
+        d["compute_capability"]
+            .as_str()
+            .unwrap_or("")
+            .replace('.', ""),
+        d["sm_count"],
+        d["l2_bytes"].as_u64().unwrap_or(0) >> 20,
+        r["driver"].as_str().unwrap_or("")
+    );
+    let _ = writeln!(s, "- Theoretical peak: **{:.0} GB/s** (2 × {} MHz × {} bit / 8). Measured device-to-device copy: **{:.0} GB/s** ({:.1}% of peak; bytes read + written, 1 GiB, median of 20).", f(&r["peak_gbps"]), d["memory_clock_khz"].as_u64().unwrap_or(0) / 1000, d["bus_width_bits"], f(&r["copy_gbps"]), 100.0 * f(&r["copy_gbps"]) / f(&r["peak_gbps"]));
+    let _ = writeln!(
+        s,
+        "- Commit `{}`, PTX sha256 `{}`.",
+        r["git_commit"].as_str().unwrap_or(""),
+        r["ptx_sha256"].as_str().unwrap_or("")
+    );
+    let _ = writeln!(s, "- Launch floor (empty kernel): {:.2} µs per launch back to back, {:.2} µs launch + synchronize (host clock).", f(&r["launch_floor_us"]["back_to_back"]), f(&r["launch_floor_us"]["launch_and_sync"]));
+    let _ = writeln!(s, "- Timing: CUDA events around each launch, median; block {} threads; every result verified bit-exact against the CPU reference before it is timed. Sizes whose working set is under 4× L2 rotate through disjoint input sets.\n", r["block"]);
+    let max_n = r["rows"]
+        .as_array()
+        .and_then(|a| a.iter().filter_map(|x| x["n"].as_u64()).max())
+        .unwrap_or(0);
+    let _ = writeln!(
+        s,
+        "## At n = 2^{}\n\n{}",
+        max_n.trailing_zeros(),
+        main_table(r, Some(max_n))
+    );
+    let _ = writeln!(s, "![GB/s vs n](report.svg)\n");
+    let _ = writeln!(s, "## Kernel resources at block {} (driver's JIT of the sm_70 PTX)\n\n| kernel | registers | local bytes | blocks/SM | occupancy |\n|---|---:|---:|---:|---:|", r["block"]);
+    for k in r["kernels"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {:.0}% |",
+            k["kernel"].as_str().unwrap_or(""),
+            k["registers"],
+            k["local_bytes"],
+            k["blocks_per_sm"],
+            100.0 * f(&k["occupancy"])
+        );
+    }
+    let _ = writeln!(s, "\n## Roofline\n\nOne add per element: arithmetic intensity 1/(3·size) FLOP/byte. The FP32 add peak ({:.0} GFLOP/s) over the copy bandwidth puts the ridge at {:.1} FLOP/byte, far right of add.\n\n| dtype | FLOP/byte | bandwidth-bound GFLOP/s | compute peak GFLOP/s | memory-bound by |\n|---|---:|---:|---:|---:|", r["roofline"][0]["fp32_add_peak_gflops"].as_f64().unwrap_or(0.0), r["roofline"][0]["ridge_flops_per_byte"].as_f64().unwrap_or(0.0));
+    for k in r["roofline"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            s,
+            "| {} | {:.4} | {:.0} | {:.0} | {:.0}× |",
+            k["dtype"].as_str().unwrap_or(""),
+            f(&k["flops_per_byte"]),
+            f(&k["bandwidth_bound_gflops"]),
+            f(&k["fp32_add_peak_gflops"]),
+            f(&k["memory_bound_by"])
+        );
+    }
+    let _ = writeln!(s, "\n## Automatic choice vs the best variant\n\n| dtype | n | chose | GB/s | best | best GB/s | auto/best |\n|---|---|---|---:|---|---:|---:|");
+    for k in r["auto"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            s,
+            "| {} | 2^{} | {} | {:.0} | {} | {:.0} | {:.1}% |",
+            k["dtype"].as_str().unwrap_or(""),
+            k["n"].as_u64().unwrap_or(0).trailing_zeros(),
+            k["chosen"].as_str().unwrap_or(""),
+            f(&k["gbps"]),
+            k["best_kernel"].as_str().unwrap_or(""),
+            f(&k["best_gbps"]),
+            f(&k["auto_vs_best_pct"])
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n## Block-size sweep at n = 2^{} (GB/s; * = the seed article's configuration)\n",
+        max_n.trailing_zeros()
+    );
+    let blocks = [32, 64, 128, 256, 512, 1024];
+    let _ = writeln!(
+        s,
+        "| kernel | {} |\n|---|{}",
+        blocks.map(|b| b.to_string()).join(" | "),
+        "---:|".repeat(blocks.len())
+    );
+    let mut by_kernel: BTreeMap<String, Vec<(u64, f64, bool)>> = BTreeMap::new();
+    for k in r["block_sweep"].as_array().into_iter().flatten() {
+        by_kernel
+            .entry(k["kernel"].as_str().unwrap_or("").to_string())
+            .or_default()
+            .push((
+                k["block"].as_u64().unwrap_or(0),
+                f(&k["gbps"]),
+                k["seed_config"] == true,
+            ));
+    }
+    for v in Variant::ALL {
+        if let Some(cells) = by_kernel.get(v.name()) {
+            let c: Vec<String> = blocks
+                .iter()
+                .map(|b| {
+                    cells
+                        .iter()
+                        .find(|x| x.0 == *b)
+                        .map(|x| format!("{:.0}{}", x.1, if x.2 { "*" } else { "" }))
+                        .unwrap_or("-".into())
+                })
+                .collect();
+            let _ = writeln!(s, "| {} | {} |", v.name(), c.join(" | "));
+        }
+    }
+    let _ = writeln!(s, "\n## Launch-bound sizes: one launch vs 100 back-to-back launches (µs per op)\n\n| kernel | n | single launch | back-to-back | single GB/s | back-to-back GB/s |\n|---|---|---:|---:|---:|---:|");
+    for k in r["batched"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            s,
+            "| {} | 2^{} | {:.2} | {:.2} | {:.0} | {:.0} |",
+            k["kernel"].as_str().unwrap_or(""),
+            k["n"].as_u64().unwrap_or(0).trailing_zeros(),
+            f(&k["single_us"]),
+            f(&k["batched_us_per_op"]),
+            f(&k["single_gbps"]),
+            f(&k["batched_gbps"])
+        );
+    }
+    if r["cpu"].as_array().is_some_and(|a| !a.is_empty()) {
+        let _ = writeln!(s, "\n## CPU baseline (`c[i] = a[i] + b[i]` in Rust, host clock, median)\n\n| dtype | n | CPU 1 thread GB/s | CPU {} threads GB/s | GPU best GB/s | speedup vs 1 thread | vs all threads |\n|---|---|---:|---:|---:|---:|---:|", r["cpu"][0]["threads"]);
+        for k in r["cpu"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                s,
+                "| {} | 2^{} | {:.1} | {:.1} | {:.0} | {:.1}× | {:.1}× |",
+                k["dtype"].as_str().unwrap_or(""),
+                k["n"].as_u64().unwrap_or(0).trailing_zeros(),
+                f(&k["cpu_1t_gbps"]),
+                f(&k["cpu_all_gbps"]),
+                f(&k["gpu_best_gbps"]),
+                f(&k["speedup_vs_1t"]),
+                f(&k["speedup_vs_all"])
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\n## Peers\n\n{}\n",
+        r["peers_note"].as_str().unwrap_or("")
+    );
+    let _ = writeln!(s, "## All sizes\n\n{}", main_table(r, None));
+    s
+}
+
+fn plot(r: &Value, rows: &[Row]) -> String {
+    let mut series: Vec<Series> = Vec::new();
+    for v in Variant::ALL {
+        let pts: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|x| x.kernel == v.name())
+            .map(|x| ((x.n as f64).log2(), x.gbps))
+            .collect();
+        if !pts.is_empty() {
+            let label = match v.seed_version() {
+                Some(k) => format!("V{k} {}", v.name()),
+                None => v.name().to_string(),
+            };
+            series.push(Series { label, points: pts });
+        }
+    }
+    let levels = [
+        Level {
+            label: "theoretical peak".into(),
+            value: f(&r["peak_gbps"]),
+        },
+        Level {
+            label: "measured copy".into(),
+            value: f(&r["copy_gbps"]),
+        },
+    ];
+    chart(
+        &format!(
+            "Element-wise add on {}: GB/s vs n",
+            r["gpu"].as_str().unwrap_or("GPU")
+        ),
+        &series,
+        &levels,
+    )
+}
+
+/// `report verify-record --cases FILE --log FILE --command CMD --out FILE`
+fn verify_record(args: &[String]) -> Result<(), String> {
+    let get = |k: &str| {
+        args.iter()
+            .position(|a| a == k)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+            .ok_or(format!("verify-record needs {k}"))
+    };
+    let (cases_path, log_path, command, out) = (
+        get("--cases")?,
+        get("--log")?,
+        get("--command")?,
+        get("--out")?,
+    );
+    let gpu = open_gpu(0)?;
+    let cases_text = std::fs::read_to_string(&cases_path).unwrap_or_default();
+    let cases: Vec<Value> = cases_text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let failed: Vec<&Value> = cases.iter().filter(|c| c["ok"] != true).collect();
+    let log = std::fs::read_to_string(&log_path).map_err(|e| format!("{log_path}: {e}"))?;
+    // libtest summary lines: "test result: ok. 19 passed; 0 failed; 0 ignored; ..."
+    let (mut passed, mut failed_tests, mut ignored) = (0u64, 0u64, 0u64);
+    for line in log.lines().filter(|l| l.starts_with("test result:")) {
+        let num = |key: &str| {
+            line.split(';')
+                .find(|p| p.contains(key))
+                .and_then(|p| {
+                    p.split_whitespace()
+                        .rev()
+                        .nth(1)
+                        .and_then(|x| x.parse::<u64>().ok())
+                        .or_else(|| p.split_whitespace().find_map(|x| x.parse::<u64>().ok()))
+                })
+                .unwrap_or(0)
+        };
+        passed += num(" passed");
+        failed_tests += num(" failed");
+        ignored += num(" ignored");
+    }
+    let failing_tests: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("test ") && l.ends_with("FAILED"))
+        .collect();
+    let record = json!({
+        "gpu": gpu.info().name,
+        "driver": driver_string(&gpu),
+        "git_commit": git_commit(),
+        "ptx_sha256": sha256_hex(gpukern::PTX.as_bytes()),
+        "command": command,
+        "cases": cases.len(),
+        "failures": failed.len(),
+        "failed_cases": failed,
+        "tests_passed": passed,
+        "tests_failed": failed_tests,
+        "tests_ignored": ignored,
+        "failing_tests": failing_tests,
+    });
+    std::fs::write(
+        &out,
+        serde_json::to_string_pretty(&record).unwrap_or_default(),
+    )
+    .map_err(|e| format!("{out}: {e}"))?;
+    println!("verify record: {} cases, {} failures; tests {passed} passed, {failed_tests} failed, {ignored} ignored -> {out}", cases.len(), failed.len());
+    if !failed.is_empty() || failed_tests > 0 {
+        return Err("verification failed".into());
+    }
+    Ok(())
+}

@@ -1,0 +1,288 @@
+//! Every error variant, produced through the public API, with its message checked.
+
+mod common;
+
+use common::gpu;
+use gpukern::half::f16;
+use gpukern::{Error, Gpu, LaunchConfig, Variant};
+
+/// Runs everywhere: without a GPU (CI) `Gpu::new` must fail cleanly with NoDevice;
+/// with one, an index past the last device must.
+#[test]
+fn missing_device_is_a_clear_error() {
+    match Gpu::new(0) {
+        Err(e @ Error::NoDevice(_)) => {
+            assert!(e.to_string().starts_with("no CUDA device: "), "{e}")
+        }
+        Err(other) => panic!("expected NoDevice, got {other}"),
+        Ok(_) => {
+            let count = Gpu::device_count().unwrap();
+            let e = Gpu::new(count + 7).unwrap_err();
+            assert!(matches!(e, Error::NoDevice(_)), "{e:?}");
+            assert!(
+                e.to_string().contains(&format!("index {}", count + 7)),
+                "{e}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn argument_errors_name_the_variant_and_values() {
+    let gpu = gpu();
+    let stream = gpu.stream().unwrap();
+    let a = gpu.upload(&[1.0f32; 100]).unwrap();
+    let b = gpu.upload(&[2.0f32; 99]).unwrap();
+    let mut out = gpu.alloc::<f32>(100).unwrap();
+
+    let e = gpu
+        .add(Variant::F32x4, &a, &b, &mut out, &stream)
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                a: 100,
+                b: 99,
+                out: 100,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "add_f32x4: length mismatch: a has 100 elements, b has 99, out has 100"
+    );
+
+    let e = gpu
+        .add(
+            Variant::F32x4,
+            a.slice(1..).unwrap(),
+            b.view(),
+            out.slice_mut(..99).unwrap(),
+            &stream,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Misaligned {
+                operand: "a",
+                offset: 4,
+                required: 16,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("add_f32x4: operand `a` at device address 0x")
+            && msg.contains("4 bytes past a 16-byte boundary"),
+        "{msg}"
+    );
+
+    let e = gpu
+        .add(Variant::F16, &a, &a, &mut out, &stream)
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "add_f16: works on f16 data, but the buffers hold f32"
+    );
+
+    for block in [0, 1025] {
+        let e = gpu
+            .add_with(
+                Variant::F32,
+                LaunchConfig::with_block(block),
+                &a,
+                &a,
+                &mut out,
+                &stream,
+            )
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("add_f32: block size {block} is out of range (1..=1024 threads)")
+        );
+    }
+    let e = gpu
+        .add_with(
+            Variant::F32,
+            LaunchConfig {
+                block: 256,
+                max_grid: 0,
+            },
+            &a,
+            &a,
+            &mut out,
+            &stream,
+        )
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "add_f32: grid limit 0 is out of range (1..=2147483647 blocks)"
+    );
+
+    let e = a.slice(50..101).map(|_| ()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "view 50..101 is out of bounds for a buffer of 100 elements"
+    );
+
+    let e = out.copy_from(&[0.0f32; 3]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "copy between 3 host elements and 100 device elements: lengths differ"
+    );
+
+    let e = gpu.add_host(&[f16::ONE; 3], &[f16::ONE; 4]).unwrap_err();
+    assert!(
+        matches!(e, Error::LengthMismatch { a: 3, b: 4, .. }),
+        "{e:?}"
+    );
+
+    // n = 0 succeeds without launching.
+    let (z, mut zo) = (gpu.alloc::<f32>(0).unwrap(), gpu.alloc::<f32>(0).unwrap());
+    gpu.add(Variant::F32x4, &z, &z, &mut zo, &stream).unwrap();
+    stream.synchronize().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ptx_problems_fail_at_load_naming_the_cause() {
+    let e = Gpu::with_ptx(0, "this is not PTX").unwrap_err();
+    assert!(matches!(e, Error::PtxLoad(_)), "{e:?}");
+    assert!(
+        e.to_string()
+            .starts_with("failed to load the PTX module: CUDA_ERROR_"),
+        "{e}"
+    );
+
+    let without = gpukern::PTX.replace("add_bf16x8_pack", "renamed_bf16x8_pack");
+    let e = Gpu::with_ptx(0, &without).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::MissingKernel {
+                name: "add_bf16x8_pack",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().starts_with(
+            "kernel `add_bf16x8_pack` is missing from the PTX module: CUDA_ERROR_NOT_FOUND"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn impossible_allocation_is_out_of_memory() {
+    let e = gpu().alloc::<f32>(1 << 50).unwrap_err();
+    assert!(
+        matches!(e, Error::OutOfMemory { bytes, .. } if bytes == 4 << 50),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().starts_with(&format!(
+            "out of device memory allocating {} bytes",
+            4u64 << 50
+        )),
+        "{e}"
+    );
+}
+
+/// A kernel fault poisons the whole CUDA context, so it runs in a child process:
+/// the test re-runs its own binary filtered to itself with a marker variable set.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly() {
+    if std::env::var_os("GPUKERN_FAULT_CHILD").is_some() {
+        let gpu = Gpu::new(0).unwrap();
+        let stream = gpu.stream().unwrap();
+        let keep = gpu.upload(&[1.0f32; 1024]).unwrap();
+        gpu.__launch_faulting_kernel(&stream).unwrap();
+        let e = stream.synchronize().unwrap_err();
+        assert!(matches!(e, Error::KernelFault(_)), "{e:?}");
+        assert!(
+            e.to_string().starts_with(
+                "a kernel faulted on this stream (reported at synchronize): CUDA_ERROR_"
+            ),
+            "{e}"
+        );
+        // The context is now broken: later calls return errors, never panic.
+        let e = gpu.alloc::<f32>(16).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Driver {
+                    context: "cuMemAlloc",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().starts_with("cuMemAlloc: CUDA_ERROR_"), "{e}");
+        drop(keep); // must not panic
+        println!("FAULT-CHILD-OK");
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("GPUKERN_FAULT_CHILD", "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("FAULT-CHILD-OK"),
+        "child failed:\n{text}"
+    );
+}
+
+/// 1,000 allocate/launch/free cycles leave device memory where it was.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn alloc_launch_free_cycles_do_not_leak() {
+    // Own Gpu handle: other tests allocate concurrently on the shared one, but
+    // cuMemGetInfo is device-wide, so run this where nothing else allocates.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = SERIAL.lock().unwrap();
+    let gpu = gpu();
+    let stream = gpu.stream().unwrap();
+    let run = || {
+        let a = gpu.upload(&vec![f16::ONE; 65_536]).unwrap();
+        let mut c = gpu.alloc::<f16>(65_536).unwrap();
+        gpu.add_auto(&a, &a, &mut c, &stream).unwrap();
+        stream.synchronize().unwrap();
+    };
+    for _ in 0..20 {
+        run(); // warm the allocator's pools
+    }
+    let (before, _) = gpu.mem_info().unwrap();
+    for _ in 0..1000 {
+        run();
+    }
+    let (after, _) = gpu.mem_info().unwrap();
+    // Other tests of this binary may hold memory at either reading; the cycle's
+    // own footprint is 256 KiB, so a leak of it 1,000 times would be 256 MiB.
+    assert!(
+        before.abs_diff(after) < 64 << 20,
+        "free memory moved from {before} to {after}"
+    );
+}

@@ -1,0 +1,186 @@
+//! PTX-level checks on the tracked `ptx/kernels_gpu.ptx`, runnable without a GPU.
+//!
+//! Each kernel must contain the instructions its name promises. A change that
+//! silently de-vectorises a variant (a lost `align(16)`, a split load) or pulls in
+//! local memory or flush-to-zero fails here, in CI.
+
+use kernels_gpu::add::ADD_KERNELS;
+use kernels_gpu::verify::{COUNT_MISMATCH, EMPTY};
+
+const PTX: &str = include_str!("../../ptx/kernels_gpu.ptx");
+
+/// The instruction lines of one `.entry`, comments stripped.
+fn body(name: &str) -> Vec<&'static str> {
+    let head = format!(".entry {name}(");
+    let start = PTX
+        .find(&head)
+        .unwrap_or_else(|| panic!("no .entry {name} in the PTX"));
+    let rest = &PTX[start..];
+    let end = rest.find("\n}\n").expect("unterminated entry");
+    rest[..end]
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Number of instructions in `name` whose opcode starts with `prefix`.
+fn count(name: &str, prefix: &str) -> usize {
+    body(name).iter().filter(|l| l.starts_with(prefix)).count()
+}
+
+/// Width-agnostic scalar access: the backend may spell 32 bits as b32, u32 or f32.
+fn count_any(name: &str, prefixes: &[&str]) -> usize {
+    prefixes.iter().map(|p| count(name, p)).sum()
+}
+
+const LD32: &[&str] = &[
+    "ld.global.b32",
+    "ld.global.u32",
+    "ld.global.f32",
+    "ld.global.nc.b32",
+    "ld.global.nc.u32",
+    "ld.global.nc.f32",
+];
+const ST32: &[&str] = &["st.global.b32", "st.global.u32", "st.global.f32"];
+const LD16: &[&str] = &[
+    "ld.global.b16",
+    "ld.global.u16",
+    "ld.global.nc.b16",
+    "ld.global.nc.u16",
+];
+const ST16: &[&str] = &["st.global.b16", "st.global.u16"];
+const LD128: &[&str] = &[
+    "ld.global.v4.b32",
+    "ld.global.v4.u32",
+    "ld.global.v4.f32",
+    "ld.global.nc.v4.b32",
+    "ld.global.nc.v4.u32",
+    "ld.global.nc.v4.f32",
+];
+const ST128: &[&str] = &["st.global.v4.b32", "st.global.v4.u32", "st.global.v4.f32"];
+
+#[test]
+fn every_expected_entry_exists() {
+    let names = ADD_KERNELS
+        .iter()
+        .map(|k| k.name)
+        .chain(COUNT_MISMATCH)
+        .chain([EMPTY]);
+    for name in names {
+        assert!(
+            PTX.contains(&format!(".visible .entry {name}(")),
+            "missing .entry {name}"
+        );
+    }
+}
+
+#[test]
+fn no_local_memory_and_no_flush_to_zero_anywhere() {
+    assert!(
+        !PTX.contains(".local"),
+        "a kernel spills to or allocates local memory"
+    );
+    assert!(
+        !PTX.contains(".ftz"),
+        "flush-to-zero would break subnormal results"
+    );
+    assert!(
+        !PTX.contains(".approx"),
+        "approximate arithmetic is not IEEE"
+    );
+}
+
+#[test]
+fn targets_the_sm70_baseline() {
+    assert!(
+        PTX.contains("\n.target sm_70\n"),
+        "the PTX must load on every GPU from sm_70 up"
+    );
+}
+
+#[test]
+fn v1_f32_uses_32_bit_scalar_accesses() {
+    assert_eq!(count_any("add_f32", LD32), 2, "one 32-bit load per operand");
+    assert_eq!(count_any("add_f32", ST32), 1);
+    assert_eq!(count("add_f32", "ld.global.v"), 0);
+    assert_eq!(count("add_f32", "add.rn.f32"), 1);
+}
+
+#[test]
+fn v2_f32x4_uses_128_bit_loads_and_store() {
+    assert_eq!(
+        count_any("add_f32x4", LD128),
+        2,
+        "one 128-bit load for a and one for b"
+    );
+    assert_eq!(count_any("add_f32x4", ST128), 1, "one 128-bit store for c");
+    assert!(count("add_f32x4", "add.rn.f32") >= 4);
+}
+
+#[test]
+fn v3_f16_uses_16_bit_loads_and_add_rn_f16() {
+    assert_eq!(count_any("add_f16", LD16), 2);
+    assert_eq!(count_any("add_f16", ST16), 1);
+    assert_eq!(count("add_f16", "add.rn.f16 "), 1);
+    assert_eq!(count("add_f16", "add.rn.f16x2"), 0);
+}
+
+#[test]
+fn v4_f16x2_uses_32_bit_loads_and_add_rn_f16x2() {
+    assert_eq!(count_any("add_f16x2", LD32), 2);
+    assert_eq!(count_any("add_f16x2", ST32), 1);
+    assert_eq!(count("add_f16x2", "add.rn.f16x2"), 1);
+}
+
+#[test]
+fn v5_f16x8_uses_four_32_bit_loads_per_operand() {
+    assert_eq!(
+        count_any("add_f16x8", LD32),
+        8,
+        "four half2 loads for a and four for b"
+    );
+    assert_eq!(
+        count("add_f16x8", "ld.global.v"),
+        0,
+        "V5 is the unpacked step: no vector loads"
+    );
+    assert_eq!(count("add_f16x8", "add.rn.f16x2"), 4);
+}
+
+#[test]
+fn v6_f16x8_pack_uses_one_128_bit_load_per_operand_and_four_half2_adds() {
+    assert_eq!(count_any("add_f16x8_pack", LD128), 2);
+    assert_eq!(count_any("add_f16x8_pack", ST128), 1);
+    assert_eq!(count("add_f16x8_pack", "add.rn.f16x2"), 4);
+}
+
+#[test]
+fn bf16_family_widths_and_f32_arithmetic() {
+    assert_eq!(count_any("add_bf16", LD16), 2);
+    assert_eq!(count_any("add_bf16", ST16), 1);
+    assert_eq!(count_any("add_bf16x2", LD32), 2);
+    assert_eq!(count_any("add_bf16x2", ST32), 1);
+    assert_eq!(count_any("add_bf16x8_pack", LD128), 2);
+    assert_eq!(count_any("add_bf16x8_pack", ST128), 1);
+    // 8 adds in the packed path plus one in the scalar tail.
+    assert_eq!(count("add_bf16x8_pack", "add.rn.f32"), 9);
+    for k in ["add_bf16", "add_bf16x2", "add_bf16x8_pack"] {
+        assert_eq!(
+            count(k, "add.rn.bf16"),
+            0,
+            "{k}: sm_70 has no bf16 add; compute in f32"
+        );
+    }
+}
+
+#[test]
+fn mismatch_counters_use_one_global_atomic() {
+    for name in COUNT_MISMATCH {
+        let atoms = body(name)
+            .iter()
+            .filter(|l| l.starts_with("atom.") && l.contains(".global.add.u64"))
+            .count();
+        assert_eq!(atoms, 1, "{name}");
+    }
+}

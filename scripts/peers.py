@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Times torch.add the way the report times our kernels, and prints JSON.
+
+CUDA events around each call of torch.add(a, b, out=c), median of many after a
+warm-up, the same sizes, and disjoint input sets rotated when one set would fit
+in 4x the L2 cache. GB/s counts 3 * n * element size per add.
+"""
+import argparse
+import json
+import statistics
+
+import torch
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--min-log2", type=int, default=10)
+    p.add_argument("--max-log2", type=int, default=28)
+    p.add_argument("--dtypes", default="f32,f16,bf16")
+    p.add_argument("--device", type=int, default=0)
+    args = p.parse_args()
+    dev = torch.device("cuda", args.device)
+    l2 = torch.cuda.get_device_properties(dev).L2_cache_size
+    types = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    rows = []
+    for name in args.dtypes.split(","):
+        dt = types[name]
+        size = torch.tensor([], dtype=dt).element_size()
+        cap = max(1 << args.max_log2, (8 * l2) // (3 * size))
+        a = (torch.rand(cap, device=dev, dtype=torch.float32) * 128 - 64).to(dt)
+        b = (torch.rand(cap, device=dev, dtype=torch.float32) * 128 - 64).to(dt)
+        c = torch.empty(cap, device=dev, dtype=dt)
+        for k in range(args.min_log2, args.max_log2 + 1):
+            n = 1 << k
+            nbytes = 3 * n * size
+            sets = max(1, min(-(-4 * l2 // nbytes), cap // n))
+            reps = 200 if nbytes <= 1 << 24 else (60 if nbytes <= 1 << 28 else 25)
+            views = [(a[i * n:(i + 1) * n], b[i * n:(i + 1) * n], c[i * n:(i + 1) * n]) for i in range(sets)]
+            ref = views[0][0].float() + views[0][1].float()
+            torch.add(views[0][0], views[0][1], out=views[0][2])
+            assert torch.equal(views[0][2], ref.to(dt)), "torch.add disagrees with the f32 sum rounded once"
+            for i in range(5):
+                x, y, z = views[i % sets]
+                torch.add(x, y, out=z)
+            times = []
+            for i in range(reps):
+                x, y, z = views[i % sets]
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                torch.add(x, y, out=z)
+                e.record()
+                e.synchronize()
+                times.append(s.elapsed_time(e))
+            ms = statistics.median(times)
+            rows.append({"dtype": name, "n": n, "median_us": ms * 1e3, "gbps": nbytes / (ms * 1e-3) / 1e9, "input_sets": sets})
+        del a, b, c
+        torch.cuda.empty_cache()
+    print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "rows": rows}))
+
+
+if __name__ == "__main__":
+    main()
