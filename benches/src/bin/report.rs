@@ -198,6 +198,17 @@ struct Row {
     sets: usize,
 }
 
+/// Everything the per-dtype sweeps collect.
+#[derive(Default)]
+struct Collected {
+    rows: Vec<Row>,
+    auto_rows: Vec<Value>,
+    block_rows: Vec<Value>,
+    batched: Vec<Value>,
+    grid_rows: Vec<Value>,
+    failures: Vec<String>,
+}
+
 fn run(o: &Opts) -> Result<(), String> {
     let gpu = open_gpu(o.device)?;
     let info = gpu.info().clone();
@@ -255,57 +266,28 @@ fn run(o: &Opts) -> Result<(), String> {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
 
-    let mut rows: Vec<Row> = Vec::new();
-    let mut auto_rows: Vec<Value> = Vec::new();
-    let mut block_rows: Vec<Value> = Vec::new();
-    let mut batched: Vec<Value> = Vec::new();
-    let mut failures: Vec<String> = Vec::new();
+    let mut c = Collected::default();
     for &dtype in &o.dtypes {
         match dtype {
-            Dtype::F32 => sweep_dtype::<f32>(
-                &gpu,
-                o,
-                &sizes,
-                max_n,
-                cfg,
-                &sweep_blocks,
-                &bar,
-                &mut rows,
-                &mut auto_rows,
-                &mut block_rows,
-                &mut batched,
-                &mut failures,
-            )?,
-            Dtype::F16 => sweep_dtype::<f16>(
-                &gpu,
-                o,
-                &sizes,
-                max_n,
-                cfg,
-                &sweep_blocks,
-                &bar,
-                &mut rows,
-                &mut auto_rows,
-                &mut block_rows,
-                &mut batched,
-                &mut failures,
-            )?,
-            Dtype::Bf16 => sweep_dtype::<bf16>(
-                &gpu,
-                o,
-                &sizes,
-                max_n,
-                cfg,
-                &sweep_blocks,
-                &bar,
-                &mut rows,
-                &mut auto_rows,
-                &mut block_rows,
-                &mut batched,
-                &mut failures,
-            )?,
+            Dtype::F32 => {
+                sweep_dtype::<f32>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?
+            }
+            Dtype::F16 => {
+                sweep_dtype::<f16>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?
+            }
+            Dtype::Bf16 => {
+                sweep_dtype::<bf16>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?
+            }
         }
     }
+    let Collected {
+        rows,
+        auto_rows,
+        block_rows,
+        batched,
+        grid_rows,
+        failures,
+    } = c;
     bar.finish_and_clear();
 
     // Kernel resources and occupancy at the chosen block size.
@@ -387,6 +369,7 @@ fn run(o: &Opts) -> Result<(), String> {
         "auto": auto_rows,
         "block_sweep": block_rows,
         "batched": batched,
+        "grid_sweep": grid_rows,
         "cpu": cpu_rows,
         "peers": peers.iter().map(|((d, n), g)| json!({"dtype": d, "n": n, "torch_gbps": g})).collect::<Vec<_>>(),
         "peers_note": peers_note,
@@ -427,11 +410,7 @@ fn sweep_dtype<T: ReferenceAdd>(
     cfg: LaunchConfig,
     sweep_blocks: &[u32],
     bar: &indicatif::ProgressBar,
-    rows: &mut Vec<Row>,
-    auto_rows: &mut Vec<Value>,
-    block_rows: &mut Vec<Value>,
-    batched: &mut Vec<Value>,
-    failures: &mut Vec<String>,
+    c: &mut Collected,
 ) -> Result<(), String> {
     let dtype = T::DTYPE;
     let variants: Vec<Variant> = o
@@ -458,7 +437,7 @@ fn sweep_dtype<T: ReferenceAdd>(
             let verified = match w.verify(gpu, v, cfg, n, &stream).map_err(e)? {
                 Ok(()) => true,
                 Err(i) => {
-                    failures.push(format!(
+                    c.failures.push(format!(
                         "{v} n={n}: element {i} differs from the CPU reference"
                     ));
                     false
@@ -471,7 +450,7 @@ fn sweep_dtype<T: ReferenceAdd>(
             if g > best.1 {
                 best = (v.name().to_string(), g);
             }
-            rows.push(Row {
+            c.rows.push(Row {
                 kernel: v.name().into(),
                 v: v.seed_version(),
                 dtype,
@@ -490,7 +469,7 @@ fn sweep_dtype<T: ReferenceAdd>(
             .map_err(e)?
             .is_ok();
         if !ok {
-            failures.push(format!(
+            c.failures.push(format!(
                 "auto {} n={n}: differs from the CPU reference",
                 dtype.name()
             ));
@@ -503,7 +482,7 @@ fn sweep_dtype<T: ReferenceAdd>(
             dtype,
             &[w.a.device_addr(), w.b.device_addr(), w.out.device_addr()],
         );
-        auto_rows.push(json!({"dtype": dtype.name(), "n": n, "chosen": chosen.name(), "median_us": ms * 1e3, "gbps": g, "verified": ok, "best_kernel": best.0, "best_gbps": best.1, "auto_vs_best_pct": 100.0 * g / best.1}));
+        c.auto_rows.push(json!({"dtype": dtype.name(), "n": n, "chosen": chosen.name(), "median_us": ms * 1e3, "gbps": g, "verified": ok, "best_kernel": best.0, "best_gbps": best.1, "auto_vs_best_pct": 100.0 * g / best.1}));
         bar.inc(1);
     }
     // Launch-bound sizes: single launches vs back-to-back batches of 100.
@@ -513,27 +492,65 @@ fn sweep_dtype<T: ReferenceAdd>(
             let batch = w
                 .time_batched(gpu, v, cfg, n, 100, 20, &stream)
                 .map_err(e)?;
-            batched.push(json!({"kernel": v.name(), "n": n, "single_us": single * 1e3, "batched_us_per_op": batch * 1e3, "single_gbps": gbps(add_bytes(dtype, n), single), "batched_gbps": gbps(add_bytes(dtype, n), batch)}));
+            c.batched.push(json!({"kernel": v.name(), "n": n, "single_us": single * 1e3, "batched_us_per_op": batch * 1e3, "single_gbps": gbps(add_bytes(dtype, n), single), "batched_gbps": gbps(add_bytes(dtype, n), batch)}));
+        }
+    }
+    // Grid-size sweep: the same kernels with the grid capped to a few waves of
+    // resident blocks (the grid-stride loop does the rest) vs one thread per group.
+    if o.sweep {
+        let sms = gpu.info().sm_count;
+        let widest = Variant::widest(dtype);
+        for n in [1usize << 24, max_n]
+            .into_iter()
+            .filter(|n| *n <= max_n && *n >= 1 << 20)
+        {
+            for cap in [
+                sms,
+                2 * sms,
+                4 * sms,
+                8 * sms,
+                16 * sms,
+                64 * sms,
+                kernels_gpu::launch::MAX_GRID_X,
+            ] {
+                for v in variants.iter().copied().filter(|v| *v == widest) {
+                    let lc = LaunchConfig {
+                        block: cfg.block,
+                        max_grid: cap,
+                    };
+                    let ok = w.verify(gpu, v, lc, n, &stream).map_err(e)?.is_ok();
+                    if !ok {
+                        c.failures.push(format!(
+                            "{v} max_grid={cap}: differs from the CPU reference"
+                        ));
+                    }
+                    let ms = w
+                        .time(gpu, v, lc, n, reps_for(add_bytes(dtype, n)), 5, &stream)
+                        .map_err(e)?;
+                    c.grid_rows.push(json!({"kernel": v.name(), "n": n, "block": cfg.block, "max_grid": cap, "blocks_per_sm_cap": if cap == kernels_gpu::launch::MAX_GRID_X { Value::Null } else { json!(cap / sms) }, "median_us": ms * 1e3, "gbps": gbps(add_bytes(dtype, n), ms), "verified": ok}));
+                }
+            }
         }
     }
     if o.sweep {
         let n = max_n;
         for &v in &variants {
             for &block in sweep_blocks {
-                let c = LaunchConfig::with_block(block);
+                let lc = LaunchConfig::with_block(block);
                 bar.set_message(format!("{v} block {block}"));
-                let ok = w.verify(gpu, v, c, n, &stream).map_err(e)?.is_ok();
+                let ok = w.verify(gpu, v, lc, n, &stream).map_err(e)?.is_ok();
                 if !ok {
-                    failures.push(format!("{v} block={block}: differs from the CPU reference"));
+                    c.failures
+                        .push(format!("{v} block={block}: differs from the CPU reference"));
                 }
-                let ms = w.time(gpu, v, c, n, 20, 3, &stream).map_err(e)?;
+                let ms = w.time(gpu, v, lc, n, 20, 3, &stream).map_err(e)?;
                 let seed_block = match v.seed_version() {
                     Some(2) => Some(64),
                     Some(5 | 6) => Some(32),
                     Some(_) => Some(256),
                     None => None,
                 };
-                block_rows.push(json!({"kernel": v.name(), "n": n, "block": block, "median_us": ms * 1e3, "gbps": gbps(add_bytes(dtype, n), ms), "verified": ok, "seed_config": seed_block == Some(block)}));
+                c.block_rows.push(json!({"kernel": v.name(), "n": n, "block": block, "median_us": ms * 1e3, "gbps": gbps(add_bytes(dtype, n), ms), "verified": ok, "seed_config": seed_block == Some(block)}));
                 bar.inc(1);
             }
         }
@@ -832,6 +849,28 @@ fn markdown(r: &Value) -> String {
                 .collect();
             let _ = writeln!(s, "| {} | {} |", v.name(), c.join(" | "));
         }
+    }
+    let _ = writeln!(s, "\n## Grid-size sweep, widest variants (GB/s; grid capped at k blocks per SM, grid-stride loop covers the rest)\n\n| kernel | n | 1 | 2 | 4 | 8 | 16 | 64 | uncapped |\n|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let mut by_kn: BTreeMap<(String, u64), Vec<f64>> = BTreeMap::new();
+    for k in r["grid_sweep"].as_array().into_iter().flatten() {
+        by_kn
+            .entry((
+                k["kernel"].as_str().unwrap_or("").to_string(),
+                k["n"].as_u64().unwrap_or(0),
+            ))
+            .or_default()
+            .push(f(&k["gbps"]));
+    }
+    for ((k, n), g) in &by_kn {
+        let _ = writeln!(
+            s,
+            "| {k} | 2^{} | {} |",
+            n.trailing_zeros(),
+            g.iter()
+                .map(|x| format!("{x:.0}"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
     }
     let _ = writeln!(s, "\n## Launch-bound sizes: one launch vs 100 back-to-back launches (µs per op)\n\n| kernel | n | single launch | back-to-back | single GB/s | back-to-back GB/s |\n|---|---|---:|---:|---:|---:|");
     for k in r["batched"].as_array().into_iter().flatten() {
