@@ -18,33 +18,28 @@ const SIZES_LOG2: [u32; 3] = [20, 24, 28];
 fn bench_dtype<T: ReferenceAdd>(c: &mut Criterion, gpu: &Gpu) {
     let dtype = T::DTYPE;
     let cap = 1usize << SIZES_LOG2[2];
-    let mut w = Workload::<T>::new(gpu, cap, 42)
-        .unwrap_or_else(|e| panic!("allocating the {dtype:?} workload: {e}"));
+    let mut w = Workload::<T>::new(gpu, cap, 42).unwrap_or_else(|e| panic!("allocating the {dtype:?} workload: {e}"));
     let stream = gpu.stream().expect("stream");
     let cfg = LaunchConfig::default();
     for log2 in SIZES_LOG2 {
         let n = 1usize << log2;
         let sets = w.rotation(gpu, n);
         let label = if sets > 1 {
-            format!(
-                "add_{}/2^{log2} (L2-sized: {sets} input sets rotate)",
-                dtype.name()
-            )
+            format!("add_{}/2^{log2} (L2-sized: {sets} input sets rotate)", dtype.name())
         } else {
             format!("add_{}/2^{log2}", dtype.name())
         };
         let mut g = c.benchmark_group(label);
         g.throughput(Throughput::Bytes(add_bytes(dtype, n)));
         for v in Variant::of_dtype(dtype) {
-            if let Err(i) = w
-                .verify(gpu, v, cfg, n, &stream)
-                .expect("verification launch")
-            {
+            if let Err(i) = w.verify(gpu, v, cfg, n, &stream).expect("verification launch") {
                 panic!("{v} at n = {n}: element {i} differs from the CPU reference; not benchmarking a wrong kernel");
             }
             g.bench_function(BenchmarkId::from_parameter(v.name()), |bch| {
                 bch.iter_custom(|iters| {
                     // One event pair around `iters` back-to-back launches: device time.
+                    // The spin kernel first keeps the GPU busy while they are queued.
+                    gpu.spin(&stream, gpukern_benches::SPIN_NS).expect("spin");
                     let ms = stream
                         .time(|s| {
                             for i in 0..iters as usize {

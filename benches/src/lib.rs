@@ -38,21 +38,17 @@ pub fn median(xs: &mut [f64]) -> f64 {
 /// is timed), generated in parallel.
 pub fn random_inputs<T: Element>(n: usize, seed: u64) -> Vec<T> {
     let mut v = vec![T::from_bits32(0); n];
-    v.par_chunks_mut(1 << 20)
-        .enumerate()
-        .for_each(|(i, chunk)| {
-            let mut rng = rand::rngs::SmallRng::seed_from_u64(
-                seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i as u64,
-            );
-            for x in chunk {
-                let f: f32 = rng.gen_range(-64.0f32..64.0);
-                *x = match T::DTYPE {
-                    Dtype::F32 => T::from_bits32(f.to_bits()),
-                    Dtype::F16 => T::from_bits32(f16::from_f32(f).to_bits() as u32),
-                    Dtype::Bf16 => T::from_bits32(bf16::from_f32(f).to_bits() as u32),
-                };
-            }
-        });
+    v.par_chunks_mut(1 << 20).enumerate().for_each(|(i, chunk)| {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i as u64);
+        for x in chunk {
+            let f: f32 = rng.gen_range(-64.0f32..64.0);
+            *x = match T::DTYPE {
+                Dtype::F32 => T::from_bits32(f.to_bits()),
+                Dtype::F16 => T::from_bits32(f16::from_f32(f).to_bits() as u32),
+                Dtype::Bf16 => T::from_bits32(bf16::from_f32(f).to_bits() as u32),
+            };
+        }
+    });
     v
 }
 
@@ -115,14 +111,7 @@ impl<T: ReferenceAdd> Workload<T> {
         let a = gpu.upload(&host_a)?;
         let b = gpu.upload(&host_b)?;
         let out = gpu.alloc::<T>(capacity)?;
-        Ok(Workload {
-            a,
-            b,
-            out,
-            host_a,
-            host_b,
-            want,
-        })
+        Ok(Workload { a, b, out, host_a, host_b, want })
     }
 
     /// How many disjoint input sets of n elements to rotate through so that the
@@ -144,11 +133,7 @@ impl<T: ReferenceAdd> Workload<T> {
         stream: &Stream,
     ) -> gpukern::Result<()> {
         let r = set * n..set * n + n;
-        let (a, b, out) = (
-            self.a.slice(r.clone())?,
-            self.b.slice(r.clone())?,
-            self.out.slice_mut(r)?,
-        );
+        let (a, b, out) = (self.a.slice(r.clone())?, self.b.slice(r.clone())?, self.out.slice_mut(r)?);
         match pick.into() {
             Pick::Variant(v) => gpu.add_with(v, cfg, a, b, out, stream),
             Pick::Auto => gpu.add_auto_with(cfg, a, b, out, stream).map(|_| ()),
@@ -177,6 +162,12 @@ impl<T: ReferenceAdd> Workload<T> {
 
     /// Median device time in ms of one launch, over `reps` launches each timed by
     /// its own event pair, after `warmup` untimed launches; input sets rotate.
+    ///
+    /// With `isolate`, a spin kernel runs before each timed launch, so the host has
+    /// queued the events and the launch before the GPU reaches them: the time is
+    /// the kernel's alone. Without it, an idle GPU waits for the host's launch path
+    /// between the start event and the kernel, and the time includes that latency.
+    #[allow(clippy::too_many_arguments)]
     pub fn time(
         &mut self,
         gpu: &Gpu,
@@ -185,6 +176,7 @@ impl<T: ReferenceAdd> Workload<T> {
         n: usize,
         reps: usize,
         warmup: usize,
+        isolate: bool,
         stream: &Stream,
     ) -> gpukern::Result<f64> {
         let sets = self.rotation(gpu, n);
@@ -193,6 +185,9 @@ impl<T: ReferenceAdd> Workload<T> {
         }
         let mut t = Vec::with_capacity(reps);
         for i in 0..reps {
+            if isolate {
+                gpu.spin(stream, SPIN_NS)?;
+            }
             let ms = stream.time(|s| self.launch(gpu, v, cfg, n, i % sets, s))?;
             t.push(ms as f64);
         }
@@ -200,7 +195,8 @@ impl<T: ReferenceAdd> Workload<T> {
     }
 
     /// Device time in ms per launch when `batch` launches go back to back on one
-    /// stream between a single event pair (launch gaps overlap), median of `reps`.
+    /// stream between a single event pair, median of `reps`.
+    #[allow(clippy::too_many_arguments)]
     pub fn time_batched(
         &mut self,
         gpu: &Gpu,
@@ -215,6 +211,7 @@ impl<T: ReferenceAdd> Workload<T> {
         self.launch(gpu, v, cfg, n, 0, stream)?;
         let mut t = Vec::with_capacity(reps);
         for _ in 0..reps {
+            gpu.spin(stream, SPIN_NS)?;
             let ms = stream.time(|s| {
                 for i in 0..batch {
                     self.launch(gpu, v, cfg, n, i % sets, s)?;
@@ -225,7 +222,34 @@ impl<T: ReferenceAdd> Workload<T> {
         }
         Ok(median(&mut t))
     }
+
+    /// Device time in ms per add when `batch` adds (input set 0) are captured in
+    /// one CUDA graph and the graph is replayed, median of `reps` replays.
+    #[allow(clippy::too_many_arguments)]
+    pub fn time_graph(
+        &mut self,
+        gpu: &Gpu,
+        v: Variant,
+        cfg: LaunchConfig,
+        n: usize,
+        batch: usize,
+        reps: usize,
+        stream: &Stream,
+    ) -> gpukern::Result<f64> {
+        let graph = gpu.add_graph(v, cfg, self.a.slice(..n)?, self.b.slice(..n)?, self.out.slice_mut(..n)?, batch)?;
+        graph.launch(stream)?;
+        let mut t = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            gpu.spin(stream, SPIN_NS)?;
+            t.push(stream.time(|s| graph.launch(s))? as f64 / batch as f64);
+        }
+        Ok(median(&mut t))
+    }
 }
+
+/// How long the spin kernel keeps the GPU busy before a timed region: longer than
+/// the host needs to queue an event pair and a launch.
+pub const SPIN_NS: u64 = 50_000;
 
 /// Measured device-to-device copy bandwidth in GB/s (bytes read + bytes written),
 /// median of `reps` copies of `bytes`.

@@ -16,8 +16,8 @@ pub struct Level {
 }
 
 const COLORS: [&str; 12] = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#393b79", "#637939",
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+    "#393b79", "#637939",
 ];
 
 /// Renders the chart as an SVG document.
@@ -100,16 +100,8 @@ pub fn chart(title: &str, series: &[Series], levels: &[Level]) -> String {
     }
     for (i, se) in series.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
-        let pts: Vec<String> = se
-            .points
-            .iter()
-            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
-            .collect();
-        let _ = writeln!(
-            s,
-            r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
-            pts.join(" ")
-        );
+        let pts: Vec<String> = se.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y))).collect();
+        let _ = writeln!(s, r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#, pts.join(" "));
         let ly = top + 40.0 + 18.0 * (i + levels.len()) as f64;
         let _ = writeln!(
             s,
@@ -136,9 +128,7 @@ fn nice_step(raw: f64) -> f64 {
 }
 
 fn esc(t: &str) -> String {
-    t.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 #[cfg(test)]
@@ -150,19 +140,10 @@ mod tests {
         let s = chart(
             "t",
             &[
-                Series {
-                    label: "a".into(),
-                    points: vec![(10.0, 1.0), (11.0, 2.0)],
-                },
-                Series {
-                    label: "b<c".into(),
-                    points: vec![(10.0, 3.0)],
-                },
+                Series { label: "a".into(), points: vec![(10.0, 1.0), (11.0, 2.0)] },
+                Series { label: "b<c".into(), points: vec![(10.0, 3.0)] },
             ],
-            &[Level {
-                label: "peak".into(),
-                value: 5.0,
-            }],
+            &[Level { label: "peak".into(), value: 5.0 }],
         );
         assert_eq!(s.matches("<polyline").count(), 2);
         assert!(s.contains("peak (5)") && s.contains("b&lt;c"));

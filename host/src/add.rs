@@ -10,6 +10,27 @@ use crate::gpu::{Gpu, Stream};
 use crate::raw::{self, BinaryLaunch};
 use crate::variant::{LaunchConfig, Variant};
 
+/// A captured sequence of adds; see [`Gpu::add_graph`].
+pub struct AddGraph<'a> {
+    raw: raw::RawGraph,
+    launches: usize,
+    gpu: std::sync::Arc<crate::gpu::Shared>,
+    _operands: std::marker::PhantomData<&'a mut ()>,
+}
+
+impl AddGraph<'_> {
+    /// Queues one replay of the whole graph on `stream`.
+    pub fn launch(&self, stream: &Stream) -> Result<()> {
+        self.gpu.bind()?;
+        raw::graph_launch(&self.raw, stream.raw())
+    }
+
+    /// Adds per replay.
+    pub fn launches(&self) -> usize {
+        self.launches
+    }
+}
+
 /// Below this many elements the automatic choice does not split off an unaligned
 /// head: the second launch would cost more than the narrower kernel.
 const PEEL_MIN_ELEMENTS: usize = 4096;
@@ -40,7 +61,7 @@ impl Gpu {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
-        let (a, b, mut out) = (a.as_dev_view(), b.as_dev_view(), out.as_dev_view_mut());
+        let (a, b, mut out) = (a.into_view(), b.into_view(), out.into_view_mut());
         self.check_common(variant, cfg, &a, &b, &out, stream)?;
         self.launch_add(variant, cfg, &a, &b, &mut out, stream)
     }
@@ -71,7 +92,7 @@ impl Gpu {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<Variant> {
-        let (a, b, mut out) = (a.as_dev_view(), b.as_dev_view(), out.as_dev_view_mut());
+        let (a, b, mut out) = (a.into_view(), b.into_view(), out.into_view_mut());
         let dtype = T::DTYPE;
         let widest = Variant::widest(dtype);
         self.check_common(widest, cfg, &a, &b, &out, stream)?;
@@ -84,22 +105,8 @@ impl Gpu {
             let head = ((align - offset) as usize) / dtype.size();
             let scalar = Variant::scalar(dtype);
             let (mut out_head, mut out_rest) = out.split_at_mut(head)?;
-            self.launch_add(
-                scalar,
-                cfg,
-                &a.slice(..head)?,
-                &b.slice(..head)?,
-                &mut out_head,
-                stream,
-            )?;
-            self.launch_add(
-                widest,
-                cfg,
-                &a.slice(head..)?,
-                &b.slice(head..)?,
-                &mut out_rest,
-                stream,
-            )?;
+            self.launch_add(scalar, cfg, &a.slice(..head)?, &b.slice(..head)?, &mut out_head, stream)?;
+            self.launch_add(widest, cfg, &a.slice(head..)?, &b.slice(head..)?, &mut out_rest, stream)?;
             return Ok(widest);
         }
         let variant = Variant::widest_for(dtype, &addrs);
@@ -112,12 +119,7 @@ impl Gpu {
     pub fn add_host<T: Element>(&self, a: &[T], b: &[T]) -> Result<Vec<T>> {
         if a.len() != b.len() {
             let v = Variant::widest(T::DTYPE).name();
-            return Err(Error::LengthMismatch {
-                variant: v,
-                a: a.len(),
-                b: b.len(),
-                out: a.len(),
-            });
+            return Err(Error::LengthMismatch { variant: v, a: a.len(), b: b.len(), out: a.len() });
         }
         let stream = self.stream()?;
         let (da, db) = (self.upload(a)?, self.upload(b)?);
@@ -127,19 +129,33 @@ impl Gpu {
         out.to_vec()
     }
 
+    /// Captures `launches` back-to-back runs of `variant` on these operands into a
+    /// CUDA graph. Replaying the graph costs one launch for all of them, which is
+    /// how small adds stop being launch-bound. The graph borrows the operands, so
+    /// they outlive it and cannot be read or freed while it exists.
+    pub fn add_graph<'a, T: Element>(
+        &self,
+        variant: Variant,
+        cfg: LaunchConfig,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        launches: usize,
+    ) -> Result<AddGraph<'a>> {
+        let (a, b, mut out) = (a.into_view(), b.into_view(), out.into_view_mut());
+        let capture_stream = self.stream()?;
+        self.check_common(variant, cfg, &a, &b, &out, &capture_stream)?;
+        let raw = raw::capture(capture_stream.raw(), || {
+            (0..launches).try_for_each(|_| self.launch_add(variant, cfg, &a, &b, &mut out, &capture_stream))
+        })?;
+        Ok(AddGraph { raw, launches, gpu: self.shared.clone(), _operands: std::marker::PhantomData })
+    }
+
     /// Counts elements where `x` and `y` differ in bits, NaN matching any NaN, on
     /// the device. Blocks until the count is known.
-    pub fn count_mismatches<T: Element>(
-        &self,
-        x: View<'_, T>,
-        y: View<'_, T>,
-        stream: &Stream,
-    ) -> Result<u64> {
+    pub fn count_mismatches<T: Element>(&self, x: View<'_, T>, y: View<'_, T>, stream: &Stream) -> Result<u64> {
         if x.len() != y.len() {
-            return Err(Error::CopyLength {
-                host: x.len(),
-                device: y.len(),
-            });
+            return Err(Error::CopyLength { host: x.len(), device: y.len() });
         }
         let name = match T::DTYPE {
             Dtype::F32 => COUNT_MISMATCH[0],
@@ -149,15 +165,7 @@ impl Gpu {
         let mut counter = self.upload(&[0u64])?;
         let grid = grid_for(x.len() as u64, 1, COUNT_BLOCK, 65_536);
         self.shared.bind()?;
-        raw::launch_count(
-            self.shared.func(name)?,
-            grid,
-            COUNT_BLOCK,
-            &x,
-            &y,
-            &mut counter.view_mut(),
-            stream.raw(),
-        )?;
+        raw::launch_count(self.shared.func(name)?, grid, COUNT_BLOCK, &x, &y, &mut counter.view_mut(), stream.raw())?;
         stream.synchronize()?;
         Ok(counter.to_vec()?[0])
     }
@@ -173,33 +181,16 @@ impl Gpu {
     ) -> Result<()> {
         let name = variant.name();
         if variant.dtype() != T::DTYPE {
-            return Err(Error::DtypeMismatch {
-                variant: name,
-                expected: variant.dtype().name(),
-                got: T::DTYPE.name(),
-            });
+            return Err(Error::DtypeMismatch { variant: name, expected: variant.dtype().name(), got: T::DTYPE.name() });
         }
         if a.len() != b.len() || a.len() != out.len() {
-            return Err(Error::LengthMismatch {
-                variant: name,
-                a: a.len(),
-                b: b.len(),
-                out: out.len(),
-            });
+            return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: out.len() });
         }
         if cfg.block == 0 || cfg.block > MAX_BLOCK {
-            return Err(Error::BlockSize {
-                variant: name,
-                block: cfg.block,
-                max: MAX_BLOCK,
-            });
+            return Err(Error::BlockSize { variant: name, block: cfg.block, max: MAX_BLOCK });
         }
         if cfg.max_grid == 0 || cfg.max_grid > MAX_GRID_X {
-            return Err(Error::GridLimit {
-                variant: name,
-                max_grid: cfg.max_grid,
-                limit: MAX_GRID_X,
-            });
+            return Err(Error::GridLimit { variant: name, max_grid: cfg.max_grid, limit: MAX_GRID_X });
         }
         let shared = &self.shared;
         if !a.same_context(shared)
@@ -207,9 +198,7 @@ impl Gpu {
             || !out.same_context(shared)
             || !std::sync::Arc::ptr_eq(stream.shared(), shared)
         {
-            return Err(Error::NoDevice(format!(
-                "{name}: buffers or stream belong to another Gpu handle"
-            )));
+            return Err(Error::NoDevice(format!("{name}: buffers or stream belong to another Gpu handle")));
         }
         Ok(())
     }

@@ -49,15 +49,7 @@ macro_rules! pod {
         }
     )*};
 }
-pod!(
-    f32 = 0.0,
-    f16 = f16::ZERO,
-    bf16 = bf16::ZERO,
-    u8 = 0,
-    u16 = 0,
-    u32 = 0,
-    u64 = 0
-);
+pod!(f32 = 0.0, f16 = f16::ZERO, bf16 = bf16::ZERO, u8 = 0, u16 = 0, u32 = 0, u64 = 0);
 
 impl Element for f32 {
     const DTYPE: Dtype = Dtype::F32;
@@ -130,20 +122,13 @@ pub struct DeviceVec<T: Pod> {
 impl<T: Pod> DeviceVec<T> {
     pub(crate) fn alloc(gpu: Arc<Shared>, len: usize) -> Result<Self> {
         gpu.bind()?;
-        let bytes = len
-            .checked_mul(std::mem::size_of::<T>())
-            .ok_or(Error::OutOfBounds {
-                start: 0,
-                end: len,
-                len: usize::MAX / std::mem::size_of::<T>(),
-            })?;
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or(Error::OutOfBounds {
+            start: 0,
+            end: len,
+            len: usize::MAX / std::mem::size_of::<T>(),
+        })?;
         let addr = raw::alloc(bytes)?;
-        Ok(Self {
-            addr,
-            len,
-            gpu,
-            _t: PhantomData,
-        })
+        Ok(Self { addr, len, gpu, _t: PhantomData })
     }
 
     /// Number of elements.
@@ -163,22 +148,12 @@ impl<T: Pod> DeviceVec<T> {
 
     /// The whole buffer, read-only.
     pub fn view(&self) -> View<'_, T> {
-        View {
-            addr: self.addr,
-            len: self.len,
-            gpu: &self.gpu,
-            _t: PhantomData,
-        }
+        View { addr: self.addr, len: self.len, gpu: &self.gpu, _t: PhantomData }
     }
 
     /// The whole buffer, writable.
     pub fn view_mut(&mut self) -> ViewMut<'_, T> {
-        ViewMut {
-            addr: self.addr,
-            len: self.len,
-            gpu: &self.gpu,
-            _t: PhantomData,
-        }
+        ViewMut { addr: self.addr, len: self.len, gpu: &self.gpu, _t: PhantomData }
     }
 
     /// A read-only sub-range, e.g. `buf.slice(3..)` (an unaligned start is allowed).
@@ -224,13 +199,7 @@ impl<T: Pod> Drop for DeviceVec<T> {
 
 impl<T: Pod> std::fmt::Debug for DeviceVec<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "DeviceVec<{}>({} @ {:#x})",
-            std::any::type_name::<T>(),
-            self.len,
-            self.addr
-        )
+        write!(f, "DeviceVec<{}>({} @ {:#x})", std::any::type_name::<T>(), self.len, self.addr)
     }
 }
 
@@ -259,12 +228,7 @@ impl<'a, T: Pod> View<'a, T> {
     /// A sub-range of this view.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<View<'a, T>> {
         let (s, e) = bounds(range, self.len)?;
-        Ok(View {
-            addr: self.addr + (s * std::mem::size_of::<T>()) as u64,
-            len: e - s,
-            gpu: self.gpu,
-            _t: PhantomData,
-        })
+        Ok(View { addr: self.addr + (s * std::mem::size_of::<T>()) as u64, len: e - s, gpu: self.gpu, _t: PhantomData })
     }
     /// Copies to a new host vector.
     pub fn to_vec(&self) -> Result<Vec<T>> {
@@ -301,12 +265,7 @@ impl<'a, T: Pod> ViewMut<'a, T> {
     }
     /// Reborrows as read-only.
     pub fn as_view(&self) -> View<'_, T> {
-        View {
-            addr: self.addr,
-            len: self.len,
-            gpu: self.gpu,
-            _t: PhantomData,
-        }
+        View { addr: self.addr, len: self.len, gpu: self.gpu, _t: PhantomData }
     }
     /// Reborrows as a shorter writable view (the borrow keeps `self` locked).
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<ViewMut<'_, T>> {
@@ -321,25 +280,11 @@ impl<'a, T: Pod> ViewMut<'a, T> {
     /// Splits into two disjoint writable views at `mid`.
     pub fn split_at_mut(&mut self, mid: usize) -> Result<(ViewMut<'_, T>, ViewMut<'_, T>)> {
         if mid > self.len {
-            return Err(Error::OutOfBounds {
-                start: mid,
-                end: self.len,
-                len: self.len,
-            });
+            return Err(Error::OutOfBounds { start: mid, end: self.len, len: self.len });
         }
         let size = std::mem::size_of::<T>() as u64;
-        let head = ViewMut {
-            addr: self.addr,
-            len: mid,
-            gpu: self.gpu,
-            _t: PhantomData,
-        };
-        let tail = ViewMut {
-            addr: self.addr + mid as u64 * size,
-            len: self.len - mid,
-            gpu: self.gpu,
-            _t: PhantomData,
-        };
+        let head = ViewMut { addr: self.addr, len: mid, gpu: self.gpu, _t: PhantomData };
+        let tail = ViewMut { addr: self.addr + mid as u64 * size, len: self.len - mid, gpu: self.gpu, _t: PhantomData };
         Ok((head, tail))
     }
     /// Overwrites from a host slice of the same length.
@@ -360,17 +305,17 @@ impl<'a, T: Pod> ViewMut<'a, T> {
 /// Things that can be read as a view: `&DeviceVec<T>`, `View<T>`, `&ViewMut<T>`.
 pub trait AsView<'a, T: Pod> {
     /// The read-only view.
-    fn as_dev_view(self) -> View<'a, T>;
+    fn into_view(self) -> View<'a, T>;
 }
 
 impl<'a, T: Pod> AsView<'a, T> for &'a DeviceVec<T> {
-    fn as_dev_view(self) -> View<'a, T> {
+    fn into_view(self) -> View<'a, T> {
         self.view()
     }
 }
 
 impl<'a, T: Pod> AsView<'a, T> for View<'a, T> {
-    fn as_dev_view(self) -> View<'a, T> {
+    fn into_view(self) -> View<'a, T> {
         self
     }
 }
@@ -378,17 +323,17 @@ impl<'a, T: Pod> AsView<'a, T> for View<'a, T> {
 /// Things that can be written as a view: `&mut DeviceVec<T>`, `ViewMut<T>`.
 pub trait AsViewMut<'a, T: Pod> {
     /// The writable view.
-    fn as_dev_view_mut(self) -> ViewMut<'a, T>;
+    fn into_view_mut(self) -> ViewMut<'a, T>;
 }
 
 impl<'a, T: Pod> AsViewMut<'a, T> for &'a mut DeviceVec<T> {
-    fn as_dev_view_mut(self) -> ViewMut<'a, T> {
+    fn into_view_mut(self) -> ViewMut<'a, T> {
         self.view_mut()
     }
 }
 
 impl<'a, T: Pod> AsViewMut<'a, T> for ViewMut<'a, T> {
-    fn as_dev_view_mut(self) -> ViewMut<'a, T> {
+    fn into_view_mut(self) -> ViewMut<'a, T> {
         self
     }
 }

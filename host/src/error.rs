@@ -26,57 +26,30 @@ impl std::error::Error for DriverError {}
 pub enum Error {
     /// a, b and out do not have the same number of elements.
     #[error("{variant}: length mismatch: a has {a} elements, b has {b}, out has {out}")]
-    LengthMismatch {
-        variant: &'static str,
-        a: usize,
-        b: usize,
-        out: usize,
-    },
+    LengthMismatch { variant: &'static str, a: usize, b: usize, out: usize },
 
     /// An operand's device address does not meet the variant's alignment.
     #[error(
         "{variant}: operand `{operand}` at device address {addr:#x} is {offset} bytes past a \
          {required}-byte boundary; this variant needs {required}-byte aligned operands"
     )]
-    Misaligned {
-        variant: &'static str,
-        operand: &'static str,
-        addr: u64,
-        offset: u64,
-        required: usize,
-    },
+    Misaligned { variant: &'static str, operand: &'static str, addr: u64, offset: u64, required: usize },
 
     /// The variant's dtype is not the element type of the buffers.
     #[error("{variant}: works on {expected} data, but the buffers hold {got}")]
-    DtypeMismatch {
-        variant: &'static str,
-        expected: &'static str,
-        got: &'static str,
-    },
+    DtypeMismatch { variant: &'static str, expected: &'static str, got: &'static str },
 
     /// Threads per block outside 1..=max.
     #[error("{variant}: block size {block} is out of range (1..={max} threads)")]
-    BlockSize {
-        variant: &'static str,
-        block: u32,
-        max: u32,
-    },
+    BlockSize { variant: &'static str, block: u32, max: u32 },
 
     /// Grid cap of zero or above the hardware limit.
     #[error("{variant}: grid limit {max_grid} is out of range (1..={limit} blocks)")]
-    GridLimit {
-        variant: &'static str,
-        max_grid: u32,
-        limit: u32,
-    },
+    GridLimit { variant: &'static str, max_grid: u32, limit: u32 },
 
     /// A sub-view's range does not lie inside its buffer.
     #[error("view {start}..{end} is out of bounds for a buffer of {len} elements")]
-    OutOfBounds {
-        start: usize,
-        end: usize,
-        len: usize,
-    },
+    OutOfBounds { start: usize, end: usize, len: usize },
 
     /// A host slice and a device buffer of different lengths were copied.
     #[error("copy between {host} host elements and {device} device elements: lengths differ")]
@@ -92,10 +65,7 @@ pub enum Error {
 
     /// The PTX module lacks a kernel the library needs.
     #[error("kernel `{name}` is missing from the PTX module: {source}")]
-    MissingKernel {
-        name: &'static str,
-        source: DriverError,
-    },
+    MissingKernel { name: &'static str, source: DriverError },
 
     /// The device could not allocate.
     #[error("out of device memory allocating {bytes} bytes: {source}")]
@@ -108,10 +78,7 @@ pub enum Error {
 
     /// Any other driver call that failed; `context` says which.
     #[error("{context}: {source}")]
-    Driver {
-        context: &'static str,
-        source: DriverError,
-    },
+    Driver { context: &'static str, source: DriverError },
 }
 
 /// Result with this crate's [`Error`].

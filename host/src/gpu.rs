@@ -20,12 +20,10 @@ pub const PTX: &str = include_str!("../../ptx/kernels_gpu.ptx");
 
 /// Every kernel the library launches; all are resolved when a [`Gpu`] is created.
 pub fn kernel_names() -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = kernels_gpu::add::ADD_KERNELS
-        .iter()
-        .map(|k| k.name)
-        .collect();
+    let mut names: Vec<&'static str> = kernels_gpu::add::ADD_KERNELS.iter().map(|k| k.name).collect();
     names.extend(kernels_gpu::verify::COUNT_MISMATCH);
     names.push(kernels_gpu::verify::EMPTY);
+    names.push(kernels_gpu::verify::SPIN);
     names
 }
 
@@ -76,8 +74,7 @@ impl DeviceInfo {
 
     /// Peak rate of independent f32 adds (one per lane per clock), in GFLOP/s.
     pub fn peak_fp32_add_gflops(&self) -> f64 {
-        self.sm_count as f64 * self.fp32_lanes_per_sm() as f64 * self.sm_clock_khz as f64 * 1e3
-            / 1e9
+        self.sm_count as f64 * self.fp32_lanes_per_sm() as f64 * self.sm_clock_khz as f64 * 1e3 / 1e9
     }
 }
 
@@ -106,10 +103,8 @@ impl Shared {
     /// Makes this context current on the calling thread (cheap; done before every
     /// driver call so any thread can use any handle).
     pub(crate) fn bind(&self) -> Result<()> {
-        CurrentContext::set_current(&self.ctx).map_err(|e| Error::Driver {
-            context: "cuCtxSetCurrent",
-            source: raw::from_cust(e),
-        })
+        CurrentContext::set_current(&self.ctx)
+            .map_err(|e| Error::Driver { context: "cuCtxSetCurrent", source: raw::from_cust(e) })
     }
 
     pub(crate) fn func(&self, name: &'static str) -> Result<RawFn> {
@@ -132,17 +127,12 @@ pub struct Gpu {
 
 impl std::fmt::Debug for Gpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gpu")
-            .field("info", &self.shared.info)
-            .finish()
+        f.debug_struct("Gpu").field("info", &self.shared.info).finish()
     }
 }
 
 fn driver(context: &'static str) -> impl Fn(cust::error::CudaError) -> Error {
-    move |e| Error::Driver {
-        context,
-        source: raw::from_cust(e),
-    }
+    move |e| Error::Driver { context, source: raw::from_cust(e) }
 }
 
 impl Gpu {
@@ -150,9 +140,8 @@ impl Gpu {
     pub fn device_count() -> Result<usize> {
         cust::init(cust::CudaFlags::empty())
             .map_err(|e| Error::NoDevice(format!("cuInit failed: {}", raw::from_cust(e))))?;
-        let n = Device::num_devices().map_err(|e| {
-            Error::NoDevice(format!("cuDeviceGetCount failed: {}", raw::from_cust(e)))
-        })?;
+        let n = Device::num_devices()
+            .map_err(|e| Error::NoDevice(format!("cuDeviceGetCount failed: {}", raw::from_cust(e))))?;
         Ok(n as usize)
     }
 
@@ -167,9 +156,7 @@ impl Gpu {
     pub fn with_ptx(index: usize, ptx: &str) -> Result<Gpu> {
         let count = Self::device_count()?;
         if index >= count {
-            return Err(Error::NoDevice(format!(
-                "no CUDA device with index {index}; {count} present"
-            )));
+            return Err(Error::NoDevice(format!("no CUDA device with index {index}; {count} present")));
         }
         let device = Device::get_device(index as u32).map_err(driver("cuDeviceGet"))?;
         let ctx = Context::new(device).map_err(driver("cuDevicePrimaryCtxRetain"))?;
@@ -177,19 +164,10 @@ impl Gpu {
         let module = Module::from_ptx(ptx, &[]).map_err(|e| Error::PtxLoad(raw::from_cust(e)))?;
         let mut funcs = HashMap::new();
         for name in kernel_names() {
-            let f = module
-                .get_function(name)
-                .map_err(|e| Error::MissingKernel {
-                    name,
-                    source: raw::from_cust(e),
-                })?;
+            let f = module.get_function(name).map_err(|e| Error::MissingKernel { name, source: raw::from_cust(e) })?;
             funcs.insert(name, RawFn(f.to_raw()));
         }
-        let attr = |a: DeviceAttribute| {
-            device
-                .get_attribute(a)
-                .map_err(driver("cuDeviceGetAttribute"))
-        };
+        let attr = |a: DeviceAttribute| device.get_attribute(a).map_err(driver("cuDeviceGetAttribute"));
         let info = DeviceInfo {
             index,
             name: device.name().map_err(driver("cuDeviceGetName"))?,
@@ -207,14 +185,7 @@ impl Gpu {
             sm_clock_khz: attr(DeviceAttribute::ClockRate)? as u64,
             driver_version: raw::driver_version()?,
         };
-        Ok(Gpu {
-            shared: Arc::new(Shared {
-                ctx,
-                _module: module,
-                funcs,
-                info,
-            }),
-        })
+        Ok(Gpu { shared: Arc::new(Shared { ctx, _module: module, funcs, info }) })
     }
 
     /// The device's facts.
@@ -225,12 +196,8 @@ impl Gpu {
     /// A new non-blocking stream on this GPU.
     pub fn stream(&self) -> Result<Stream> {
         self.shared.bind()?;
-        let inner = cust::stream::Stream::new(StreamFlags::NON_BLOCKING, None)
-            .map_err(driver("cuStreamCreate"))?;
-        Ok(Stream {
-            inner,
-            gpu: self.shared.clone(),
-        })
+        let inner = cust::stream::Stream::new(StreamFlags::NON_BLOCKING, None).map_err(driver("cuStreamCreate"))?;
+        Ok(Stream { inner, gpu: self.shared.clone() })
     }
 
     /// Allocates `len` elements. The contents are unspecified until written.
@@ -283,16 +250,21 @@ impl Gpu {
         raw::launch_empty(self.shared.func(kernels_gpu::verify::EMPTY)?, stream.raw())
     }
 
+    /// Queues a one-thread kernel that busy-waits `ns` nanoseconds. Timing events
+    /// queued behind it then measure only the GPU's work, not the host's launch
+    /// path (the host queues the next launches while the GPU spins).
+    pub fn spin(&self, stream: &Stream, ns: u64) -> Result<()> {
+        self.shared.bind()?;
+        raw::launch_spin(self.shared.func(kernels_gpu::verify::SPIN)?, ns, stream.raw())
+    }
+
     /// Test support: launches a kernel that dereferences null, to check that faults
     /// come back as [`Error::KernelFault`] at the next synchronisation. The context
     /// is unusable afterwards.
     #[doc(hidden)]
     pub fn __launch_faulting_kernel(&self, stream: &Stream) -> Result<()> {
         self.shared.bind()?;
-        raw::launch_faulting(
-            self.shared.func(kernels_gpu::add::ADD_F32.name)?,
-            stream.raw(),
-        )
+        raw::launch_faulting(self.shared.func(kernels_gpu::add::ADD_F32.name)?, stream.raw())
     }
 }
 
@@ -315,9 +287,7 @@ impl Stream {
     /// reported here as [`Error::KernelFault`].
     pub fn synchronize(&self) -> Result<()> {
         self.gpu.bind()?;
-        self.inner
-            .synchronize()
-            .map_err(|e| Error::KernelFault(raw::from_cust(e)))
+        self.inner.synchronize().map_err(|e| Error::KernelFault(raw::from_cust(e)))
     }
 
     /// Times the work `work` queues on this stream with CUDA events (device time,
@@ -329,18 +299,12 @@ impl Stream {
         start.record(&self.inner).map_err(driver("cuEventRecord"))?;
         work(self)?;
         stop.record(&self.inner).map_err(driver("cuEventRecord"))?;
-        stop.synchronize()
-            .map_err(|e| Error::KernelFault(raw::from_cust(e)))?;
-        stop.elapsed_time_f32(&start)
-            .map_err(driver("cuEventElapsedTime"))
+        stop.synchronize().map_err(|e| Error::KernelFault(raw::from_cust(e)))?;
+        stop.elapsed_time_f32(&start).map_err(driver("cuEventElapsedTime"))
     }
 
     /// Device-to-device copy of equal-length views, queued on this stream.
-    pub fn copy<T: Pod>(
-        &self,
-        dst: &mut crate::ViewMut<'_, T>,
-        src: &crate::View<'_, T>,
-    ) -> Result<()> {
+    pub fn copy<T: Pod>(&self, dst: &mut crate::ViewMut<'_, T>, src: &crate::View<'_, T>) -> Result<()> {
         self.gpu.bind()?;
         raw::copy_async(dst, src, self.raw())
     }

@@ -26,6 +26,7 @@
 //! Errors are [`Error`] values; the library does not panic on bad input.
 
 mod add;
+pub use add::AddGraph;
 mod buffer;
 mod error;
 mod gpu;

@@ -50,11 +50,7 @@ pub(crate) fn from_cust(e: cust::error::CudaError) -> DriverError {
             return d;
         }
     }
-    DriverError {
-        code,
-        name: format!("{e:?}"),
-        message: e.to_string(),
-    }
+    DriverError { code, name: format!("{e:?}"), message: e.to_string() }
 }
 
 /// A resolved kernel handle. CUDA function handles may be used from any thread.
@@ -74,10 +70,7 @@ pub(crate) fn alloc(bytes: usize) -> Result<u64> {
         if source.code == cu::CUresult::CUDA_ERROR_OUT_OF_MEMORY as u32 {
             Error::OutOfMemory { bytes, source }
         } else {
-            Error::Driver {
-                context: "cuMemAlloc",
-                source,
-            }
+            Error::Driver { context: "cuMemAlloc", source }
         }
     })?;
     Ok(ptr)
@@ -93,59 +86,35 @@ pub(crate) fn free(ptr: u64) {
 /// Host to device copy of a whole view.
 pub(crate) fn upload<T: Pod>(dst: &mut ViewMut<'_, T>, src: &[T]) -> Result<()> {
     if dst.len() != src.len() {
-        return Err(Error::CopyLength {
-            host: src.len(),
-            device: dst.len(),
-        });
+        return Err(Error::CopyLength { host: src.len(), device: dst.len() });
     }
     let bytes = std::mem::size_of_val(src);
     // SAFETY: dst is a live device range of exactly `bytes`; src is a host slice of it.
-    check(unsafe { cu::cuMemcpyHtoD_v2(dst.addr(), src.as_ptr() as *const c_void, bytes) }).map_err(
-        |source| Error::Driver {
-            context: "cuMemcpyHtoD",
-            source,
-        },
-    )
+    check(unsafe { cu::cuMemcpyHtoD_v2(dst.addr(), src.as_ptr() as *const c_void, bytes) })
+        .map_err(|source| Error::Driver { context: "cuMemcpyHtoD", source })
 }
 
 /// Device to host copy of a whole view.
 pub(crate) fn download<T: Pod>(dst: &mut [T], src: &View<'_, T>) -> Result<()> {
     if dst.len() != src.len() {
-        return Err(Error::CopyLength {
-            host: dst.len(),
-            device: src.len(),
-        });
+        return Err(Error::CopyLength { host: dst.len(), device: src.len() });
     }
     let bytes = std::mem::size_of_val(dst);
     // SAFETY: src is a live device range of `bytes`; dst is a host slice of that size,
     // and every bit pattern is a valid Element.
     check(unsafe { cu::cuMemcpyDtoH_v2(dst.as_mut_ptr() as *mut c_void, src.addr(), bytes) })
-        .map_err(|source| Error::Driver {
-            context: "cuMemcpyDtoH",
-            source,
-        })
+        .map_err(|source| Error::Driver { context: "cuMemcpyDtoH", source })
 }
 
 /// Device to device copy between views of equal length, on a stream.
-pub(crate) fn copy_async<T: Pod>(
-    dst: &mut ViewMut<'_, T>,
-    src: &View<'_, T>,
-    stream: cu::CUstream,
-) -> Result<()> {
+pub(crate) fn copy_async<T: Pod>(dst: &mut ViewMut<'_, T>, src: &View<'_, T>, stream: cu::CUstream) -> Result<()> {
     if dst.len() != src.len() {
-        return Err(Error::CopyLength {
-            host: src.len(),
-            device: dst.len(),
-        });
+        return Err(Error::CopyLength { host: src.len(), device: dst.len() });
     }
     let bytes = dst.len() * std::mem::size_of::<T>();
     // SAFETY: both are live device ranges of `bytes`; `&mut` on dst excludes overlap.
-    check(unsafe { cu::cuMemcpyDtoDAsync_v2(dst.addr(), src.addr(), bytes, stream) }).map_err(
-        |source| Error::Driver {
-            context: "cuMemcpyDtoDAsync",
-            source,
-        },
-    )
+    check(unsafe { cu::cuMemcpyDtoDAsync_v2(dst.addr(), src.addr(), bytes, stream) })
+        .map_err(|source| Error::Driver { context: "cuMemcpyDtoDAsync", source })
 }
 
 /// Fills a view with one bit pattern (of the element's width).
@@ -159,22 +128,15 @@ pub(crate) fn fill_bits<T: Pod>(dst: &mut ViewMut<'_, T>, bits: u32) -> Result<(
             _ => cu::cuMemsetD8_v2(dst.addr(), bits as u8, n * std::mem::size_of::<T>()),
         }
     };
-    check(r).map_err(|source| Error::Driver {
-        context: "cuMemset",
-        source,
-    })
+    check(r).map_err(|source| Error::Driver { context: "cuMemset", source })
 }
 
 /// Free and total device memory of the current context's device, in bytes.
 pub(crate) fn mem_info() -> Result<(usize, usize)> {
     let (mut free, mut total) = (0usize, 0usize);
     // SAFETY: writes two integers.
-    check(unsafe { cu::cuMemGetInfo_v2(&mut free, &mut total) }).map_err(|source| {
-        Error::Driver {
-            context: "cuMemGetInfo",
-            source,
-        }
-    })?;
+    check(unsafe { cu::cuMemGetInfo_v2(&mut free, &mut total) })
+        .map_err(|source| Error::Driver { context: "cuMemGetInfo", source })?;
     Ok((free, total))
 }
 
@@ -184,33 +146,12 @@ pub(crate) fn mem_info() -> Result<(usize, usize)> {
 /// `params` must match the kernel's parameter list in number, order and type, and
 /// every device pointer among them must be valid for what the kernel does with the
 /// given grid.
-unsafe fn launch(
-    func: RawFn,
-    grid: u32,
-    block: u32,
-    stream: cu::CUstream,
-    params: &mut [*mut c_void],
-) -> Result<()> {
+unsafe fn launch(func: RawFn, grid: u32, block: u32, stream: cu::CUstream, params: &mut [*mut c_void]) -> Result<()> {
     // SAFETY: forwarded to the caller's contract.
     let r = unsafe {
-        cu::cuLaunchKernel(
-            func.0,
-            grid,
-            1,
-            1,
-            block,
-            1,
-            1,
-            0,
-            stream,
-            params.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
+        cu::cuLaunchKernel(func.0, grid, 1, 1, block, 1, 1, 0, stream, params.as_mut_ptr(), std::ptr::null_mut())
     };
-    check(r).map_err(|source| Error::Driver {
-        context: "cuLaunchKernel",
-        source,
-    })
+    check(r).map_err(|source| Error::Driver { context: "cuLaunchKernel", source })
 }
 
 /// Geometry of one binary element-wise launch; made by `add.rs` from the variant.
@@ -236,23 +177,12 @@ pub(crate) fn launch_binary<T: Element>(
     stream: cu::CUstream,
 ) -> Result<()> {
     if a.len() < n || b.len() < n || out.len() < n {
-        return Err(Error::LengthMismatch {
-            variant: l.name,
-            a: a.len(),
-            b: b.len(),
-            out: out.len(),
-        });
+        return Err(Error::LengthMismatch { variant: l.name, a: a.len(), b: b.len(), out: out.len() });
     }
     for (operand, addr) in [("a", a.addr()), ("b", b.addr()), ("out", out.addr())] {
         let offset = addr % l.align as u64;
         if offset != 0 {
-            return Err(Error::Misaligned {
-                variant: l.name,
-                operand,
-                addr,
-                offset,
-                required: l.align,
-            });
+            return Err(Error::Misaligned { variant: l.name, operand, addr, offset, required: l.align });
         }
     }
     if n == 0 || l.grid == 0 {
@@ -283,10 +213,7 @@ pub(crate) fn launch_count<T: Pod>(
     stream: cu::CUstream,
 ) -> Result<()> {
     if x.len() != y.len() || counter.len() != 1 {
-        return Err(Error::CopyLength {
-            host: x.len(),
-            device: y.len(),
-        });
+        return Err(Error::CopyLength { host: x.len(), device: y.len() });
     }
     if x.is_empty() {
         return Ok(());
@@ -307,6 +234,72 @@ pub(crate) fn launch_count<T: Pod>(
 pub(crate) fn launch_empty(func: RawFn, stream: cu::CUstream) -> Result<()> {
     // SAFETY: the empty kernel takes no parameters and touches no memory.
     unsafe { launch(func, 1, 1, stream, &mut []) }
+}
+
+/// Launches the spin kernel for `ns` nanoseconds (one thread).
+pub(crate) fn launch_spin(func: RawFn, ns: u64, stream: cu::CUstream) -> Result<()> {
+    let mut pns = ns;
+    let mut params = [&mut pns as *mut u64 as *mut c_void];
+    // SAFETY: the spin kernel takes one u64 and touches no memory.
+    unsafe { launch(func, 1, 1, stream, &mut params) }
+}
+
+/// An instantiated CUDA graph; destroyed on drop.
+pub(crate) struct RawGraph {
+    graph: cu::CUgraph,
+    exec: cu::CUgraphExec,
+}
+// SAFETY: graph handles are driver objects usable from any thread with the context
+// current; the driver synchronises their use.
+unsafe impl Send for RawGraph {}
+// SAFETY: as above.
+unsafe impl Sync for RawGraph {}
+
+impl Drop for RawGraph {
+    fn drop(&mut self) {
+        // SAFETY: both handles were created by `capture` and are destroyed once;
+        // errors (e.g. a broken context) are ignored so that dropping never panics.
+        unsafe {
+            let _ = cu::cuGraphExecDestroy(self.exec);
+            let _ = cu::cuGraphDestroy(self.graph);
+        }
+    }
+}
+
+/// Records what `work` queues on `stream` into a graph instead of running it, then
+/// instantiates the graph. Capture is ended even when `work` fails.
+pub(crate) fn capture(stream: cu::CUstream, work: impl FnOnce() -> Result<()>) -> Result<RawGraph> {
+    let driver = |context: &'static str| move |source| Error::Driver { context, source };
+    // SAFETY: begins capture on a stream this crate owns.
+    check(unsafe { cu::cuStreamBeginCapture_v2(stream, cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })
+        .map_err(driver("cuStreamBeginCapture"))?;
+    let worked = work();
+    let mut graph: cu::CUgraph = std::ptr::null_mut();
+    // SAFETY: ends the capture begun above and receives the graph handle.
+    let ended = check(unsafe { cu::cuStreamEndCapture(stream, &mut graph) }).map_err(driver("cuStreamEndCapture"));
+    if let Err(e) = worked.and(ended) {
+        if !graph.is_null() {
+            // SAFETY: a graph we own and have not instantiated.
+            let _ = unsafe { cu::cuGraphDestroy(graph) };
+        }
+        return Err(e);
+    }
+    let mut exec: cu::CUgraphExec = std::ptr::null_mut();
+    // SAFETY: instantiates the graph captured above.
+    if let Err(e) = check(unsafe { cu::cuGraphInstantiateWithFlags(&mut exec, graph, 0) }) {
+        // SAFETY: as above.
+        let _ = unsafe { cu::cuGraphDestroy(graph) };
+        return Err(Error::Driver { context: "cuGraphInstantiate", source: e });
+    }
+    Ok(RawGraph { graph, exec })
+}
+
+/// Launches an instantiated graph on a stream.
+pub(crate) fn graph_launch(g: &RawGraph, stream: cu::CUstream) -> Result<()> {
+    // SAFETY: the graph is alive (borrowed); what it touches is kept alive by the
+    // borrows its owner (`AddGraph<'a>`) holds.
+    check(unsafe { cu::cuGraphLaunch(g.exec, stream) })
+        .map_err(|source| Error::Driver { context: "cuGraphLaunch", source })
 }
 
 /// Test-only: launches an add kernel on a null output so that it faults, to check
@@ -331,16 +324,9 @@ pub(crate) fn func_attribute(func: RawFn, attr: i32) -> Result<i32> {
     // SAFETY: writes one integer; the attribute value comes from cust's enum, which
     // mirrors CUfunction_attribute.
     let r = unsafe {
-        cu::cuFuncGetAttribute(
-            &mut value,
-            std::mem::transmute::<i32, cu::CUfunction_attribute>(attr),
-            func.0,
-        )
+        cu::cuFuncGetAttribute(&mut value, std::mem::transmute::<i32, cu::CUfunction_attribute>(attr), func.0)
     };
-    check(r).map_err(|source| Error::Driver {
-        context: "cuFuncGetAttribute",
-        source,
-    })?;
+    check(r).map_err(|source| Error::Driver { context: "cuFuncGetAttribute", source })?;
     Ok(value)
 }
 
@@ -348,13 +334,8 @@ pub(crate) fn func_attribute(func: RawFn, attr: i32) -> Result<i32> {
 pub(crate) fn occupancy(func: RawFn, block: u32) -> Result<u32> {
     let mut blocks = 0i32;
     // SAFETY: writes one integer.
-    let r = unsafe {
-        cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, func.0, block as i32, 0)
-    };
-    check(r).map_err(|source| Error::Driver {
-        context: "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-        source,
-    })?;
+    let r = unsafe { cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, func.0, block as i32, 0) };
+    check(r).map_err(|source| Error::Driver { context: "cuOccupancyMaxActiveBlocksPerMultiprocessor", source })?;
     Ok(blocks as u32)
 }
 
@@ -362,9 +343,7 @@ pub(crate) fn occupancy(func: RawFn, block: u32) -> Result<u32> {
 pub(crate) fn driver_version() -> Result<i32> {
     let mut v = 0i32;
     // SAFETY: writes one integer.
-    check(unsafe { cu::cuDriverGetVersion(&mut v) }).map_err(|source| Error::Driver {
-        context: "cuDriverGetVersion",
-        source,
-    })?;
+    check(unsafe { cu::cuDriverGetVersion(&mut v) })
+        .map_err(|source| Error::Driver { context: "cuDriverGetVersion", source })?;
     Ok(v)
 }

@@ -86,27 +86,20 @@ impl ReferenceAdd for f32 {
 
 impl ReferenceAdd for f16 {
     fn reference_add(a: f16, b: f16) -> f16 {
-        f16::from_bits(f64_to_f16_bits(
-            f16_bits_to_f64(a.to_bits()) + f16_bits_to_f64(b.to_bits()),
-        ))
+        f16::from_bits(f64_to_f16_bits(f16_bits_to_f64(a.to_bits()) + f16_bits_to_f64(b.to_bits())))
     }
 }
 
 impl ReferenceAdd for bf16 {
     fn reference_add(a: bf16, b: bf16) -> bf16 {
-        bf16::from_bits(f64_to_bf16_bits(
-            bf16_bits_to_f64(a.to_bits()) + bf16_bits_to_f64(b.to_bits()),
-        ))
+        bf16::from_bits(f64_to_bf16_bits(bf16_bits_to_f64(a.to_bits()) + bf16_bits_to_f64(b.to_bits())))
     }
 }
 
 /// Element-wise reference sum. Panics if the lengths differ (test helper).
 pub fn add<T: ReferenceAdd>(a: &[T], b: &[T]) -> Vec<T> {
     assert_eq!(a.len(), b.len(), "reference::add needs equal lengths");
-    a.iter()
-        .zip(b)
-        .map(|(&x, &y)| T::reference_add(x, y))
-        .collect()
+    a.iter().zip(b).map(|(&x, &y)| T::reference_add(x, y)).collect()
 }
 
 /// Index of the first element where `got` and `want` are not the same value
@@ -126,44 +119,20 @@ mod tests {
 
     #[test]
     fn f16_rounding_edges() {
-        assert_eq!(
-            f64_to_f16_bits(65504.0 + 16.0),
-            0x7c00,
-            "65504+16 is the tie to even -> inf"
-        );
-        assert_eq!(
-            f64_to_f16_bits(65504.0 + 8.0),
-            0x7bff,
-            "65504+8 rounds back to 65504"
-        );
+        assert_eq!(f64_to_f16_bits(65504.0 + 16.0), 0x7c00, "65504+16 is the tie to even -> inf");
+        assert_eq!(f64_to_f16_bits(65504.0 + 8.0), 0x7bff, "65504+8 rounds back to 65504");
         assert_eq!(f64_to_f16_bits(-65520.0), 0xfc00);
         assert_eq!(f64_to_f16_bits(f64::powi(2.0, -24)), 0x0001);
-        assert_eq!(
-            f64_to_f16_bits(f64::powi(2.0, -25)),
-            0x0000,
-            "half the smallest subnormal ties to 0"
-        );
-        assert_eq!(
-            f64_to_f16_bits(1.5 * f64::powi(2.0, -24)),
-            0x0002,
-            "1.5 ulp ties to even 2"
-        );
+        assert_eq!(f64_to_f16_bits(f64::powi(2.0, -25)), 0x0000, "half the smallest subnormal ties to 0");
+        assert_eq!(f64_to_f16_bits(1.5 * f64::powi(2.0, -24)), 0x0002, "1.5 ulp ties to even 2");
         assert_eq!(
             f64_to_f16_bits(f64::powi(2.0, -14) * (1.0 - f64::powi(2.0, -12))),
             0x0400,
             "rounds up into the smallest normal"
         );
         assert_eq!(f64_to_f16_bits(-0.0), 0x8000);
-        assert_eq!(
-            f64_to_f16_bits(1.0 + f64::powi(2.0, -11)),
-            0x3c00,
-            "tie at 1.0 goes to even"
-        );
-        assert_eq!(
-            f64_to_f16_bits(1.0 + 3.0 * f64::powi(2.0, -11)),
-            0x3c02,
-            "odd tie goes up"
-        );
+        assert_eq!(f64_to_f16_bits(1.0 + f64::powi(2.0, -11)), 0x3c00, "tie at 1.0 goes to even");
+        assert_eq!(f64_to_f16_bits(1.0 + 3.0 * f64::powi(2.0, -11)), 0x3c02, "odd tie goes up");
         assert!(f16_is_nan(f64_to_f16_bits(f64::NAN)));
     }
 
@@ -176,10 +145,7 @@ mod tests {
         for h in 0..=u16::MAX {
             let ours = f16_bits_to_f64(h);
             let theirs = f16::from_bits(h).to_f64();
-            assert!(
-                ours.to_bits() == theirs.to_bits() || (ours.is_nan() && theirs.is_nan()),
-                "{h:#06x}"
-            );
+            assert!(ours.to_bits() == theirs.to_bits() || (ours.is_nan() && theirs.is_nan()), "{h:#06x}");
             if !ours.is_nan() {
                 assert_eq!(f64_to_f16_bits(ours), h, "round trip {h:#06x}");
             }

@@ -26,11 +26,17 @@ pub enum Variant {
     Bf16x2,
     /// bf16x8 pack, 128-bit accesses.
     Bf16x8Pack,
+    /// f32x4 with evict-first (`.cs`) loads and store.
+    F32x4Cs,
+    /// f16x8 pack with evict-first (`.cs`) loads and store.
+    F16x8Cs,
+    /// bf16x8 pack with evict-first (`.cs`) loads and store.
+    Bf16x8Cs,
 }
 
 impl Variant {
     /// Every variant, in kernel-table order.
-    pub const ALL: [Variant; 9] = [
+    pub const ALL: [Variant; 12] = [
         Variant::F32,
         Variant::F32x4,
         Variant::F16,
@@ -40,6 +46,9 @@ impl Variant {
         Variant::Bf16,
         Variant::Bf16x2,
         Variant::Bf16x8Pack,
+        Variant::F32x4Cs,
+        Variant::F16x8Cs,
+        Variant::Bf16x8Cs,
     ];
 
     /// The kernel's static facts, shared with the device code.
@@ -130,20 +139,14 @@ pub struct LaunchConfig {
 
 impl Default for LaunchConfig {
     fn default() -> Self {
-        LaunchConfig {
-            block: DEFAULT_BLOCK,
-            max_grid: MAX_GRID_X,
-        }
+        LaunchConfig { block: DEFAULT_BLOCK, max_grid: MAX_GRID_X }
     }
 }
 
 impl LaunchConfig {
     /// Default settings with another block size.
     pub fn with_block(block: u32) -> Self {
-        LaunchConfig {
-            block,
-            ..Self::default()
-        }
+        LaunchConfig { block, ..Self::default() }
     }
 }
 
@@ -161,25 +164,13 @@ mod tests {
 
     #[test]
     fn widest_for_respects_alignment() {
-        assert_eq!(
-            Variant::widest_for(Dtype::F32, &[0, 16, 32]),
-            Variant::F32x4
-        );
+        assert_eq!(Variant::widest_for(Dtype::F32, &[0, 16, 32]), Variant::widest(Dtype::F32));
         assert_eq!(Variant::widest_for(Dtype::F32, &[0, 20, 32]), Variant::F32);
-        assert_eq!(
-            Variant::widest_for(Dtype::F16, &[0, 16, 48]),
-            Variant::F16x8Pack
-        );
-        assert_eq!(
-            Variant::widest_for(Dtype::F16, &[4, 16, 48]),
-            Variant::F16x8
-        );
+        assert_eq!(Variant::widest_for(Dtype::F16, &[0, 16, 48]), Variant::widest(Dtype::F16));
+        assert_eq!(Variant::widest_for(Dtype::F16, &[4, 16, 48]), Variant::F16x8);
         assert_eq!(Variant::widest_for(Dtype::F16, &[2, 16, 48]), Variant::F16);
-        assert_eq!(
-            Variant::widest_for(Dtype::Bf16, &[8, 16, 48]),
-            Variant::Bf16x2
-        );
-        assert_eq!(Variant::widest(Dtype::Bf16), Variant::Bf16x8Pack);
+        assert_eq!(Variant::widest_for(Dtype::Bf16, &[8, 16, 48]), Variant::Bf16x2);
+        assert_eq!(Variant::widest(Dtype::Bf16).align(), 16);
         assert_eq!(Variant::scalar(Dtype::F16), Variant::F16);
     }
 }

@@ -19,10 +19,7 @@ fn missing_device_is_a_clear_error() {
             let count = Gpu::device_count().unwrap();
             let e = Gpu::new(count + 7).unwrap_err();
             assert!(matches!(e, Error::NoDevice(_)), "{e:?}");
-            assert!(
-                e.to_string().contains(&format!("index {}", count + 7)),
-                "{e}"
-            );
+            assert!(e.to_string().contains(&format!("index {}", count + 7)), "{e}");
         }
     }
 }
@@ -36,47 +33,13 @@ fn argument_errors_name_the_variant_and_values() {
     let b = gpu.upload(&[2.0f32; 99]).unwrap();
     let mut out = gpu.alloc::<f32>(100).unwrap();
 
-    let e = gpu
-        .add(Variant::F32x4, &a, &b, &mut out, &stream)
-        .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::LengthMismatch {
-                a: 100,
-                b: 99,
-                out: 100,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
-    assert_eq!(
-        e.to_string(),
-        "add_f32x4: length mismatch: a has 100 elements, b has 99, out has 100"
-    );
+    let e = gpu.add(Variant::F32x4, &a, &b, &mut out, &stream).unwrap_err();
+    assert!(matches!(e, Error::LengthMismatch { a: 100, b: 99, out: 100, .. }), "{e:?}");
+    assert_eq!(e.to_string(), "add_f32x4: length mismatch: a has 100 elements, b has 99, out has 100");
 
-    let e = gpu
-        .add(
-            Variant::F32x4,
-            a.slice(1..).unwrap(),
-            b.view(),
-            out.slice_mut(..99).unwrap(),
-            &stream,
-        )
-        .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::Misaligned {
-                operand: "a",
-                offset: 4,
-                required: 16,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
+    let e =
+        gpu.add(Variant::F32x4, a.slice(1..).unwrap(), b.view(), out.slice_mut(..99).unwrap(), &stream).unwrap_err();
+    assert!(matches!(e, Error::Misaligned { operand: "a", offset: 4, required: 16, .. }), "{e:?}");
     let msg = e.to_string();
     assert!(
         msg.starts_with("add_f32x4: operand `a` at device address 0x")
@@ -84,65 +47,25 @@ fn argument_errors_name_the_variant_and_values() {
         "{msg}"
     );
 
-    let e = gpu
-        .add(Variant::F16, &a, &a, &mut out, &stream)
-        .unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "add_f16: works on f16 data, but the buffers hold f32"
-    );
+    let e = gpu.add(Variant::F16, &a, &a, &mut out, &stream).unwrap_err();
+    assert_eq!(e.to_string(), "add_f16: works on f16 data, but the buffers hold f32");
 
     for block in [0, 1025] {
-        let e = gpu
-            .add_with(
-                Variant::F32,
-                LaunchConfig::with_block(block),
-                &a,
-                &a,
-                &mut out,
-                &stream,
-            )
-            .unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            format!("add_f32: block size {block} is out of range (1..=1024 threads)")
-        );
+        let e = gpu.add_with(Variant::F32, LaunchConfig::with_block(block), &a, &a, &mut out, &stream).unwrap_err();
+        assert_eq!(e.to_string(), format!("add_f32: block size {block} is out of range (1..=1024 threads)"));
     }
-    let e = gpu
-        .add_with(
-            Variant::F32,
-            LaunchConfig {
-                block: 256,
-                max_grid: 0,
-            },
-            &a,
-            &a,
-            &mut out,
-            &stream,
-        )
-        .unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "add_f32: grid limit 0 is out of range (1..=2147483647 blocks)"
-    );
+    let e =
+        gpu.add_with(Variant::F32, LaunchConfig { block: 256, max_grid: 0 }, &a, &a, &mut out, &stream).unwrap_err();
+    assert_eq!(e.to_string(), "add_f32: grid limit 0 is out of range (1..=2147483647 blocks)");
 
     let e = a.slice(50..101).map(|_| ()).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "view 50..101 is out of bounds for a buffer of 100 elements"
-    );
+    assert_eq!(e.to_string(), "view 50..101 is out of bounds for a buffer of 100 elements");
 
     let e = out.copy_from(&[0.0f32; 3]).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "copy between 3 host elements and 100 device elements: lengths differ"
-    );
+    assert_eq!(e.to_string(), "copy between 3 host elements and 100 device elements: lengths differ");
 
     let e = gpu.add_host(&[f16::ONE; 3], &[f16::ONE; 4]).unwrap_err();
-    assert!(
-        matches!(e, Error::LengthMismatch { a: 3, b: 4, .. }),
-        "{e:?}"
-    );
+    assert!(matches!(e, Error::LengthMismatch { a: 3, b: 4, .. }), "{e:?}");
 
     // n = 0 succeeds without launching.
     let (z, mut zo) = (gpu.alloc::<f32>(0).unwrap(), gpu.alloc::<f32>(0).unwrap());
@@ -155,28 +78,13 @@ fn argument_errors_name_the_variant_and_values() {
 fn ptx_problems_fail_at_load_naming_the_cause() {
     let e = Gpu::with_ptx(0, "this is not PTX").unwrap_err();
     assert!(matches!(e, Error::PtxLoad(_)), "{e:?}");
-    assert!(
-        e.to_string()
-            .starts_with("failed to load the PTX module: CUDA_ERROR_"),
-        "{e}"
-    );
+    assert!(e.to_string().starts_with("failed to load the PTX module: CUDA_ERROR_"), "{e}");
 
     let without = gpukern::PTX.replace("add_bf16x8_pack", "renamed_bf16x8_pack");
     let e = Gpu::with_ptx(0, &without).unwrap_err();
+    assert!(matches!(e, Error::MissingKernel { name: "add_bf16x8_pack", .. }), "{e:?}");
     assert!(
-        matches!(
-            e,
-            Error::MissingKernel {
-                name: "add_bf16x8_pack",
-                ..
-            }
-        ),
-        "{e:?}"
-    );
-    assert!(
-        e.to_string().starts_with(
-            "kernel `add_bf16x8_pack` is missing from the PTX module: CUDA_ERROR_NOT_FOUND"
-        ),
+        e.to_string().starts_with("kernel `add_bf16x8_pack` is missing from the PTX module: CUDA_ERROR_NOT_FOUND"),
         "{e}"
     );
 }
@@ -185,17 +93,8 @@ fn ptx_problems_fail_at_load_naming_the_cause() {
 #[ignore = "needs a CUDA GPU"]
 fn impossible_allocation_is_out_of_memory() {
     let e = gpu().alloc::<f32>(1 << 50).unwrap_err();
-    assert!(
-        matches!(e, Error::OutOfMemory { bytes, .. } if bytes == 4 << 50),
-        "{e:?}"
-    );
-    assert!(
-        e.to_string().starts_with(&format!(
-            "out of device memory allocating {} bytes",
-            4u64 << 50
-        )),
-        "{e}"
-    );
+    assert!(matches!(e, Error::OutOfMemory { bytes, .. } if bytes == 4 << 50), "{e:?}");
+    assert!(e.to_string().starts_with(&format!("out of device memory allocating {} bytes", 4u64 << 50)), "{e}");
 }
 
 /// Re-runs this test binary filtered to one test, in a child process with
@@ -204,24 +103,11 @@ fn impossible_allocation_is_out_of_memory() {
 /// leak check reads device-wide free memory.
 fn run_alone(test: &str) -> (bool, String) {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            test,
-            "--include-ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["--exact", test, "--include-ignored", "--nocapture", "--test-threads=1"])
         .env("GPUKERN_CHILD", "1")
         .output()
         .unwrap();
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
 fn in_child() -> bool {
@@ -233,10 +119,7 @@ fn in_child() -> bool {
 fn kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly() {
     if !in_child() {
         let (ok, text) = run_alone("kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly");
-        assert!(
-            ok && text.contains("FAULT-CHILD-OK"),
-            "child failed:\n{text}"
-        );
+        assert!(ok && text.contains("FAULT-CHILD-OK"), "child failed:\n{text}");
         return;
     }
     let gpu = Gpu::new(0).unwrap();
@@ -245,23 +128,10 @@ fn kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly() {
     gpu.__launch_faulting_kernel(&stream).unwrap();
     let e = stream.synchronize().unwrap_err();
     assert!(matches!(e, Error::KernelFault(_)), "{e:?}");
-    assert!(
-        e.to_string()
-            .starts_with("a kernel faulted on this stream (reported at synchronize): CUDA_ERROR_"),
-        "{e}"
-    );
+    assert!(e.to_string().starts_with("a kernel faulted on this stream (reported at synchronize): CUDA_ERROR_"), "{e}");
     // The context is now broken: later calls return errors, never panic.
     let e = gpu.alloc::<f32>(16).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::Driver {
-                context: "cuMemAlloc",
-                ..
-            }
-        ),
-        "{e:?}"
-    );
+    assert!(matches!(e, Error::Driver { context: "cuMemAlloc", .. }), "{e:?}");
     assert!(e.to_string().starts_with("cuMemAlloc: CUDA_ERROR_"), "{e}");
     drop(keep); // must not panic
     println!("FAULT-CHILD-OK");
@@ -273,10 +143,7 @@ fn kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly() {
 fn alloc_launch_free_cycles_do_not_leak() {
     if !in_child() {
         let (ok, text) = run_alone("alloc_launch_free_cycles_do_not_leak");
-        assert!(
-            ok && text.contains("LEAK-CHILD-OK"),
-            "child failed:\n{text}"
-        );
+        assert!(ok && text.contains("LEAK-CHILD-OK"), "child failed:\n{text}");
         return;
     }
     let gpu = Gpu::new(0).unwrap();
@@ -297,9 +164,6 @@ fn alloc_launch_free_cycles_do_not_leak() {
     let (after, _) = gpu.mem_info().unwrap();
     // Alone in its process, so the readings are this loop's: one cycle holds
     // 256 KiB, a leak per cycle would show as 250 MiB less free memory.
-    assert_eq!(
-        before, after,
-        "free device memory moved from {before} to {after} bytes"
-    );
+    assert_eq!(before, after, "free device memory moved from {before} to {after} bytes");
     println!("LEAK-CHILD-OK");
 }

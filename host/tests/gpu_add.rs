@@ -30,6 +30,33 @@ variant_tests! {
     add_bf16_is_bit_exact => Variant::Bf16,
     add_bf16x2_is_bit_exact => Variant::Bf16x2,
     add_bf16x8_pack_is_bit_exact => Variant::Bf16x8Pack,
+    add_f32x4_cs_is_bit_exact => Variant::F32x4Cs,
+    add_f16x8_cs_is_bit_exact => Variant::F16x8Cs,
+    add_bf16x8_cs_is_bit_exact => Variant::Bf16x8Cs,
+}
+
+/// A captured graph of adds gives the same bits as single launches.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn graph_replay_is_bit_exact() {
+    let gpu = gpu();
+    let stream = gpu.stream().unwrap();
+    let n = 100_003;
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(rand::random());
+    let (a, b) = common::inputs::<f16>(Data::Random, n, &mut rng);
+    let (da, db) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
+    let mut out = gpu.alloc::<f16>(n).unwrap();
+    out.fill_bits(common::POISONS[0]).unwrap();
+    {
+        let graph = gpu.add_graph(Variant::F16x8Pack, LaunchConfig::default(), &da, &db, &mut out, 10).unwrap();
+        assert_eq!(graph.launches(), 10);
+        graph.launch(&stream).unwrap();
+        graph.launch(&stream).unwrap();
+        stream.synchronize().unwrap();
+    }
+    let ok = reference::first_mismatch(&out.to_vec().unwrap(), &reference::add(&a, &b)).is_none();
+    record("graph_replay", "f16x8_pack x10 x2", n, ok);
+    assert!(ok);
 }
 
 #[test]
@@ -46,18 +73,9 @@ fn auto_choice_is_bit_exact_for_every_dtype() {
 #[ignore = "needs a CUDA GPU"]
 fn odd_blocks_and_capped_grids_cover_every_element() {
     let cfgs = [
-        LaunchConfig {
-            block: 1,
-            max_grid: 3,
-        },
-        LaunchConfig {
-            block: 32,
-            max_grid: 1,
-        },
-        LaunchConfig {
-            block: 100,
-            max_grid: 7,
-        },
+        LaunchConfig { block: 1, max_grid: 3 },
+        LaunchConfig { block: 32, max_grid: 1 },
+        LaunchConfig { block: 100, max_grid: 7 },
         LaunchConfig::with_block(1024),
         LaunchConfig::with_block(96),
     ];
@@ -70,12 +88,7 @@ fn odd_blocks_and_capped_grids_cover_every_element() {
                     Dtype::F16 => check::<f16>(Launch::Explicit(v, cfg), n, Data::Random),
                     Dtype::Bf16 => check::<bf16>(Launch::Explicit(v, cfg), n, Data::Random),
                 };
-                record(
-                    "odd_blocks_and_capped_grids",
-                    &format!("{v} {cfg:?}"),
-                    n,
-                    r.is_ok(),
-                );
+                record("odd_blocks_and_capped_grids", &format!("{v} {cfg:?}"), n, r.is_ok());
                 failures.extend(r.err());
             }
         }
@@ -95,24 +108,15 @@ fn misaligned_views<T: ReferenceAdd>() {
     let (da, db) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
     let mut out = gpu.alloc::<T>(n + 32).unwrap();
     let mut cases = 0;
-    for (oa, ob, oc) in
-        (0..16)
-            .map(|o| (o, o, o))
-            .chain([(0, 1, 0), (0, 0, 3), (4, 0, 8), (8, 8, 0), (2, 6, 10)])
-    {
+    for (oa, ob, oc) in (0..16).map(|o| (o, o, o)).chain([(0, 1, 0), (0, 0, 3), (4, 0, 8), (8, 8, 0), (2, 6, 10)]) {
         let (va, vb) = (da.slice(oa..oa + n).unwrap(), db.slice(ob..ob + n).unwrap());
         // Explicit widest variant: error unless all three are aligned for it.
         let widest = Variant::widest(T::DTYPE);
-        let aligned = |off: usize| (off * T::DTYPE.size()) % widest.align() == 0;
+        let aligned = |off: usize| (off * T::DTYPE.size()).is_multiple_of(widest.align());
         let r = gpu.add(widest, va, vb, out.slice_mut(oc..oc + n).unwrap(), &stream);
         match (aligned(oa) && aligned(ob) && aligned(oc), r) {
             (true, Ok(())) => {}
-            (
-                false,
-                Err(Error::Misaligned {
-                    operand, required, ..
-                }),
-            ) => {
+            (false, Err(Error::Misaligned { operand, required, .. })) => {
                 let first_bad = if !aligned(oa) {
                     "a"
                 } else if !aligned(ob) {
@@ -127,28 +131,16 @@ fn misaligned_views<T: ReferenceAdd>() {
         }
         // Automatic choice: always works, bit-exact, and writes only its range.
         out.fill_bits(common::POISONS[0]).unwrap();
-        gpu.add_auto(va, vb, out.slice_mut(oc..oc + n).unwrap(), &stream)
-            .unwrap();
+        gpu.add_auto(va, vb, out.slice_mut(oc..oc + n).unwrap(), &stream).unwrap();
         stream.synchronize().unwrap();
         let got = out.to_vec().unwrap();
         let want = reference::add(&a[oa..oa + n], &b[ob..ob + n]);
         let ok = reference::first_mismatch(&got[oc..oc + n], &want).is_none();
         let poison = T::from_bits32(common::POISONS[0]);
-        let untouched = got[..oc]
-            .iter()
-            .chain(&got[oc + n..])
-            .all(|x| x.same_as(poison));
-        record(
-            "misaligned_views",
-            &format!("{:?} offsets ({oa},{ob},{oc})", T::DTYPE),
-            n,
-            ok && untouched,
-        );
+        let untouched = got[..oc].iter().chain(&got[oc + n..]).all(|x| x.same_as(poison));
+        record("misaligned_views", &format!("{:?} offsets ({oa},{ob},{oc})", T::DTYPE), n, ok && untouched);
         assert!(ok, "auto at offsets ({oa},{ob},{oc}) is not bit-exact");
-        assert!(
-            untouched,
-            "auto at offsets ({oa},{ob},{oc}) wrote outside its output view"
-        );
+        assert!(untouched, "auto at offsets ({oa},{ob},{oc}) wrote outside its output view");
         cases += 1;
     }
     assert_eq!(cases, 21);
@@ -185,21 +177,11 @@ fn huge<T: ReferenceAdd>() {
         // Reported, never counted as a pass in the record.
         record(
             "huge",
-            &format!(
-                "{:?} SKIPPED: {} GiB free, {} GiB needed",
-                T::DTYPE,
-                free >> 30,
-                (4 * bytes) >> 30
-            ),
+            &format!("{:?} SKIPPED: {} GiB free, {} GiB needed", T::DTYPE, free >> 30, (4 * bytes) >> 30),
             n,
             false,
         );
-        eprintln!(
-            "SKIP huge {:?}: needs {} bytes, {} free",
-            T::DTYPE,
-            4 * bytes,
-            free
-        );
+        eprintln!("SKIP huge {:?}: needs {} bytes, {} free", T::DTYPE, 4 * bytes, free);
         return;
     }
     let seed: u64 = rand::random();
@@ -227,11 +209,7 @@ fn huge<T: ReferenceAdd>() {
         }
     });
     let stream = gpu.stream().unwrap();
-    let (da, db, dwant) = (
-        gpu.upload(&a).unwrap(),
-        gpu.upload(&b).unwrap(),
-        gpu.upload(&want).unwrap(),
-    );
+    let (da, db, dwant) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap(), gpu.upload(&want).unwrap());
     drop((a, b));
     let mut out = gpu.alloc::<T>(n).unwrap();
     let million = 1 << 20;
@@ -239,33 +217,19 @@ fn huge<T: ReferenceAdd>() {
         out.fill_bits(common::POISONS[0]).unwrap();
         gpu.add(v, &da, &db, &mut out, &stream).unwrap();
         stream.synchronize().unwrap();
-        let bad = gpu
-            .count_mismatches(out.view(), dwant.view(), &stream)
-            .unwrap();
+        let bad = gpu.count_mismatches(out.view(), dwant.view(), &stream).unwrap();
         let mut spot_ok = true;
         for start in [0, n / 2, n - million] {
             let got = out.slice(start..start + million).unwrap().to_vec().unwrap();
             spot_ok &= reference::first_mismatch(&got, &want[start..start + million]).is_none();
         }
-        record(
-            "huge",
-            &format!("{v} device mismatches={bad} spot_ok={spot_ok}"),
-            n,
-            bad == 0 && spot_ok,
-        );
+        record("huge", &format!("{v} device mismatches={bad} spot_ok={spot_ok}"), n, bad == 0 && spot_ok);
         assert_eq!(bad, 0, "{v}: {bad} mismatching elements at n = {n}");
         assert!(spot_ok, "{v}: host spot check failed at n = {n}");
     }
     // The comparison kernel itself must notice a difference.
-    out.slice_mut(n - 1..n)
-        .unwrap()
-        .copy_from(&[T::from_bits32(want[n - 1].to_bits32() ^ 1)])
-        .unwrap();
-    assert_eq!(
-        gpu.count_mismatches(out.view(), dwant.view(), &stream)
-            .unwrap(),
-        1
-    );
+    out.slice_mut(n - 1..n).unwrap().copy_from(&[T::from_bits32(want[n - 1].to_bits32() ^ 1)]).unwrap();
+    assert_eq!(gpu.count_mismatches(out.view(), dwant.view(), &stream).unwrap(), 1);
 }
 
 #[test]
@@ -294,37 +258,14 @@ fn concurrent_streams_on_one_context() {
     std::thread::scope(|s| {
         for t in 0..6 {
             s.spawn(move || {
-                for (i, v) in Variant::ALL
-                    .into_iter()
-                    .cycle()
-                    .skip(t)
-                    .take(12)
-                    .enumerate()
-                {
+                for (i, v) in Variant::ALL.into_iter().cycle().skip(t).take(12).enumerate() {
                     let n = 100_000 + 37 * i + t;
                     let r = match v.dtype() {
-                        Dtype::F32 => check::<f32>(
-                            Launch::Explicit(v, LaunchConfig::default()),
-                            n,
-                            Data::Random,
-                        ),
-                        Dtype::F16 => check::<f16>(
-                            Launch::Explicit(v, LaunchConfig::default()),
-                            n,
-                            Data::Random,
-                        ),
-                        Dtype::Bf16 => check::<bf16>(
-                            Launch::Explicit(v, LaunchConfig::default()),
-                            n,
-                            Data::Random,
-                        ),
+                        Dtype::F32 => check::<f32>(Launch::Explicit(v, LaunchConfig::default()), n, Data::Random),
+                        Dtype::F16 => check::<f16>(Launch::Explicit(v, LaunchConfig::default()), n, Data::Random),
+                        Dtype::Bf16 => check::<bf16>(Launch::Explicit(v, LaunchConfig::default()), n, Data::Random),
                     };
-                    record(
-                        "concurrent_streams",
-                        &format!("thread {t} {v}"),
-                        n,
-                        r.is_ok(),
-                    );
+                    record("concurrent_streams", &format!("thread {t} {v}"), n, r.is_ok());
                     r.unwrap();
                 }
             });

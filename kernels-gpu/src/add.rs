@@ -16,6 +16,13 @@
 //! | `add_bf16`        | -  | bf16  | 1     | 2 B    | bf16 via f32, rounded once           |
 //! | `add_bf16x2`      | -  | bf16  | 2     | 4 B    | 32-bit accesses                      |
 //! | `add_bf16x8_pack` | -  | bf16  | 8     | 16 B   | one 128-bit load for 8 values        |
+//! | `add_f32x4_cs`    | -  | f32   | 4     | 16 B   | V2 + evict-first (`.cs`) cache hints |
+//! | `add_f16x8_cs`    | -  | f16   | 8     | 16 B   | V6 + evict-first (`.cs`) cache hints |
+//! | `add_bf16x8_cs`   | -  | bf16  | 8     | 16 B   | bf16x8 pack + `.cs` cache hints      |
+//!
+//! The `_cs` variants go past the seed: data that is touched once is marked
+//! evict-first in L2 (`ld.global.cs` / `st.global.cs`), so the stream does not
+//! displace other lines; whether that buys bandwidth is measured in the report.
 //!
 //! Every kernel takes the element count as `u64`, handles any `n` (the last,
 //! partial lane group is done element by element) and walks the data with a
@@ -79,8 +86,16 @@ pub const ADD_BF16X2: AddKernel = kernel_info!("add_bf16x2", Bf16, 2, 4, 1, None
 /// bf16 pack of 8.
 pub const ADD_BF16X8_PACK: AddKernel = kernel_info!("add_bf16x8_pack", Bf16, 8, 16, 1, None);
 
-/// Every add kernel, grouped by dtype, naive to fastest.
-pub const ADD_KERNELS: [AddKernel; 9] = [
+/// f32x4 with streaming cache hints.
+pub const ADD_F32X4_CS: AddKernel = kernel_info!("add_f32x4_cs", F32, 4, 16, 1, None);
+/// f16x8 pack with streaming cache hints.
+pub const ADD_F16X8_CS: AddKernel = kernel_info!("add_f16x8_cs", F16, 8, 16, 1, None);
+/// bf16x8 pack with streaming cache hints.
+pub const ADD_BF16X8_CS: AddKernel = kernel_info!("add_bf16x8_cs", Bf16, 8, 16, 1, None);
+
+/// Every add kernel: the seed's family by dtype, naive to fastest, then bf16,
+/// then the cache-hint variants.
+pub const ADD_KERNELS: [AddKernel; 12] = [
     ADD_F32,
     ADD_F32X4,
     ADD_F16,
@@ -90,6 +105,9 @@ pub const ADD_KERNELS: [AddKernel; 9] = [
     ADD_BF16,
     ADD_BF16X2,
     ADD_BF16X8_PACK,
+    ADD_F32X4_CS,
+    ADD_F16X8_CS,
+    ADD_BF16X8_CS,
 ];
 
 #[cfg(target_arch = "nvptx64")]
@@ -115,12 +133,7 @@ mod kernels {
     #[inline(always)]
     fn half2_add(x: u32, y: u32) -> u32 {
         // SAFETY: f16x2 and u32 have the same size; every bit pattern is a valid f16x2.
-        unsafe {
-            transmute::<f16x2, u32>(f16x2_add(
-                transmute::<u32, f16x2>(x),
-                transmute::<u32, f16x2>(y),
-            ))
-        }
+        unsafe { transmute::<f16x2, u32>(f16x2_add(transmute::<u32, f16x2>(x), transmute::<u32, f16x2>(y))) }
     }
 
     #[inline(always)]
@@ -198,12 +211,7 @@ mod kernels {
             n,
             |g| unsafe {
                 let (x, y) = (*va.add(g as usize), *vb.add(g as usize));
-                *vc.add(g as usize) = F32x4([
-                    x.0[0] + y.0[0],
-                    x.0[1] + y.0[1],
-                    x.0[2] + y.0[2],
-                    x.0[3] + y.0[3],
-                ]);
+                *vc.add(g as usize) = F32x4([x.0[0] + y.0[0], x.0[1] + y.0[1], x.0[2] + y.0[2], x.0[3] + y.0[3]]);
             },
             scalar_tail!(a, b, c, n, f32_add),
         );
@@ -248,9 +256,7 @@ mod kernels {
         let (wa, wb, wc) = (a as *const u32, b as *const u32, c as *mut u32);
         for_each_group::<2>(
             n,
-            |g| unsafe {
-                *wc.add(g as usize) = half2_add(*wa.add(g as usize), *wb.add(g as usize))
-            },
+            |g| unsafe { *wc.add(g as usize) = half2_add(*wa.add(g as usize), *wb.add(g as usize)) },
             scalar_tail!(a, b, c, n, f16_add),
         );
     }
@@ -298,12 +304,7 @@ mod kernels {
     /// # Thread mapping
     /// As V5.
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_f16x8_pack(
-        a: *const f16,
-        b: *const f16,
-        c: *mut f16,
-        n: u64,
-    ) {
+    pub unsafe extern "ptx-kernel" fn add_f16x8_pack(a: *const f16, b: *const f16, c: *mut f16, n: u64) {
         let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
         for_each_group::<8>(
             n,
@@ -354,18 +355,11 @@ mod kernels {
     /// # Thread mapping
     /// Global thread `t` handles elements `2t, 2t + 1` (grid-stride).
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_bf16x2(
-        a: *const u16,
-        b: *const u16,
-        c: *mut u16,
-        n: u64,
-    ) {
+    pub unsafe extern "ptx-kernel" fn add_bf16x2(a: *const u16, b: *const u16, c: *mut u16, n: u64) {
         let (wa, wb, wc) = (a as *const u32, b as *const u32, c as *mut u32);
         for_each_group::<2>(
             n,
-            |g| unsafe {
-                *wc.add(g as usize) = bf16x2_add(*wa.add(g as usize), *wb.add(g as usize))
-            },
+            |g| unsafe { *wc.add(g as usize) = bf16x2_add(*wa.add(g as usize), *wb.add(g as usize)) },
             scalar_tail!(a, b, c, n, bf16_add),
         );
     }
@@ -382,12 +376,7 @@ mod kernels {
     /// # Thread mapping
     /// Global thread `t` handles elements `8t .. 8t + 8` (grid-stride).
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_bf16x8_pack(
-        a: *const u16,
-        b: *const u16,
-        c: *mut u16,
-        n: u64,
-    ) {
+    pub unsafe extern "ptx-kernel" fn add_bf16x8_pack(a: *const u16, b: *const u16, c: *mut u16, n: u64) {
         let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
         for_each_group::<8>(
             n,
@@ -403,6 +392,118 @@ mod kernels {
             scalar_tail!(a, b, c, n, bf16_add),
         );
     }
+
+    /// One 128-bit global load marked evict-first (`ld.global.cs.v4`).
+    ///
+    /// # Safety
+    /// `p` must point to 16 readable, 16-byte aligned bytes of global memory.
+    #[inline(always)]
+    unsafe fn load_cs(p: *const Pack16) -> Pack16 {
+        let (x0, x1, x2, x3): (u32, u32, u32, u32);
+        // SAFETY: per the contract; the generic address is converted to the global
+        // window first, as the ISA asks for `ld.global`.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.cs.v4.u32 {{{0}, {1}, {2}, {3}}}, [g]; }}",
+                out(reg32) x0, out(reg32) x1, out(reg32) x2, out(reg32) x3,
+                p = in(reg64) p,
+                options(readonly, nostack, preserves_flags),
+            );
+        }
+        Pack16([x0, x1, x2, x3])
+    }
+
+    /// One 128-bit global store marked evict-first (`st.global.cs.v4`).
+    ///
+    /// # Safety
+    /// `p` must point to 16 writable, 16-byte aligned bytes of global memory.
+    #[inline(always)]
+    unsafe fn store_cs(p: *mut Pack16, v: Pack16) {
+        // SAFETY: per the contract.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; st.global.cs.v4.u32 [g], {{{0}, {1}, {2}, {3}}}; }}",
+                in(reg32) v.0[0], in(reg32) v.0[1], in(reg32) v.0[2], in(reg32) v.0[3],
+                p = in(reg64) p,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+
+    /// f32x4 with streaming cache hints: what changed from V2 is that the 128-bit
+    /// loads and the store are evict-first (`.cs`), since each byte is used once.
+    ///
+    /// # Safety
+    /// As V2 (16-byte aligned operands of `n` elements; `c` not overlapping).
+    ///
+    /// # Parameters
+    /// As V1.
+    ///
+    /// # Thread mapping
+    /// As V2.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn add_f32x4_cs(a: *const f32, b: *const f32, c: *mut f32, n: u64) {
+        let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
+        for_each_group::<4>(
+            n,
+            |g| unsafe {
+                let (x, y) = (load_cs(pa.add(g as usize)), load_cs(pb.add(g as usize)));
+                let add = |i: usize| (f32::from_bits(x.0[i]) + f32::from_bits(y.0[i])).to_bits();
+                store_cs(pc.add(g as usize), Pack16([add(0), add(1), add(2), add(3)]));
+            },
+            scalar_tail!(a, b, c, n, f32_add),
+        );
+    }
+
+    /// f16x8 with streaming cache hints: what changed from V6 is that the 128-bit
+    /// loads and the store are evict-first (`.cs`).
+    ///
+    /// # Safety
+    /// As V6.
+    ///
+    /// # Parameters
+    /// As V3.
+    ///
+    /// # Thread mapping
+    /// As V5.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn add_f16x8_cs(a: *const f16, b: *const f16, c: *mut f16, n: u64) {
+        let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
+        for_each_group::<8>(
+            n,
+            |g| unsafe {
+                let (x, y) = (load_cs(pa.add(g as usize)), load_cs(pb.add(g as usize)));
+                let s = |i: usize| half2_add(x.0[i], y.0[i]);
+                store_cs(pc.add(g as usize), Pack16([s(0), s(1), s(2), s(3)]));
+            },
+            scalar_tail!(a, b, c, n, f16_add),
+        );
+    }
+
+    /// bf16x8 with streaming cache hints: what changed from `add_bf16x8_pack` is
+    /// that the 128-bit loads and the store are evict-first (`.cs`).
+    ///
+    /// # Safety
+    /// As `add_bf16x8_pack`.
+    ///
+    /// # Parameters
+    /// As `add_bf16`.
+    ///
+    /// # Thread mapping
+    /// As `add_bf16x8_pack`.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn add_bf16x8_cs(a: *const u16, b: *const u16, c: *mut u16, n: u64) {
+        let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
+        for_each_group::<8>(
+            n,
+            |g| unsafe {
+                let (x, y) = (load_cs(pa.add(g as usize)), load_cs(pb.add(g as usize)));
+                let s = |i: usize| bf16x2_add(x.0[i], y.0[i]);
+                store_cs(pc.add(g as usize), Pack16([s(0), s(1), s(2), s(3)]));
+            },
+            scalar_tail!(a, b, c, n, bf16_add),
+        );
+    }
 }
 
 #[cfg(test)]
@@ -412,11 +513,7 @@ mod tests {
     #[test]
     fn table_is_consistent() {
         for k in ADD_KERNELS {
-            assert!(
-                k.name.starts_with("add_") && k.name.contains(k.dtype.name()),
-                "{}",
-                k.name
-            );
+            assert!(k.name.starts_with("add_") && k.name.contains(k.dtype.name()), "{}", k.name);
             assert_eq!(
                 k.lanes as usize * k.dtype.size(),
                 (k.access_bytes * k.loads_per_group) as usize,
@@ -424,8 +521,8 @@ mod tests {
                 k.name
             );
         }
-        let versions: std::vec::Vec<u8> =
-            ADD_KERNELS.iter().filter_map(|k| k.seed_version).collect();
+        let versions: std::vec::Vec<u8> = ADD_KERNELS.iter().filter_map(|k| k.seed_version).collect();
         assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
+        assert!(ADD_KERNELS.iter().all(|k| k.name.ends_with("_cs") == (k.name.contains("_cs"))));
     }
 }

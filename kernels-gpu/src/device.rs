@@ -7,9 +7,7 @@ use core::arch::nvptx;
 #[inline(always)]
 pub fn global_thread() -> u64 {
     // SAFETY: reading special registers has no preconditions.
-    unsafe {
-        nvptx::_block_idx_x() as u64 * nvptx::_block_dim_x() as u64 + nvptx::_thread_idx_x() as u64
-    }
+    unsafe { nvptx::_block_idx_x() as u64 * nvptx::_block_dim_x() as u64 + nvptx::_thread_idx_x() as u64 }
 }
 
 /// Threads in the whole grid: the stride of a grid-stride loop.
@@ -26,11 +24,7 @@ pub fn grid_threads() -> u64 {
 /// element by element from `first` up to `n`. Every element is visited exactly
 /// once whatever the grid size.
 #[inline(always)]
-pub fn for_each_group<const LANES: u64>(
-    n: u64,
-    mut full: impl FnMut(u64),
-    mut tail: impl FnMut(u64),
-) {
+pub fn for_each_group<const LANES: u64>(n: u64, mut full: impl FnMut(u64), mut tail: impl FnMut(u64)) {
     let full_groups = n / LANES;
     let all_groups = n.div_ceil(LANES);
     let stride = grid_threads();

@@ -38,21 +38,10 @@ mod tests {
 
     #[test]
     fn grid_covers_every_group_in_one_pass_when_uncapped() {
-        for &(n, lanes, block) in &[
-            (1u64, 1u32, 256u32),
-            (257, 1, 256),
-            (9, 8, 32),
-            (1 << 33, 4, 256),
-        ] {
+        for &(n, lanes, block) in &[(1u64, 1u32, 256u32), (257, 1, 256), (9, 8, 32), (1 << 33, 4, 256)] {
             let grid = grid_for(n, lanes, block, MAX_GRID_X) as u64;
-            assert!(
-                grid * block as u64 * lanes as u64 >= n,
-                "{n} {lanes} {block}"
-            );
-            assert!(
-                (grid - 1) * (block as u64) * (lanes as u64) < n,
-                "one block too many"
-            );
+            assert!(grid * block as u64 * lanes as u64 >= n, "{n} {lanes} {block}");
+            assert!((grid - 1) * (block as u64) * (lanes as u64) < n, "one block too many");
         }
     }
 

@@ -11,7 +11,7 @@
 //! Entry points only exist under `cfg(target_arch = "nvptx64")`; everything else is
 //! plain `no_std` Rust that compiles on both sides.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, f16))]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, f16, asm_experimental_arch))]
 
 // A host `cdylib` needs a panic handler; std brings one. The device build has its
 // own in `device`.

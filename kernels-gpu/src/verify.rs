@@ -5,14 +5,14 @@
 //! the host check arrays too large to copy back cheaply (n > 2^31).
 
 /// Entry-point names of the mismatch counters, by dtype (f32, f16, bf16).
-pub const COUNT_MISMATCH: [&str; 3] = [
-    "count_mismatch_f32",
-    "count_mismatch_f16",
-    "count_mismatch_bf16",
-];
+pub const COUNT_MISMATCH: [&str; 3] = ["count_mismatch_f32", "count_mismatch_f16", "count_mismatch_bf16"];
 
 /// Entry point of the empty kernel used to measure launch overhead.
 pub const EMPTY: &str = "empty_kernel";
+
+/// Entry point of the spin kernel: keeps the GPU busy for a given time, so that
+/// timing events queued behind it measure kernels, not the host's launch path.
+pub const SPIN: &str = "spin_kernel";
 
 /// Threads per block for the mismatch counters.
 pub const COUNT_BLOCK: u32 = 256;
@@ -27,13 +27,7 @@ mod kernels {
     use core::sync::atomic::{AtomicU64, Ordering};
 
     #[inline(always)]
-    unsafe fn count<T: Copy>(
-        x: *const T,
-        y: *const T,
-        n: u64,
-        counter: *mut u64,
-        same: impl Fn(T, T) -> bool,
-    ) {
+    unsafe fn count<T: Copy>(x: *const T, y: *const T, n: u64, counter: *mut u64, same: impl Fn(T, T) -> bool) {
         let mut local = 0u64;
         for_each_group::<1>(
             n,
@@ -62,17 +56,8 @@ mod kernels {
     /// # Thread mapping
     /// Grid-stride, one element per step; one atomic per thread that saw a mismatch.
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn count_mismatch_f32(
-        x: *const u32,
-        y: *const u32,
-        n: u64,
-        counter: *mut u64,
-    ) {
-        unsafe {
-            count(x, y, n, counter, |p, q| {
-                p == q || (f32_is_nan(p) && f32_is_nan(q))
-            })
-        }
+    pub unsafe extern "ptx-kernel" fn count_mismatch_f32(x: *const u32, y: *const u32, n: u64, counter: *mut u64) {
+        unsafe { count(x, y, n, counter, |p, q| p == q || (f32_is_nan(p) && f32_is_nan(q))) }
     }
 
     /// As `count_mismatch_f32`, for f16 bit patterns.
@@ -86,17 +71,8 @@ mod kernels {
     /// # Thread mapping
     /// As `count_mismatch_f32`.
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn count_mismatch_f16(
-        x: *const u16,
-        y: *const u16,
-        n: u64,
-        counter: *mut u64,
-    ) {
-        unsafe {
-            count(x, y, n, counter, |p, q| {
-                p == q || (f16_is_nan(p) && f16_is_nan(q))
-            })
-        }
+    pub unsafe extern "ptx-kernel" fn count_mismatch_f16(x: *const u16, y: *const u16, n: u64, counter: *mut u64) {
+        unsafe { count(x, y, n, counter, |p, q| p == q || (f16_is_nan(p) && f16_is_nan(q))) }
     }
 
     /// As `count_mismatch_f32`, for bf16 bit patterns.
@@ -110,17 +86,8 @@ mod kernels {
     /// # Thread mapping
     /// As `count_mismatch_f32`.
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn count_mismatch_bf16(
-        x: *const u16,
-        y: *const u16,
-        n: u64,
-        counter: *mut u64,
-    ) {
-        unsafe {
-            count(x, y, n, counter, |p, q| {
-                p == q || (bf16_is_nan(p) && bf16_is_nan(q))
-            })
-        }
+    pub unsafe extern "ptx-kernel" fn count_mismatch_bf16(x: *const u16, y: *const u16, n: u64, counter: *mut u64) {
+        unsafe { count(x, y, n, counter, |p, q| p == q || (bf16_is_nan(p) && bf16_is_nan(q))) }
     }
 
     /// Does nothing: launching it measures the launch floor.
@@ -135,4 +102,28 @@ mod kernels {
     /// Any.
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn empty_kernel() {}
+
+    /// Busy-waits until `ns` nanoseconds have passed on the GPU's global timer.
+    ///
+    /// # Safety
+    /// None needed; touches no memory.
+    ///
+    /// # Parameters
+    /// `ns`: how long to spin.
+    ///
+    /// # Thread mapping
+    /// Launch with one thread.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn spin_kernel(ns: u64) {
+        let now = || {
+            let t: u64;
+            // SAFETY: reads a special register.
+            unsafe {
+                core::arch::asm!("mov.u64 {0}, %globaltimer;", out(reg64) t, options(nomem, nostack, preserves_flags))
+            };
+            t
+        };
+        let start = now();
+        while now().wrapping_sub(start) < ns {}
+    }
 }

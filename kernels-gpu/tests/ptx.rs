@@ -5,23 +5,17 @@
 //! local memory or flush-to-zero fails here, in CI.
 
 use kernels_gpu::add::ADD_KERNELS;
-use kernels_gpu::verify::{COUNT_MISMATCH, EMPTY};
+use kernels_gpu::verify::{COUNT_MISMATCH, EMPTY, SPIN};
 
 const PTX: &str = include_str!("../../ptx/kernels_gpu.ptx");
 
 /// The instruction lines of one `.entry`, comments stripped.
 fn body(name: &str) -> Vec<&'static str> {
     let head = format!(".entry {name}(");
-    let start = PTX
-        .find(&head)
-        .unwrap_or_else(|| panic!("no .entry {name} in the PTX"));
+    let start = PTX.find(&head).unwrap_or_else(|| panic!("no .entry {name} in the PTX"));
     let rest = &PTX[start..];
     let end = rest.find("\n}\n").expect("unterminated entry");
-    rest[..end]
-        .lines()
-        .map(|l| l.split("//").next().unwrap_or("").trim())
-        .filter(|l| !l.is_empty())
-        .collect()
+    rest[..end].lines().map(|l| l.split("//").next().unwrap_or("").trim()).filter(|l| !l.is_empty()).collect()
 }
 
 /// Number of instructions in `name` whose opcode starts with `prefix`.
@@ -34,21 +28,10 @@ fn count_any(name: &str, prefixes: &[&str]) -> usize {
     prefixes.iter().map(|p| count(name, p)).sum()
 }
 
-const LD32: &[&str] = &[
-    "ld.global.b32",
-    "ld.global.u32",
-    "ld.global.f32",
-    "ld.global.nc.b32",
-    "ld.global.nc.u32",
-    "ld.global.nc.f32",
-];
+const LD32: &[&str] =
+    &["ld.global.b32", "ld.global.u32", "ld.global.f32", "ld.global.nc.b32", "ld.global.nc.u32", "ld.global.nc.f32"];
 const ST32: &[&str] = &["st.global.b32", "st.global.u32", "st.global.f32"];
-const LD16: &[&str] = &[
-    "ld.global.b16",
-    "ld.global.u16",
-    "ld.global.nc.b16",
-    "ld.global.nc.u16",
-];
+const LD16: &[&str] = &["ld.global.b16", "ld.global.u16", "ld.global.nc.b16", "ld.global.nc.u16"];
 const ST16: &[&str] = &["st.global.b16", "st.global.u16"];
 const LD128: &[&str] = &[
     "ld.global.v4.b32",
@@ -62,41 +45,22 @@ const ST128: &[&str] = &["st.global.v4.b32", "st.global.v4.u32", "st.global.v4.f
 
 #[test]
 fn every_expected_entry_exists() {
-    let names = ADD_KERNELS
-        .iter()
-        .map(|k| k.name)
-        .chain(COUNT_MISMATCH)
-        .chain([EMPTY]);
+    let names = ADD_KERNELS.iter().map(|k| k.name).chain(COUNT_MISMATCH).chain([EMPTY, SPIN]);
     for name in names {
-        assert!(
-            PTX.contains(&format!(".visible .entry {name}(")),
-            "missing .entry {name}"
-        );
+        assert!(PTX.contains(&format!(".visible .entry {name}(")), "missing .entry {name}");
     }
 }
 
 #[test]
 fn no_local_memory_and_no_flush_to_zero_anywhere() {
-    assert!(
-        !PTX.contains(".local"),
-        "a kernel spills to or allocates local memory"
-    );
-    assert!(
-        !PTX.contains(".ftz"),
-        "flush-to-zero would break subnormal results"
-    );
-    assert!(
-        !PTX.contains(".approx"),
-        "approximate arithmetic is not IEEE"
-    );
+    assert!(!PTX.contains(".local"), "a kernel spills to or allocates local memory");
+    assert!(!PTX.contains(".ftz"), "flush-to-zero would break subnormal results");
+    assert!(!PTX.contains(".approx"), "approximate arithmetic is not IEEE");
 }
 
 #[test]
 fn targets_the_sm70_baseline() {
-    assert!(
-        PTX.contains("\n.target sm_70\n"),
-        "the PTX must load on every GPU from sm_70 up"
-    );
+    assert!(PTX.contains("\n.target sm_70\n"), "the PTX must load on every GPU from sm_70 up");
 }
 
 #[test]
@@ -109,11 +73,7 @@ fn v1_f32_uses_32_bit_scalar_accesses() {
 
 #[test]
 fn v2_f32x4_uses_128_bit_loads_and_store() {
-    assert_eq!(
-        count_any("add_f32x4", LD128),
-        2,
-        "one 128-bit load for a and one for b"
-    );
+    assert_eq!(count_any("add_f32x4", LD128), 2, "one 128-bit load for a and one for b");
     assert_eq!(count_any("add_f32x4", ST128), 1, "one 128-bit store for c");
     assert!(count("add_f32x4", "add.rn.f32") >= 4);
 }
@@ -135,16 +95,8 @@ fn v4_f16x2_uses_32_bit_loads_and_add_rn_f16x2() {
 
 #[test]
 fn v5_f16x8_uses_four_32_bit_loads_per_operand() {
-    assert_eq!(
-        count_any("add_f16x8", LD32),
-        8,
-        "four half2 loads for a and four for b"
-    );
-    assert_eq!(
-        count("add_f16x8", "ld.global.v"),
-        0,
-        "V5 is the unpacked step: no vector loads"
-    );
+    assert_eq!(count_any("add_f16x8", LD32), 8, "four half2 loads for a and four for b");
+    assert_eq!(count("add_f16x8", "ld.global.v"), 0, "V5 is the unpacked step: no vector loads");
     assert_eq!(count("add_f16x8", "add.rn.f16x2"), 4);
 }
 
@@ -166,21 +118,31 @@ fn bf16_family_widths_and_f32_arithmetic() {
     // 8 adds in the packed path plus one in the scalar tail.
     assert_eq!(count("add_bf16x8_pack", "add.rn.f32"), 9);
     for k in ["add_bf16", "add_bf16x2", "add_bf16x8_pack"] {
-        assert_eq!(
-            count(k, "add.rn.bf16"),
-            0,
-            "{k}: sm_70 has no bf16 add; compute in f32"
-        );
+        assert_eq!(count(k, "add.rn.bf16"), 0, "{k}: sm_70 has no bf16 add; compute in f32");
     }
+}
+
+#[test]
+fn cs_variants_use_evict_first_128_bit_accesses() {
+    for k in ["add_f32x4_cs", "add_f16x8_cs", "add_bf16x8_cs"] {
+        let b = body(k);
+        let ld = b.iter().filter(|l| l.contains("ld.global.cs.v4.u32")).count();
+        let st = b.iter().filter(|l| l.contains("st.global.cs.v4.u32")).count();
+        assert_eq!((ld, st), (2, 1), "{k}: two evict-first 128-bit loads and one store");
+    }
+    assert_eq!(count("add_f16x8_cs", "add.rn.f16x2"), 4);
+    assert_eq!(count("add_f32x4_cs", "add.rn.f32"), 5, "4 in the vector path, 1 in the tail");
+}
+
+#[test]
+fn spin_kernel_reads_the_global_timer() {
+    assert!(body("spin_kernel").iter().any(|l| l.contains("%globaltimer")));
 }
 
 #[test]
 fn mismatch_counters_use_one_global_atomic() {
     for name in COUNT_MISMATCH {
-        let atoms = body(name)
-            .iter()
-            .filter(|l| l.starts_with("atom.") && l.contains(".global.add.u64"))
-            .count();
+        let atoms = body(name).iter().filter(|l| l.starts_with("atom.") && l.contains(".global.add.u64")).count();
         assert_eq!(atoms, 1, "{name}");
     }
 }

@@ -21,10 +21,7 @@ type Res<T = ()> = Result<T, String>;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (cmd, rest) = args
-        .split_first()
-        .map(|(c, r)| (c.as_str(), r))
-        .unwrap_or(("help", &[]));
+    let (cmd, rest) = args.split_first().map(|(c, r)| (c.as_str(), r)).unwrap_or(("help", &[]));
     let result = match cmd {
         "build-ptx" => build_ptx(rest.iter().any(|a| a == "--check")),
         "test" => test(rest),
@@ -47,10 +44,7 @@ fn main() -> ExitCode {
 }
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives one level down")
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives one level down").to_path_buf()
 }
 
 fn cargo() -> Command {
@@ -60,9 +54,7 @@ fn cargo() -> Command {
 }
 
 fn run(mut c: Command) -> Res {
-    let status = c
-        .status()
-        .map_err(|e| format!("could not start {c:?}: {e}"))?;
+    let status = c.status().map_err(|e| format!("could not start {c:?}: {e}"))?;
     if status.success() {
         Ok(())
     } else {
@@ -73,25 +65,14 @@ fn run(mut c: Command) -> Res {
 /// Builds the kernels to PTX in `target/ptx` and returns the text.
 fn compile_ptx() -> Res<String> {
     let mut c = cargo();
-    c.args([
-        "build",
-        "--release",
-        "--package",
-        "kernels-gpu",
-        "--target",
-        PTX_TARGET,
-        "-Zbuild-std=core",
-    ])
-    .args(["--target-dir", "target/ptx"])
-    // The target's flags come from .cargo/config.toml; stray host flags must
-    // not leak into the device build (they would change the PTX).
-    .env_remove("RUSTFLAGS")
-    .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    c.args(["build", "--release", "--package", "kernels-gpu", "--target", PTX_TARGET, "-Zbuild-std=core"])
+        .args(["--target-dir", "target/ptx"])
+        // The target's flags come from .cargo/config.toml; stray host flags must
+        // not leak into the device build (they would change the PTX).
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS");
     run(c)?;
-    let out = root()
-        .join("target/ptx")
-        .join(PTX_TARGET)
-        .join("release/kernels_gpu.ptx");
+    let out = root().join("target/ptx").join(PTX_TARGET).join("release/kernels_gpu.ptx");
     std::fs::read_to_string(&out).map_err(|e| format!("reading {}: {e}", out.display()))
 }
 
@@ -103,10 +84,7 @@ fn entries(ptx: &str) -> Vec<&str> {
 }
 
 fn sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn build_ptx(check: bool) -> Res {
@@ -117,19 +95,11 @@ fn build_ptx(check: bool) -> Res {
         if tracked != fresh {
             return Err(format!("{TRACKED_PTX} is stale: the kernels compile to different PTX; run `cargo xtask build-ptx` and commit it"));
         }
-        println!(
-            "{TRACKED_PTX} is up to date (sha256 {})",
-            sha256(fresh.as_bytes())
-        );
+        println!("{TRACKED_PTX} is up to date (sha256 {})", sha256(fresh.as_bytes()));
         return Ok(());
     }
-    std::fs::write(&tracked_path, &fresh)
-        .map_err(|e| format!("writing {}: {e}", tracked_path.display()))?;
-    println!(
-        "wrote {TRACKED_PTX} ({} bytes, sha256 {})",
-        fresh.len(),
-        sha256(fresh.as_bytes())
-    );
+    std::fs::write(&tracked_path, &fresh).map_err(|e| format!("writing {}: {e}", tracked_path.display()))?;
+    println!("wrote {TRACKED_PTX} ({} bytes, sha256 {})", fresh.len(), sha256(fresh.as_bytes()));
     for name in entries(&fresh) {
         println!("  .entry {name}");
     }
@@ -144,10 +114,7 @@ fn libcuda() -> Res<PathBuf> {
         .output()
         .map_err(|e| format!("running scripts/libcuda.sh: {e}"))?;
     if !out.status.success() {
-        return Err(format!(
-            "scripts/libcuda.sh failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(format!("scripts/libcuda.sh failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
     }
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
@@ -160,11 +127,7 @@ fn cargo_with_cuda() -> Res<Command> {
     let ld = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
     c.env("CUDA_LIBRARY_PATH", &dir).env(
         "LD_LIBRARY_PATH",
-        if ld.is_empty() {
-            lib64.display().to_string()
-        } else {
-            format!("{}:{ld}", lib64.display())
-        },
+        if ld.is_empty() { lib64.display().to_string() } else { format!("{}:{ld}", lib64.display()) },
     );
     Ok(c)
 }
@@ -180,14 +143,7 @@ fn ci() -> Res {
     c.args(["fmt", "--all", "--", "--check"]);
     run(c)?;
     let mut c = cargo_with_cuda()?;
-    c.args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]);
+    c.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
     run(c)?;
     build_ptx(true)?;
     test(&[])
@@ -195,22 +151,10 @@ fn ci() -> Res {
 
 fn report(args: &[String]) -> Res {
     let mut c = cargo_with_cuda()?;
-    c.args([
-        "run",
-        "--quiet",
-        "--release",
-        "--package",
-        "gpukern-benches",
-        "--bin",
-        "report",
-        "--",
-    ])
-    .args(args);
+    c.args(["run", "--quiet", "--release", "--package", "gpukern-benches", "--bin", "report", "--"]).args(args);
     // The report prints its own one-line error (e.g. no GPU); pass its status on
     // without adding a second line.
-    let status = c
-        .status()
-        .map_err(|e| format!("could not start cargo: {e}"))?;
+    let status = c.status().map_err(|e| format!("could not start cargo: {e}"))?;
     if !status.success() {
         std::process::exit(status.code().unwrap_or(1));
     }
@@ -221,9 +165,7 @@ fn report(args: &[String]) -> Res {
 /// artifact that has one.
 fn executables(args: &[&str], want_test_harness: bool) -> Res<Vec<(String, PathBuf)>> {
     let mut c = cargo_with_cuda()?;
-    c.args(args)
-        .arg("--message-format=json-render-diagnostics")
-        .stderr(std::process::Stdio::inherit());
+    c.args(args).arg("--message-format=json-render-diagnostics").stderr(std::process::Stdio::inherit());
     let out = c.output().map_err(|e| format!("{e}"))?;
     if !out.status.success() {
         return Err(format!("cargo {} failed", args.join(" ")));
@@ -270,37 +212,15 @@ fn bundle(args: &[String]) -> Res {
         std::fs::create_dir_all(out.join(sub)).map_err(|e| e.to_string())?;
     }
     let copy = |from: &Path, to: PathBuf| {
-        std::fs::copy(from, &to)
-            .map(|_| ())
-            .map_err(|e| format!("copy {} -> {}: {e}", from.display(), to.display()))
+        std::fs::copy(from, &to).map(|_| ()).map_err(|e| format!("copy {} -> {}: {e}", from.display(), to.display()))
     };
     for (name, exe) in executables(&["test", "--release", "--workspace", "--no-run"], true)? {
         copy(&exe, out.join("tests").join(&name))?;
     }
-    for (name, exe) in executables(
-        &[
-            "bench",
-            "--package",
-            "gpukern-benches",
-            "--bench",
-            "add",
-            "--no-run",
-        ],
-        true,
-    )? {
+    for (name, exe) in executables(&["bench", "--package", "gpukern-benches", "--bench", "add", "--no-run"], true)? {
         copy(&exe, out.join("bench").join(&name))?;
     }
-    for (_, exe) in executables(
-        &[
-            "build",
-            "--release",
-            "--package",
-            "gpukern-benches",
-            "--bin",
-            "report",
-        ],
-        false,
-    )? {
+    for (_, exe) in executables(&["build", "--release", "--package", "gpukern-benches", "--bin", "report"], false)? {
         copy(&exe, out.join("report"))?;
     }
     let ptx = std::fs::read(root().join(TRACKED_PTX)).map_err(|e| e.to_string())?;
@@ -324,11 +244,8 @@ fn bundle(args: &[String]) -> Res {
         "git_dirty": dirty,
         "ptx_sha256": sha256(&ptx),
     });
-    std::fs::write(
-        out.join("manifest.json"),
-        serde_json::to_string_pretty(&manifest).unwrap(),
-    )
-    .map_err(|e| e.to_string())?;
+    std::fs::write(out.join("manifest.json"), serde_json::to_string_pretty(&manifest).unwrap())
+        .map_err(|e| e.to_string())?;
     println!(
         "bundle ready in {} (commit {commit}{}): run `./run.sh help` there",
         out.display(),

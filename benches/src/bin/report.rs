@@ -66,10 +66,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
-        let num = |s: String| {
-            s.parse::<u64>()
-                .map_err(|_| format!("{a}: not a number: {s}"))
-        };
+        let num = |s: String| s.parse::<u64>().map_err(|_| format!("{a}: not a number: {s}"));
         match a.as_str() {
             "--min-log2" => o.min_log2 = num(val()?)? as u32,
             "--max-log2" => o.max_log2 = num(val()?)? as u32,
@@ -82,12 +79,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--dtype" => {
                 o.dtypes = val()?
                     .split(',')
-                    .map(|d| {
-                        Dtype::ALL
-                            .into_iter()
-                            .find(|x| x.name() == d)
-                            .ok_or(format!("unknown dtype {d}"))
-                    })
+                    .map(|d| Dtype::ALL.into_iter().find(|x| x.name() == d).ok_or(format!("unknown dtype {d}")))
                     .collect::<Result<_, _>>()?
             }
             "--variant" => {
@@ -124,28 +116,19 @@ fn main() {
 }
 
 fn sha256_hex(b: &[u8]) -> String {
-    Sha256::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
+    Sha256::digest(b).iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// Driver version as nvidia-smi prints it (e.g. 580.159.04), else the CUDA version.
 fn driver_string(gpu: &Gpu) -> String {
-    let smi = std::process::Command::new("nvidia-smi")
-        .args(["--query-gpu=driver_version", "--format=csv,noheader"])
-        .output();
+    let smi =
+        std::process::Command::new("nvidia-smi").args(["--query-gpu=driver_version", "--format=csv,noheader"]).output();
     let cuda = gpu.info().driver_version;
     let cuda = format!("CUDA {}.{}", cuda / 1000, (cuda % 1000) / 10);
     match smi {
-        Ok(o) if o.status.success() => format!(
-            "{} ({cuda})",
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim()
-        ),
+        Ok(o) if o.status.success() => {
+            format!("{} ({cuda})", String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").trim())
+        }
         _ => cuda,
     }
 }
@@ -153,12 +136,9 @@ fn driver_string(gpu: &Gpu) -> String {
 /// The commit this binary was built from: manifest.json beside the executable (GPU
 /// bundle), else `git rev-parse HEAD`.
 fn git_commit() -> String {
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("manifest.json")));
-    if let Some(m) = beside
-        .and_then(|p| std::fs::read_to_string(p).ok())
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+    let beside = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("manifest.json")));
+    if let Some(m) =
+        beside.and_then(|p| std::fs::read_to_string(p).ok()).and_then(|t| serde_json::from_str::<Value>(&t).ok())
     {
         let dirty = if m["git_dirty"] == true { "-dirty" } else { "" };
         return format!("{}{dirty}", m["git_commit"].as_str().unwrap_or("unknown"));
@@ -233,13 +213,7 @@ fn run(o: &Opts) -> Result<(), String> {
     let floor_b2b = {
         let mut t = Vec::new();
         for _ in 0..20 {
-            t.push(
-                stream
-                    .time(|s| (0..1000).try_for_each(|_| gpu.launch_empty(s)))
-                    .map_err(e)? as f64
-                    * 1e3
-                    / 1000.0,
-            );
+            t.push(stream.time(|s| (0..1000).try_for_each(|_| gpu.launch_empty(s))).map_err(e)? as f64 * 1e3 / 1000.0);
         }
         median(&mut t)
     };
@@ -258,8 +232,8 @@ fn run(o: &Opts) -> Result<(), String> {
     let sizes: Vec<usize> = (o.min_log2..=o.max_log2).map(|k| 1usize << k).collect();
     let max_n = *sizes.last().unwrap_or(&1);
     let sweep_blocks = [32u32, 64, 128, 256, 512, 1024];
-    let steps = o.variants.len() * (sizes.len() + if o.sweep { sweep_blocks.len() } else { 0 })
-        + o.dtypes.len() * sizes.len();
+    let steps =
+        o.variants.len() * (sizes.len() + if o.sweep { sweep_blocks.len() } else { 0 }) + o.dtypes.len() * sizes.len();
     let bar = indicatif::ProgressBar::new(steps as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")
@@ -269,25 +243,12 @@ fn run(o: &Opts) -> Result<(), String> {
     let mut c = Collected::default();
     for &dtype in &o.dtypes {
         match dtype {
-            Dtype::F32 => {
-                sweep_dtype::<f32>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?
-            }
-            Dtype::F16 => {
-                sweep_dtype::<f16>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?
-            }
-            Dtype::Bf16 => {
-                sweep_dtype::<bf16>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?
-            }
+            Dtype::F32 => sweep_dtype::<f32>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?,
+            Dtype::F16 => sweep_dtype::<f16>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?,
+            Dtype::Bf16 => sweep_dtype::<bf16>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?,
         }
     }
-    let Collected {
-        rows,
-        auto_rows,
-        block_rows,
-        batched,
-        grid_rows,
-        failures,
-    } = c;
+    let Collected { rows, auto_rows, block_rows, batched, grid_rows, failures } = c;
     bar.finish_and_clear();
 
     // Kernel resources and occupancy at the chosen block size.
@@ -304,31 +265,21 @@ fn run(o: &Opts) -> Result<(), String> {
     if o.cpu {
         eprintln!("CPU baseline ({} threads)...", rayon::current_num_threads());
         for &dtype in &o.dtypes {
-            for &n in sizes
-                .iter()
-                .filter(|&&n| n.trailing_zeros() % 2 == 0 || n == max_n)
-            {
+            for &n in sizes.iter().filter(|&&n| n.trailing_zeros() % 2 == 0 || n == max_n) {
                 let (one, all) = match dtype {
                     Dtype::F32 => cpu_gbps::<f32>(n),
                     Dtype::F16 => cpu_gbps::<f16>(n),
                     Dtype::Bf16 => cpu_gbps::<bf16>(n),
                 };
-                let best = rows
-                    .iter()
-                    .filter(|r| r.dtype == dtype && r.n == n)
-                    .map(|r| r.gbps)
-                    .fold(0.0, f64::max);
+                let best = rows.iter().filter(|r| r.dtype == dtype && r.n == n).map(|r| r.gbps).fold(0.0, f64::max);
                 cpu_rows.push(json!({"dtype": dtype.name(), "n": n, "cpu_1t_gbps": one, "cpu_all_gbps": all, "threads": rayon::current_num_threads(), "gpu_best_gbps": best, "speedup_vs_1t": best / one, "speedup_vs_all": best / all}));
             }
         }
     }
 
     // Peers (torch.add) in the same run.
-    let (peers, peers_note) = if o.peers {
-        run_peers(o, &sizes)
-    } else {
-        (BTreeMap::new(), "not requested (pass --peers)".to_string())
-    };
+    let (peers, peers_note) =
+        if o.peers { run_peers(o, &sizes) } else { (BTreeMap::new(), "not requested (pass --peers)".to_string()) };
 
     // Roofline: 1 FLOP per element; bytes per element 3 * size.
     let add_gflops = info.peak_fp32_add_gflops();
@@ -378,11 +329,8 @@ fn run(o: &Opts) -> Result<(), String> {
     });
     std::fs::create_dir_all(&o.out).map_err(|e| format!("{}: {e}", o.out.display()))?;
     let md = markdown(&report);
-    std::fs::write(
-        o.out.join("report.json"),
-        serde_json::to_string_pretty(&report).unwrap_or_default(),
-    )
-    .map_err(|e| e.to_string())?;
+    std::fs::write(o.out.join("report.json"), serde_json::to_string_pretty(&report).unwrap_or_default())
+        .map_err(|e| e.to_string())?;
     std::fs::write(o.out.join("report.md"), &md).map_err(|e| e.to_string())?;
     std::fs::write(o.out.join("report.svg"), plot(&report, &rows)).map_err(|e| e.to_string())?;
     println!("{}", main_table(&report, None));
@@ -392,11 +340,7 @@ fn run(o: &Opts) -> Result<(), String> {
         started.elapsed().as_secs_f64()
     );
     if !failures.is_empty() {
-        return Err(format!(
-            "{} variant(s) failed verification: {}",
-            failures.len(),
-            failures.join("; ")
-        ));
+        return Err(format!("{} variant(s) failed verification: {}", failures.len(), failures.join("; ")));
     }
     Ok(())
 }
@@ -413,18 +357,9 @@ fn sweep_dtype<T: ReferenceAdd>(
     c: &mut Collected,
 ) -> Result<(), String> {
     let dtype = T::DTYPE;
-    let variants: Vec<Variant> = o
-        .variants
-        .iter()
-        .copied()
-        .filter(|v| v.dtype() == dtype)
-        .collect();
+    let variants: Vec<Variant> = o.variants.iter().copied().filter(|v| v.dtype() == dtype).collect();
     let e = |e: gpukern::Error| e.to_string();
-    bar.set_message(format!(
-        "{}: preparing {} random inputs",
-        dtype.name(),
-        max_n
-    ));
+    bar.set_message(format!("{}: preparing {} random inputs", dtype.name(), max_n));
     // Capacity: the largest n, but at least enough for the L2 rotation of small n.
     let cap = max_n.max((8 * gpu.info().l2_bytes as usize) / (3 * dtype.size()));
     let mut w = Workload::<T>::new(gpu, cap, 7 + dtype as u64).map_err(e)?;
@@ -437,15 +372,11 @@ fn sweep_dtype<T: ReferenceAdd>(
             let verified = match w.verify(gpu, v, cfg, n, &stream).map_err(e)? {
                 Ok(()) => true,
                 Err(i) => {
-                    c.failures.push(format!(
-                        "{v} n={n}: element {i} differs from the CPU reference"
-                    ));
+                    c.failures.push(format!("{v} n={n}: element {i} differs from the CPU reference"));
                     false
                 }
             };
-            let ms = w
-                .time(gpu, v, cfg, n, reps_for(bytes), 5, &stream)
-                .map_err(e)?;
+            let ms = w.time(gpu, v, cfg, n, reps_for(bytes), 5, true, &stream).map_err(e)?;
             let g = gbps(bytes, ms);
             if g > best.1 {
                 best = (v.name().to_string(), g);
@@ -464,35 +395,26 @@ fn sweep_dtype<T: ReferenceAdd>(
             bar.inc(1);
         }
         // The automatic choice, verified and timed the same way.
-        let ok = w
-            .verify(gpu, Pick::Auto, cfg, n, &stream)
-            .map_err(e)?
-            .is_ok();
+        let ok = w.verify(gpu, Pick::Auto, cfg, n, &stream).map_err(e)?.is_ok();
         if !ok {
-            c.failures.push(format!(
-                "auto {} n={n}: differs from the CPU reference",
-                dtype.name()
-            ));
+            c.failures.push(format!("auto {} n={n}: differs from the CPU reference", dtype.name()));
         }
-        let ms = w
-            .time(gpu, Pick::Auto, cfg, n, reps_for(bytes), 5, &stream)
-            .map_err(e)?;
+        let ms = w.time(gpu, Pick::Auto, cfg, n, reps_for(bytes), 5, true, &stream).map_err(e)?;
         let g = gbps(bytes, ms);
-        let chosen = Variant::widest_for(
-            dtype,
-            &[w.a.device_addr(), w.b.device_addr(), w.out.device_addr()],
-        );
+        let chosen = Variant::widest_for(dtype, &[w.a.device_addr(), w.b.device_addr(), w.out.device_addr()]);
         c.auto_rows.push(json!({"dtype": dtype.name(), "n": n, "chosen": chosen.name(), "median_us": ms * 1e3, "gbps": g, "verified": ok, "best_kernel": best.0, "best_gbps": best.1, "auto_vs_best_pct": 100.0 * g / best.1}));
         bar.inc(1);
     }
-    // Launch-bound sizes: single launches vs back-to-back batches of 100.
+    // Launch-bound sizes: what one add costs alone (kernel only, and with the
+    // host's launch latency), back to back on a stream, and replayed from a graph.
     for &v in &variants {
         for n in [1usize << 10, 1 << 20].into_iter().filter(|n| *n <= max_n) {
-            let single = w.time(gpu, v, cfg, n, 200, 5, &stream).map_err(e)?;
-            let batch = w
-                .time_batched(gpu, v, cfg, n, 100, 20, &stream)
-                .map_err(e)?;
-            c.batched.push(json!({"kernel": v.name(), "n": n, "single_us": single * 1e3, "batched_us_per_op": batch * 1e3, "single_gbps": gbps(add_bytes(dtype, n), single), "batched_gbps": gbps(add_bytes(dtype, n), batch)}));
+            let bytes = add_bytes(dtype, n);
+            let kernel = w.time(gpu, v, cfg, n, 200, 5, true, &stream).map_err(e)?;
+            let single = w.time(gpu, v, cfg, n, 200, 5, false, &stream).map_err(e)?;
+            let batch = w.time_batched(gpu, v, cfg, n, 100, 20, &stream).map_err(e)?;
+            let graph = w.time_graph(gpu, v, cfg, n, 100, 20, &stream).map_err(e)?;
+            c.batched.push(json!({"kernel": v.name(), "n": n, "kernel_us": kernel * 1e3, "single_us": single * 1e3, "batched_us_per_op": batch * 1e3, "graph_us_per_op": graph * 1e3, "kernel_gbps": gbps(bytes, kernel), "single_gbps": gbps(bytes, single), "batched_gbps": gbps(bytes, batch), "graph_gbps": gbps(bytes, graph)}));
         }
     }
     // Grid-size sweep: the same kernels with the grid capped to a few waves of
@@ -500,33 +422,15 @@ fn sweep_dtype<T: ReferenceAdd>(
     if o.sweep {
         let sms = gpu.info().sm_count;
         let widest = Variant::widest(dtype);
-        for n in [1usize << 24, max_n]
-            .into_iter()
-            .filter(|n| *n <= max_n && *n >= 1 << 20)
-        {
-            for cap in [
-                sms,
-                2 * sms,
-                4 * sms,
-                8 * sms,
-                16 * sms,
-                64 * sms,
-                kernels_gpu::launch::MAX_GRID_X,
-            ] {
+        for n in [1usize << 24, max_n].into_iter().filter(|n| *n <= max_n && *n >= 1 << 20) {
+            for cap in [sms, 2 * sms, 4 * sms, 8 * sms, 16 * sms, 64 * sms, kernels_gpu::launch::MAX_GRID_X] {
                 for v in variants.iter().copied().filter(|v| *v == widest) {
-                    let lc = LaunchConfig {
-                        block: cfg.block,
-                        max_grid: cap,
-                    };
+                    let lc = LaunchConfig { block: cfg.block, max_grid: cap };
                     let ok = w.verify(gpu, v, lc, n, &stream).map_err(e)?.is_ok();
                     if !ok {
-                        c.failures.push(format!(
-                            "{v} max_grid={cap}: differs from the CPU reference"
-                        ));
+                        c.failures.push(format!("{v} max_grid={cap}: differs from the CPU reference"));
                     }
-                    let ms = w
-                        .time(gpu, v, lc, n, reps_for(add_bytes(dtype, n)), 5, &stream)
-                        .map_err(e)?;
+                    let ms = w.time(gpu, v, lc, n, reps_for(add_bytes(dtype, n)), 5, true, &stream).map_err(e)?;
                     c.grid_rows.push(json!({"kernel": v.name(), "n": n, "block": cfg.block, "max_grid": cap, "blocks_per_sm_cap": if cap == kernels_gpu::launch::MAX_GRID_X { Value::Null } else { json!(cap / sms) }, "median_us": ms * 1e3, "gbps": gbps(add_bytes(dtype, n), ms), "verified": ok}));
                 }
             }
@@ -540,10 +444,9 @@ fn sweep_dtype<T: ReferenceAdd>(
                 bar.set_message(format!("{v} block {block}"));
                 let ok = w.verify(gpu, v, lc, n, &stream).map_err(e)?.is_ok();
                 if !ok {
-                    c.failures
-                        .push(format!("{v} block={block}: differs from the CPU reference"));
+                    c.failures.push(format!("{v} block={block}: differs from the CPU reference"));
                 }
-                let ms = w.time(gpu, v, lc, n, 20, 3, &stream).map_err(e)?;
+                let ms = w.time(gpu, v, lc, n, 20, 3, true, &stream).map_err(e)?;
                 let seed_block = match v.seed_version() {
                     Some(2) => Some(64),
                     Some(5 | 6) => Some(32),
@@ -603,9 +506,7 @@ macro_rules! cpu_add {
 cpu_add!(f32, f16, bf16);
 
 fn peers_script() -> Option<PathBuf> {
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("peers.py")));
+    let beside = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("peers.py")));
     let candidates = [
         beside,
         Some(PathBuf::from("scripts/peers.py")),
@@ -627,10 +528,7 @@ fn run_peers(o: &Opts, sizes: &[usize]) -> (BTreeMap<(String, usize), f64>, Stri
         .unwrap_or(false);
     if !has_torch {
         eprintln!("peers: python3 with CUDA torch not available; skipping torch.add");
-        return (
-            map,
-            "python3 with a CUDA build of torch is not available here".into(),
-        );
+        return (map, "python3 with a CUDA build of torch is not available here".into());
     }
     eprintln!("peers: timing torch.add ...");
     let dtypes: Vec<&str> = o.dtypes.iter().map(|d| d.name()).collect();
@@ -651,27 +549,21 @@ fn run_peers(o: &Opts, sizes: &[usize]) -> (BTreeMap<(String, usize), f64>, Stri
         Ok(out) if out.status.success() => {
             let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
             for r in v["rows"].as_array().into_iter().flatten() {
-                if let (Some(d), Some(n), Some(g)) =
-                    (r["dtype"].as_str(), r["n"].as_u64(), r["gbps"].as_f64())
-                {
+                if let (Some(d), Some(n), Some(g)) = (r["dtype"].as_str(), r["n"].as_u64(), r["gbps"].as_f64()) {
                     if sizes.contains(&(n as usize)) {
                         map.insert((d.to_string(), n as usize), g);
                     }
                 }
             }
-            let note = format!("torch {} (torch.add(a, b, out=c), CUDA events, median; same sizes, input rotation below 4x L2)", v["torch"].as_str().unwrap_or("?"));
+            let note = format!(
+                "torch {} (torch.add(a, b, out=c), CUDA events, median; same sizes, input rotation below 4x L2)",
+                v["torch"].as_str().unwrap_or("?")
+            );
             (map, note)
         }
-        Ok(out) => (
-            map,
-            format!(
-                "peers.py failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-            ),
-        ),
+        Ok(out) => {
+            (map, format!("peers.py failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")))
+        }
         Err(e) => (map, format!("could not run python3: {e}")),
     }
 }
@@ -682,15 +574,9 @@ fn f(v: &Value) -> f64 {
 
 /// The main table (all rows, or only n == `only_n`).
 fn main_table(r: &Value, only_n: Option<u64>) -> String {
-    let has_peers = r["rows"]
-        .as_array()
-        .map(|a| a.iter().any(|x| x.get("torch_gbps").is_some()))
-        .unwrap_or(false);
+    let has_peers = r["rows"].as_array().map(|a| a.iter().any(|x| x.get("torch_gbps").is_some())).unwrap_or(false);
     let mut s = String::new();
-    let _ = write!(
-        s,
-        "| kernel | V | n | median µs | GB/s | % peak | % copy | verified |"
-    );
+    let _ = write!(s, "| kernel | V | n | median µs | GB/s | % peak | % copy | verified |");
     if has_peers {
         s.push_str(" torch GB/s | vs torch |");
     }
@@ -705,10 +591,7 @@ fn main_table(r: &Value, only_n: Option<u64>) -> String {
         if only_n.is_some_and(|k| k != n) {
             continue;
         }
-        let v = row["v"]
-            .as_u64()
-            .map(|v| format!("V{v}"))
-            .unwrap_or("-".into());
+        let v = row["v"].as_u64().map(|v| format!("V{v}")).unwrap_or("-".into());
         let _ = write!(
             s,
             "| {} | {} | 2^{} | {:.2} | {:.0} | {:.1} | {:.1} | {} |",
@@ -719,11 +602,7 @@ fn main_table(r: &Value, only_n: Option<u64>) -> String {
             f(&row["gbps"]),
             f(&row["pct_peak"]),
             f(&row["pct_copy"]),
-            if row["verified"] == true {
-                "✓"
-            } else {
-                "✗"
-            }
+            if row["verified"] == true { "✓" } else { "✗" }
         );
         if has_peers {
             match row.get("torch_gbps") {
@@ -746,10 +625,7 @@ fn markdown(r: &Value) -> String {
         s,
         "- GPU: **{}** (sm_{}, {} SMs, L2 {} MiB), driver {}",
         r["gpu"].as_str().unwrap_or(""),
-        d["compute_capability"]
-            .as_str()
-            .unwrap_or("")
-            .replace('.', ""),
+        d["compute_capability"].as_str().unwrap_or("").replace('.', ""),
         d["sm_count"],
         d["l2_bytes"].as_u64().unwrap_or(0) >> 20,
         r["driver"].as_str().unwrap_or("")
@@ -761,18 +637,15 @@ fn markdown(r: &Value) -> String {
         r["git_commit"].as_str().unwrap_or(""),
         r["ptx_sha256"].as_str().unwrap_or("")
     );
-    let _ = writeln!(s, "- Launch floor (empty kernel): {:.2} µs per launch back to back, {:.2} µs launch + synchronize (host clock).", f(&r["launch_floor_us"]["back_to_back"]), f(&r["launch_floor_us"]["launch_and_sync"]));
-    let _ = writeln!(s, "- Timing: CUDA events around each launch, median; block {} threads; every result verified bit-exact against the CPU reference before it is timed. Sizes whose working set is under 4× L2 rotate through disjoint input sets.\n", r["block"]);
-    let max_n = r["rows"]
-        .as_array()
-        .and_then(|a| a.iter().filter_map(|x| x["n"].as_u64()).max())
-        .unwrap_or(0);
     let _ = writeln!(
         s,
-        "## At n = 2^{}\n\n{}",
-        max_n.trailing_zeros(),
-        main_table(r, Some(max_n))
+        "- Launch floor (empty kernel): {:.2} µs per launch back to back, {:.2} µs launch + synchronize (host clock).",
+        f(&r["launch_floor_us"]["back_to_back"]),
+        f(&r["launch_floor_us"]["launch_and_sync"])
     );
+    let _ = writeln!(s, "- Timing: CUDA events around each launch, with a spin kernel queued first so the events time the kernel and not the host launch path; median; block {} threads; every result verified bit-exact against the CPU reference before it is timed. Sizes whose working set is under 4× L2 rotate through disjoint input sets.\n", r["block"]);
+    let max_n = r["rows"].as_array().and_then(|a| a.iter().filter_map(|x| x["n"].as_u64()).max()).unwrap_or(0);
+    let _ = writeln!(s, "## At n = 2^{}\n\n{}", max_n.trailing_zeros(), main_table(r, Some(max_n)));
     let _ = writeln!(s, "![GB/s vs n](report.svg)\n");
     let _ = writeln!(s, "## Kernel resources at block {} (driver's JIT of the sm_70 PTX)\n\n| kernel | registers | local bytes | blocks/SM | occupancy |\n|---|---:|---:|---:|---:|", r["block"]);
     for k in r["kernels"].as_array().into_iter().flatten() {
@@ -826,14 +699,11 @@ fn markdown(r: &Value) -> String {
     );
     let mut by_kernel: BTreeMap<String, Vec<(u64, f64, bool)>> = BTreeMap::new();
     for k in r["block_sweep"].as_array().into_iter().flatten() {
-        by_kernel
-            .entry(k["kernel"].as_str().unwrap_or("").to_string())
-            .or_default()
-            .push((
-                k["block"].as_u64().unwrap_or(0),
-                f(&k["gbps"]),
-                k["seed_config"] == true,
-            ));
+        by_kernel.entry(k["kernel"].as_str().unwrap_or("").to_string()).or_default().push((
+            k["block"].as_u64().unwrap_or(0),
+            f(&k["gbps"]),
+            k["seed_config"] == true,
+        ));
     }
     for v in Variant::ALL {
         if let Some(cells) = by_kernel.get(v.name()) {
@@ -854,10 +724,7 @@ fn markdown(r: &Value) -> String {
     let mut by_kn: BTreeMap<(String, u64), Vec<f64>> = BTreeMap::new();
     for k in r["grid_sweep"].as_array().into_iter().flatten() {
         by_kn
-            .entry((
-                k["kernel"].as_str().unwrap_or("").to_string(),
-                k["n"].as_u64().unwrap_or(0),
-            ))
+            .entry((k["kernel"].as_str().unwrap_or("").to_string(), k["n"].as_u64().unwrap_or(0)))
             .or_default()
             .push(f(&k["gbps"]));
     }
@@ -866,23 +733,21 @@ fn markdown(r: &Value) -> String {
             s,
             "| {k} | 2^{} | {} |",
             n.trailing_zeros(),
-            g.iter()
-                .map(|x| format!("{x:.0}"))
-                .collect::<Vec<_>>()
-                .join(" | ")
+            g.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(" | ")
         );
     }
-    let _ = writeln!(s, "\n## Launch-bound sizes: one launch vs 100 back-to-back launches (µs per op)\n\n| kernel | n | single launch | back-to-back | single GB/s | back-to-back GB/s |\n|---|---|---:|---:|---:|---:|");
+    let _ = writeln!(s, "\n## Launch-bound sizes: µs per add\n\nkernel only = spin-isolated event time (as in the tables above); single launch = event time on an idle GPU, so it includes the launch path; back-to-back = 100 launches on one stream; graph = 100 adds captured in one CUDA graph and replayed.\n\n| kernel | n | kernel only | single launch | back-to-back | graph | graph GB/s |\n|---|---|---:|---:|---:|---:|---:|");
     for k in r["batched"].as_array().into_iter().flatten() {
         let _ = writeln!(
             s,
-            "| {} | 2^{} | {:.2} | {:.2} | {:.0} | {:.0} |",
+            "| {} | 2^{} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} |",
             k["kernel"].as_str().unwrap_or(""),
             k["n"].as_u64().unwrap_or(0).trailing_zeros(),
+            f(&k["kernel_us"]),
             f(&k["single_us"]),
             f(&k["batched_us_per_op"]),
-            f(&k["single_gbps"]),
-            f(&k["batched_gbps"])
+            f(&k["graph_us_per_op"]),
+            f(&k["graph_gbps"])
         );
     }
     if r["cpu"].as_array().is_some_and(|a| !a.is_empty()) {
@@ -901,11 +766,7 @@ fn markdown(r: &Value) -> String {
             );
         }
     }
-    let _ = writeln!(
-        s,
-        "\n## Peers\n\n{}\n",
-        r["peers_note"].as_str().unwrap_or("")
-    );
+    let _ = writeln!(s, "\n## Peers\n\n{}\n", r["peers_note"].as_str().unwrap_or(""));
     let _ = writeln!(s, "## All sizes\n\n{}", main_table(r, None));
     s
 }
@@ -913,11 +774,8 @@ fn markdown(r: &Value) -> String {
 fn plot(r: &Value, rows: &[Row]) -> String {
     let mut series: Vec<Series> = Vec::new();
     for v in Variant::ALL {
-        let pts: Vec<(f64, f64)> = rows
-            .iter()
-            .filter(|x| x.kernel == v.name())
-            .map(|x| ((x.n as f64).log2(), x.gbps))
-            .collect();
+        let pts: Vec<(f64, f64)> =
+            rows.iter().filter(|x| x.kernel == v.name()).map(|x| ((x.n as f64).log2(), x.gbps)).collect();
         if !pts.is_empty() {
             let label = match v.seed_version() {
                 Some(k) => format!("V{k} {}", v.name()),
@@ -927,23 +785,10 @@ fn plot(r: &Value, rows: &[Row]) -> String {
         }
     }
     let levels = [
-        Level {
-            label: "theoretical peak".into(),
-            value: f(&r["peak_gbps"]),
-        },
-        Level {
-            label: "measured copy".into(),
-            value: f(&r["copy_gbps"]),
-        },
+        Level { label: "theoretical peak".into(), value: f(&r["peak_gbps"]) },
+        Level { label: "measured copy".into(), value: f(&r["copy_gbps"]) },
     ];
-    chart(
-        &format!(
-            "Element-wise add on {}: GB/s vs n",
-            r["gpu"].as_str().unwrap_or("GPU")
-        ),
-        &series,
-        &levels,
-    )
+    chart(&format!("Element-wise add on {}: GB/s vs n", r["gpu"].as_str().unwrap_or("GPU")), &series, &levels)
 }
 
 /// `report verify-record --cases FILE --log FILE --command CMD --out FILE`
@@ -955,18 +800,10 @@ fn verify_record(args: &[String]) -> Result<(), String> {
             .cloned()
             .ok_or(format!("verify-record needs {k}"))
     };
-    let (cases_path, log_path, command, out) = (
-        get("--cases")?,
-        get("--log")?,
-        get("--command")?,
-        get("--out")?,
-    );
+    let (cases_path, log_path, command, out) = (get("--cases")?, get("--log")?, get("--command")?, get("--out")?);
     let gpu = open_gpu(0)?;
     let cases_text = std::fs::read_to_string(&cases_path).unwrap_or_default();
-    let cases: Vec<Value> = cases_text
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let cases: Vec<Value> = cases_text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let failed: Vec<&Value> = cases.iter().filter(|c| c["ok"] != true).collect();
     let log = std::fs::read_to_string(&log_path).map_err(|e| format!("{log_path}: {e}"))?;
     // libtest summary lines: "test result: ok. 19 passed; 0 failed; 0 ignored; ..."
@@ -988,10 +825,7 @@ fn verify_record(args: &[String]) -> Result<(), String> {
         failed_tests += num(" failed");
         ignored += num(" ignored");
     }
-    let failing_tests: Vec<&str> = log
-        .lines()
-        .filter(|l| l.starts_with("test ") && l.ends_with("FAILED"))
-        .collect();
+    let failing_tests: Vec<&str> = log.lines().filter(|l| l.starts_with("test ") && l.ends_with("FAILED")).collect();
     let record = json!({
         "gpu": gpu.info().name,
         "driver": driver_string(&gpu),
@@ -1006,11 +840,8 @@ fn verify_record(args: &[String]) -> Result<(), String> {
         "tests_ignored": ignored,
         "failing_tests": failing_tests,
     });
-    std::fs::write(
-        &out,
-        serde_json::to_string_pretty(&record).unwrap_or_default(),
-    )
-    .map_err(|e| format!("{out}: {e}"))?;
+    std::fs::write(&out, serde_json::to_string_pretty(&record).unwrap_or_default())
+        .map_err(|e| format!("{out}: {e}"))?;
     println!("verify record: {} cases, {} failures; tests {passed} passed, {failed_tests} failed, {ignored} ignored -> {out}", cases.len(), failed.len());
     if !failed.is_empty() || failed_tests > 0 {
         return Err("verification failed".into());

@@ -10,29 +10,8 @@ use gpukern::{Dtype, Element, Gpu, LaunchConfig, Variant};
 use rand::{Rng, SeedableRng};
 
 /// Sizes every variant is checked at: around every lane, warp and block edge.
-pub const SIZES: &[usize] = &[
-    0,
-    1,
-    2,
-    3,
-    7,
-    8,
-    9,
-    15,
-    16,
-    17,
-    127,
-    128,
-    129,
-    255,
-    256,
-    257,
-    4095,
-    4096,
-    4097,
-    (1 << 20) + 3,
-    (1 << 24) + 5,
-];
+pub const SIZES: &[usize] =
+    &[0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 127, 128, 129, 255, 256, 257, 4095, 4096, 4097, (1 << 20) + 3, (1 << 24) + 5];
 
 /// Elements before and after the output that must never be written.
 pub const CANARY: usize = 64;
@@ -45,10 +24,8 @@ pub const POISONS: [u32; 2] = [0xdead_beef, 0x5a5a_1234];
 /// The GPU shared by every test of a binary.
 pub fn gpu() -> Gpu {
     static GPU: OnceLock<Gpu> = OnceLock::new();
-    GPU.get_or_init(|| {
-        Gpu::new(0).expect("these tests need a CUDA GPU (run with --include-ignored only on one)")
-    })
-    .clone()
+    GPU.get_or_init(|| Gpu::new(0).expect("these tests need a CUDA GPU (run with --include-ignored only on one)"))
+        .clone()
 }
 
 /// What fills the inputs.
@@ -86,13 +63,13 @@ pub fn specials(dtype: Dtype) -> &'static [u32] {
             0x7280_0000, // 2^102: MAX + it rounds back to MAX
         ],
         Dtype::F16 => &[
-            0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0400, 0x8400, 0x7bff, 0xfbff, 0x3c00,
-            0xbc00, 0x7c00, 0xfc00, 0x7e00, 0x7d00, 0x4c00, // 16: 65504 + 16 -> inf
+            0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0400, 0x8400, 0x7bff, 0xfbff, 0x3c00, 0xbc00, 0x7c00,
+            0xfc00, 0x7e00, 0x7d00, 0x4c00, // 16: 65504 + 16 -> inf
             0x4800, // 8: 65504 + 8 -> 65504
         ],
         Dtype::Bf16 => &[
-            0x0000, 0x8000, 0x0001, 0x8001, 0x007f, 0x807f, 0x0080, 0x8080, 0x7f7f, 0xff7f, 0x3f80,
-            0xbf80, 0x7f80, 0xff80, 0x7fc0, 0x7fa0, 0x7b00, // 2^119: half an ulp of bf16::MAX
+            0x0000, 0x8000, 0x0001, 0x8001, 0x007f, 0x807f, 0x0080, 0x8080, 0x7f7f, 0xff7f, 0x3f80, 0xbf80, 0x7f80,
+            0xff80, 0x7fc0, 0x7fa0, 0x7b00, // 2^119: half an ulp of bf16::MAX
             0x7a80, // 2^118
         ],
     }
@@ -106,8 +83,7 @@ pub fn inputs<T: Element>(data: Data, n: usize, rng: &mut impl Rng) -> (Vec<T>, 
                 if rng.gen_range(0..4) == 0 {
                     T::from_bits32(rng.next_u32())
                 } else {
-                    let x: f32 =
-                        rng.gen_range(-1000.0f32..1000.0) * f32::powi(2.0, rng.gen_range(-12..4));
+                    let x: f32 = rng.gen_range(-1000.0f32..1000.0) * f32::powi(2.0, rng.gen_range(-12..4));
                     from_f32::<T>(x)
                 }
             };
@@ -139,15 +115,8 @@ pub fn record(test: &str, what: &str, n: usize, ok: bool) {
     static LOCK: Mutex<()> = Mutex::new(());
     if let Ok(path) = std::env::var("GPUKERN_CASES") {
         let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-        {
-            let _ = writeln!(
-                f,
-                "{{\"test\":\"{test}\",\"case\":\"{what}\",\"n\":{n},\"ok\":{ok}}}"
-            );
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = writeln!(f, "{{\"test\":\"{test}\",\"case\":\"{what}\",\"n\":{n},\"ok\":{ok}}}");
         }
     }
 }
@@ -184,14 +153,8 @@ pub fn check<T: ReferenceAdd>(launch: Launch, n: usize, data: Data) -> Result<()
         stream.synchronize().map_err(e)?;
         let got = band.to_vec().map_err(e)?;
         let p = T::from_bits32(poison);
-        if let Some(i) = got[..CANARY]
-            .iter()
-            .chain(&got[CANARY + n..])
-            .position(|x| !x.same_as(p))
-        {
-            return Err(format!(
-                "{launch:?} n={n} {data:?}: canary element {i} overwritten (seed {seed})"
-            ));
+        if let Some(i) = got[..CANARY].iter().chain(&got[CANARY + n..]).position(|x| !x.same_as(p)) {
+            return Err(format!("{launch:?} n={n} {data:?}: canary element {i} overwritten (seed {seed})"));
         }
         if let Some(i) = reference::first_mismatch(&got[CANARY..CANARY + n], &want) {
             return Err(format!(
@@ -220,12 +183,7 @@ pub fn check_all_sizes<T: ReferenceAdd>(test: &str, launch: Launch) {
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} failing cases:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} failing cases:\n{}", failures.len(), failures.join("\n"));
 }
 
 /// Dispatches on the variant's dtype.
