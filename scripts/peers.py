@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Times torch.add the way the report times our kernels, and prints JSON.
 
-CUDA events around each call of torch.add(a, b, out=c), median of many after a
-warm-up, the same sizes, and disjoint input sets rotated when one set would fit
+CUDA events around each call of torch.add(a, b, out=c), queued behind a spin
+(torch.cuda._sleep) so that they time the kernel, median of many after a warm-up, the same sizes, and disjoint input sets rotated when one set would fit
 in 4x the L2 cache. GB/s counts 3 * n * element size per add.
 """
 import argparse
@@ -22,6 +22,9 @@ def main():
     dev = torch.device("cuda", args.device)
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
     types = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    # About 50 us of spinning at the SM clock (cycles per second from the device).
+    clock_khz = getattr(torch.cuda.get_device_properties(dev), "clock_rate", 1_980_000)
+    spin_cycles = int(50e-6 * clock_khz * 1e3)
     rows = []
     for name in args.dtypes.split(","):
         dt = types[name]
@@ -46,6 +49,9 @@ def main():
             for i in range(reps):
                 x, y, z = views[i % sets]
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                # Keep the GPU busy while the events and the add are queued, as the
+                # report does with its spin kernel: the events then time the kernel.
+                torch.cuda._sleep(spin_cycles)
                 s.record()
                 torch.add(x, y, out=z)
                 e.record()

@@ -194,6 +194,33 @@ impl<T: ReferenceAdd> Workload<T> {
         Ok(median(&mut t))
     }
 
+    /// Median device times (ms) of `p` and `q`, timed alternately launch by launch
+    /// (spin-isolated), so both see the same drift.
+    #[allow(clippy::too_many_arguments)]
+    pub fn time_pair(
+        &mut self,
+        gpu: &Gpu,
+        p: Pick,
+        q: Pick,
+        cfg: LaunchConfig,
+        n: usize,
+        reps: usize,
+        stream: &Stream,
+    ) -> gpukern::Result<(f64, f64)> {
+        let sets = self.rotation(gpu, n);
+        let (mut tp, mut tq) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+        for i in 0..reps + 5 {
+            for (pick, t) in [(p, &mut tp), (q, &mut tq)] {
+                gpu.spin(stream, SPIN_NS)?;
+                let ms = stream.time(|s| self.launch(gpu, pick, cfg, n, i % sets, s))?;
+                if i >= 5 {
+                    t.push(ms as f64);
+                }
+            }
+        }
+        Ok((median(&mut tp), median(&mut tq)))
+    }
+
     /// Device time in ms per launch when `batch` launches go back to back on one
     /// stream between a single event pair, median of `reps`.
     #[allow(clippy::too_many_arguments)]
@@ -223,8 +250,9 @@ impl<T: ReferenceAdd> Workload<T> {
         Ok(median(&mut t))
     }
 
-    /// Device time in ms per add when `batch` adds (input set 0) are captured in
-    /// one CUDA graph and the graph is replayed, median of `reps` replays.
+    /// Device time in ms per add when `batch` adds are captured in one CUDA graph
+    /// and the graph is replayed, median of `reps` replays. The captured adds
+    /// rotate through the input sets like the other timings.
     #[allow(clippy::too_many_arguments)]
     pub fn time_graph(
         &mut self,
@@ -236,7 +264,15 @@ impl<T: ReferenceAdd> Workload<T> {
         reps: usize,
         stream: &Stream,
     ) -> gpukern::Result<f64> {
-        let graph = gpu.add_graph(v, cfg, self.a.slice(..n)?, self.b.slice(..n)?, self.out.slice_mut(..n)?, batch)?;
+        let sets = self.rotation(gpu, n).min(batch);
+        let mut rest = self.out.slice_mut(..sets * n)?;
+        let mut ops = Vec::with_capacity(sets);
+        for i in 0..sets {
+            let (head, tail) = rest.into_split_at(n)?;
+            ops.push((self.a.slice(i * n..i * n + n)?, self.b.slice(i * n..i * n + n)?, head));
+            rest = tail;
+        }
+        let graph = gpu.add_graph(v, cfg, ops, batch)?;
         graph.launch(stream)?;
         let mut t = Vec::with_capacity(reps);
         for _ in 0..reps {

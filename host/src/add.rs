@@ -129,24 +129,28 @@ impl Gpu {
         out.to_vec()
     }
 
-    /// Captures `launches` back-to-back runs of `variant` on these operands into a
-    /// CUDA graph. Replaying the graph costs one launch for all of them, which is
-    /// how small adds stop being launch-bound. The graph borrows the operands, so
-    /// they outlive it and cannot be read or freed while it exists.
+    /// Captures `launches` back-to-back adds into a CUDA graph, launch `i` working
+    /// on operand triple `ops[i % ops.len()]`. Replaying the graph costs one launch
+    /// for all of them, which is how small adds stop being launch-bound. The graph
+    /// borrows the operands, so they outlive it and cannot be read or freed while
+    /// it exists.
     pub fn add_graph<'a, T: Element>(
         &self,
         variant: Variant,
         cfg: LaunchConfig,
-        a: impl AsView<'a, T>,
-        b: impl AsView<'a, T>,
-        out: impl AsViewMut<'a, T>,
+        mut ops: Vec<(View<'a, T>, View<'a, T>, ViewMut<'a, T>)>,
         launches: usize,
     ) -> Result<AddGraph<'a>> {
-        let (a, b, mut out) = (a.into_view(), b.into_view(), out.into_view_mut());
         let capture_stream = self.stream()?;
-        self.check_common(variant, cfg, &a, &b, &out, &capture_stream)?;
+        for (a, b, out) in &ops {
+            self.check_common(variant, cfg, a, b, out, &capture_stream)?;
+        }
+        let k = ops.len().max(1);
         let raw = raw::capture(capture_stream.raw(), || {
-            (0..launches).try_for_each(|_| self.launch_add(variant, cfg, &a, &b, &mut out, &capture_stream))
+            (0..launches).zip((0..k).cycle()).try_for_each(|(_, i)| {
+                let (a, b, out) = &mut ops[i];
+                self.launch_add(variant, cfg, a, b, out, &capture_stream)
+            })
         })?;
         Ok(AddGraph { raw, launches, gpu: self.shared.clone(), _operands: std::marker::PhantomData })
     }

@@ -279,6 +279,11 @@ impl<'a, T: Pod> ViewMut<'a, T> {
     }
     /// Splits into two disjoint writable views at `mid`.
     pub fn split_at_mut(&mut self, mid: usize) -> Result<(ViewMut<'_, T>, ViewMut<'_, T>)> {
+        ViewMut { addr: self.addr, len: self.len, gpu: self.gpu, _t: PhantomData }.into_split_at(mid)
+    }
+    /// Consumes the view and splits it into two disjoint views at `mid` that keep
+    /// the original borrow (so both can outlive this call).
+    pub fn into_split_at(self, mid: usize) -> Result<(ViewMut<'a, T>, ViewMut<'a, T>)> {
         if mid > self.len {
             return Err(Error::OutOfBounds { start: mid, end: self.len, len: self.len });
         }
@@ -287,6 +292,7 @@ impl<'a, T: Pod> ViewMut<'a, T> {
         let tail = ViewMut { addr: self.addr + mid as u64 * size, len: self.len - mid, gpu: self.gpu, _t: PhantomData };
         Ok((head, tail))
     }
+
     /// Overwrites from a host slice of the same length.
     pub fn copy_from(&mut self, src: &[T]) -> Result<()> {
         self.gpu.bind()?;

@@ -162,8 +162,9 @@ fn alloc_launch_free_cycles_do_not_leak() {
         run();
     }
     let (after, _) = gpu.mem_info().unwrap();
-    // Alone in its process, so the readings are this loop's: one cycle holds
-    // 256 KiB, a leak per cycle would show as 250 MiB less free memory.
-    assert_eq!(before, after, "free device memory moved from {before} to {after} bytes");
+    // Alone in its process, so the readings are this loop's. One cycle holds
+    // 256 KiB: a leak per cycle would show as 250 MiB less free memory. (Free
+    // memory may grow: the driver releases lazily; seen +450 MiB on an H200.)
+    assert!(after + (1 << 20) >= before, "free device memory fell from {before} to {after} bytes over 1,000 cycles");
     println!("LEAK-CHILD-OK");
 }

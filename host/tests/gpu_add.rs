@@ -48,7 +48,8 @@ fn graph_replay_is_bit_exact() {
     let mut out = gpu.alloc::<f16>(n).unwrap();
     out.fill_bits(common::POISONS[0]).unwrap();
     {
-        let graph = gpu.add_graph(Variant::F16x8Pack, LaunchConfig::default(), &da, &db, &mut out, 10).unwrap();
+        let ops = vec![(da.view(), db.view(), out.view_mut())];
+        let graph = gpu.add_graph(Variant::F16x8Pack, LaunchConfig::default(), ops, 10).unwrap();
         assert_eq!(graph.launches(), 10);
         graph.launch(&stream).unwrap();
         graph.launch(&stream).unwrap();
