@@ -28,7 +28,8 @@ if [ -z "$lib" ]; then
     printf 'deb http://deb.debian.org/debian %s main contrib non-free non-free-firmware\n' "$codename" >"$tmp/sources.list"
     mkdir -p "$tmp/lists/partial" "$tmp/archives/partial"
     apt_opts=(-o "Dir::Etc::SourceList=$tmp/sources.list" -o Dir::Etc::SourceParts=/dev/null
-        -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache::Archives=$tmp/archives" -o APT::Sandbox::User=root)
+        -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache::Archives=$tmp/archives" -o Debug::NoLocking=1)
+    [ "$(id -u)" = 0 ] && apt_opts+=(-o APT::Sandbox::User=root)
     apt-get "${apt_opts[@]}" -qq update >&2
     (cd "$tmp" && apt-get "${apt_opts[@]}" -qq download libcuda1 >&2)
     rm -rf "$dest/root"
