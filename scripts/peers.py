@@ -18,6 +18,7 @@ def main():
     p.add_argument("--max-log2", type=int, default=28)
     p.add_argument("--dtypes", default="f32,f16,bf16")
     p.add_argument("--device", type=int, default=0)
+    p.add_argument("--matmul", default="", help="square sizes for torch.matmul, e.g. 1024,2048")
     args = p.parse_args()
     dev = torch.device("cuda", args.device)
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
@@ -61,7 +62,26 @@ def main():
             rows.append({"dtype": name, "n": n, "median_us": ms * 1e3, "gbps": nbytes / (ms * 1e-3) / 1e9, "input_sets": sets})
         del a, b, c
         torch.cuda.empty_cache()
-    print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "rows": rows}))
+    matmul = []
+    torch.backends.cuda.matmul.allow_tf32 = False  # plain f32, like our kernels
+    for s_ in [int(x) for x in args.matmul.split(",") if x]:
+        a = torch.rand(s_, s_, device=dev) * 2 - 1
+        b = torch.rand(s_, s_, device=dev) * 2 - 1
+        c = torch.empty(s_, s_, device=dev)
+        for _ in range(3):
+            torch.matmul(a, b, out=c)
+        times = []
+        for _ in range(10):
+            st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(spin_cycles)
+            st.record()
+            torch.matmul(a, b, out=c)
+            en.record()
+            en.synchronize()
+            times.append(st.elapsed_time(en))
+        ms = statistics.median(times)
+        matmul.append({"size": s_, "median_us": ms * 1e3, "gflops": 2 * s_ ** 3 / (ms * 1e-3) / 1e9})
+    print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "rows": rows, "matmul": matmul}))
 
 
 if __name__ == "__main__":

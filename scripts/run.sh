@@ -5,8 +5,8 @@
 #                              writes OUT/tests.log, OUT/cases.jsonl, OUT/verify.json
 #   ./run.sh bench [OUT]       the Criterion benches (cargo bench's executable)
 #   ./run.sh report [ARGS]     the bandwidth report (see ./report --help)
-#   ./run.sh sanitize [OUT]    GPU tests under compute-sanitizer memcheck and
-#                              initcheck (huge-n tests skipped); OUT/sanitizer.json
+#   ./run.sh sanitize [OUT]    GPU tests under compute-sanitizer (memcheck,
+#                              initcheck, racecheck, synccheck); OUT/sanitizer.json
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cmd=${1:-help}
@@ -45,28 +45,44 @@ report)
     exec "$here/report" "$@"
     ;;
 sanitize)
+    # compute-sanitizer over the GPU tests: memcheck and initcheck on every GPU
+    # test binary; racecheck and synccheck on the shared-memory kernels (the
+    # seed-003 studies). Huge-n cases, the 4096^3 product, the deliberate fault
+    # and the leak loop are skipped (hours under instrumentation, or faulting on
+    # purpose); they run in `test`. Each tool gets a time limit; a timeout is
+    # recorded as incomplete, never as clean.
     out=${1:-$here/out}; mkdir -p "$out"
-    gpu_tests=$(ls "$here"/tests/gpukern-gpu_add "$here"/tests/gpukern-errors 2>/dev/null)
-    declare -A errors
-    for tool in memcheck initcheck; do
-        extra=()
-        [ "$tool" = memcheck ] && extra=(--leak-check full --padding 512)
-        total=0
-        for t in $gpu_tests; do
-            log="$out/sanitizer-$tool-$(basename "$t").log"
-            # Huge-n cases take minutes under instrumentation, and the fault test
-            # faults on purpose; both are skipped here and run in `test`.
-            compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 1 --print-limit 20 \
-                "$t" --include-ignored --test-threads 1 --skip huge_n --skip kernel_fault --skip alloc_launch_free >"$log" 2>&1
+    export GPUKERN_SANITIZE=1
+    skips=(--skip huge_n --skip kernel_fault --skip alloc_launch_free --skip concurrent_streams)
+    json="{"
+    sep=""
+    rc=0
+    run_tool() { # tool, time limit, binaries, extra sanitizer args...
+        local tool=$1 limit=$2 bins=$3; shift 3
+        local errors=0 status=complete
+        for t in $bins; do
+            [ -x "$here/tests/$t" ] || continue
+            log="$out/sanitizer-$tool-$t.log"
+            timeout "$limit" compute-sanitizer --tool "$tool" "$@" --error-exitcode 1 --print-limit 20 \
+                "$here/tests/$t" --include-ignored --test-threads 1 "${skips[@]}" >"$log" 2>&1
+            code=$?
+            [ $code = 124 ] && status=timeout
             n=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | awk '{s+=$3} END {print s+0}')
-            total=$((total + n))
-            grep -E 'ERROR SUMMARY|test result' "$log" | sed "s|^|$tool $(basename "$t"): |"
+            grep -q "test result: ok" "$log" || status=tests-failed
+            errors=$((errors + n))
+            echo "$tool $t: $(grep -E 'ERROR SUMMARY' "$log" | tail -1) ($(grep -E '^test result' "$log" | tail -1)) exit=$code"
         done
-        errors[$tool]=$total
-    done
-    printf '{"memcheck_errors": %s, "initcheck_errors": %s, "command": "compute-sanitizer --tool memcheck --leak-check full --padding 512 --error-exitcode 1 / --tool initcheck, each GPU test binary with --include-ignored --test-threads 1 --skip huge_n --skip kernel_fault --skip alloc_launch_free"}\n' \
-        "${errors[memcheck]}" "${errors[initcheck]}" | tee "$out/sanitizer.json"
-    [ "${errors[memcheck]}" = 0 ] && [ "${errors[initcheck]}" = 0 ]
+        [ "$errors" = 0 ] && [ "$status" = complete ] || rc=1
+        json+="$sep\"$tool\": {\"errors\": $errors, \"status\": \"$status\", \"binaries\": \"$bins\", \"args\": \"$*\"}"
+        sep=", "
+    }
+    run_tool memcheck 300 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors" --leak-check full --padding 512
+    run_tool initcheck 200 "gpukern-gpu_add gpukern-gpu_studies"
+    run_tool racecheck 200 "gpukern-gpu_studies"
+    run_tool synccheck 150 "gpukern-gpu_studies"
+    json+=", \"command\": \"compute-sanitizer --tool T [--leak-check full --padding 512] --error-exitcode 1 <test binary> --include-ignored --test-threads 1 ${skips[*]} (GPUKERN_SANITIZE=1)\"}"
+    echo "$json" | tee "$out/sanitizer.json"
+    exit $rc
     ;;
 *)
     sed -n '2,12p' "$0"

@@ -11,6 +11,7 @@ use gpukern::{DeviceVec, Dtype, Element, Gpu, LaunchConfig, Stream, Variant};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
+pub mod studies;
 pub mod svg;
 
 /// Bytes one add moves through DRAM: read a and b, write c.
@@ -286,6 +287,26 @@ impl<T: ReferenceAdd> Workload<T> {
 /// How long the spin kernel keeps the GPU busy before a timed region: longer than
 /// the host needs to queue an event pair and a launch.
 pub const SPIN_NS: u64 = 50_000;
+
+/// Median device time (ms) of what `op` queues, spin-isolated, over `reps` runs
+/// after `warmup` untimed ones.
+pub fn time_op(
+    gpu: &Gpu,
+    stream: &Stream,
+    reps: usize,
+    warmup: usize,
+    mut op: impl FnMut(&Stream) -> gpukern::Result<()>,
+) -> gpukern::Result<f64> {
+    for _ in 0..warmup {
+        op(stream)?;
+    }
+    let mut t = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        gpu.spin(stream, SPIN_NS)?;
+        t.push(stream.time(&mut op)? as f64);
+    }
+    Ok(median(&mut t))
+}
 
 /// Measured device-to-device copy bandwidth in GB/s (bytes read + bytes written),
 /// median of `reps` copies of `bytes`.

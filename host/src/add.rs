@@ -169,7 +169,15 @@ impl Gpu {
         let mut counter = self.upload(&[0u64])?;
         let grid = grid_for(x.len() as u64, 1, COUNT_BLOCK, 65_536);
         self.shared.bind()?;
-        raw::launch_count(self.shared.func(name)?, grid, COUNT_BLOCK, &x, &y, &mut counter.view_mut(), stream.raw())?;
+        raw::launch_mismatch_count(
+            self.shared.func(name)?,
+            grid,
+            COUNT_BLOCK,
+            &x,
+            &y,
+            &mut counter.view_mut(),
+            stream.raw(),
+        )?;
         stream.synchronize()?;
         Ok(counter.to_vec()?[0])
     }

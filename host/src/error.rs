@@ -47,6 +47,10 @@ pub enum Error {
     #[error("{variant}: grid limit {max_grid} is out of range (1..={limit} blocks)")]
     GridLimit { variant: &'static str, max_grid: u32, limit: u32 },
 
+    /// Operand sizes do not fit the kernel's shape parameters.
+    #[error("{kernel}: {detail}")]
+    Shape { kernel: &'static str, detail: String },
+
     /// A sub-view's range does not lie inside its buffer.
     #[error("view {start}..{end} is out of bounds for a buffer of {len} elements")]
     OutOfBounds { start: usize, end: usize, len: usize },

@@ -24,6 +24,11 @@ pub fn kernel_names() -> Vec<&'static str> {
     names.extend(kernels_gpu::verify::COUNT_MISMATCH);
     names.push(kernels_gpu::verify::EMPTY);
     names.push(kernels_gpu::verify::SPIN);
+    names.extend(kernels_gpu::matmul::MATMUL);
+    names.extend(kernels_gpu::count::COUNT);
+    names.push(kernels_gpu::coalesce::STRIDED_COPY);
+    names.extend(kernels_gpu::transpose::TRANSPOSE);
+    names.extend(kernels_gpu::fusion::FUSION);
     names
 }
 

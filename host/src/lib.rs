@@ -32,6 +32,7 @@ mod error;
 mod gpu;
 mod raw;
 pub mod reference;
+mod studies;
 mod variant;
 
 pub use buffer::{AsView, AsViewMut, DeviceVec, Element, Pod, View, ViewMut};
@@ -39,6 +40,7 @@ pub use error::{DriverError, Error, Result};
 pub use gpu::{kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX};
 pub use half;
 pub use kernels_gpu::Dtype;
+pub use studies::{CountVariant, MatmulVariant, TransposeVariant};
 pub use variant::{LaunchConfig, Variant};
 
 #[cfg(test)]

@@ -44,3 +44,41 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
     // SAFETY: trap aborts the kernel; the host sees a launch failure at sync.
     unsafe { nvptx::trap() }
 }
+
+/// Thread index within the block, x and y.
+#[inline(always)]
+pub fn thread_xy() -> (u32, u32) {
+    // SAFETY: special registers.
+    unsafe { (nvptx::_thread_idx_x(), nvptx::_thread_idx_y()) }
+}
+
+/// Block index, x and y.
+#[inline(always)]
+pub fn block_xy() -> (u32, u32) {
+    // SAFETY: special registers.
+    unsafe { (nvptx::_block_idx_x(), nvptx::_block_idx_y()) }
+}
+
+/// `__syncthreads()`: every thread of the block must reach it.
+#[inline(always)]
+pub fn sync_threads() {
+    // SAFETY: a barrier; callers keep it in uniform control flow.
+    unsafe { nvptx::_syncthreads() }
+}
+
+/// The block's dynamic shared memory (size set at launch), as `*mut T`.
+#[inline(always)]
+pub fn shared<T>() -> *mut T {
+    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<T>()
+}
+
+/// `shfl.sync.down.b32` over the full warp.
+#[inline(always)]
+pub fn shfl_down(v: u32, delta: u32) -> u32 {
+    let r: u32;
+    // SAFETY: all 32 lanes call it (full mask); no memory is touched.
+    unsafe {
+        core::arch::asm!("shfl.sync.down.b32 {0}, {1}, {2}, 31, -1;", out(reg32) r, in(reg32) v, in(reg32) delta, options(nomem, nostack, preserves_flags));
+    }
+    r
+}

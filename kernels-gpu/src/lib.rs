@@ -11,7 +11,21 @@
 //! Entry points only exist under `cfg(target_arch = "nvptx64")`; everything else is
 //! plain `no_std` Rust that compiles on both sides.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, f16, asm_experimental_arch))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(
+        abi_ptx,
+        stdarch_nvptx,
+        f16,
+        asm_experimental_arch,
+        core_float_math,
+        gpu_intrinsics,
+        gpu_launch_sized_workgroup_mem,
+        core_intrinsics
+    ),
+    // core::intrinsics is how the dynamic shared-memory intrinsic is reached.
+    allow(internal_features)
+)]
 
 // A host `cdylib` needs a panic handler; std brings one. The device build has its
 // own in `device`.
@@ -20,7 +34,12 @@ extern crate std;
 
 pub mod add;
 pub mod bits;
+pub mod coalesce;
+pub mod count;
+pub mod fusion;
 pub mod launch;
+pub mod matmul;
+pub mod transpose;
 pub mod verify;
 
 #[cfg(target_arch = "nvptx64")]

@@ -6,6 +6,7 @@
 
 use kernels_gpu::add::ADD_KERNELS;
 use kernels_gpu::verify::{COUNT_MISMATCH, EMPTY, SPIN};
+use kernels_gpu::{count::COUNT, fusion::FUSION, matmul::MATMUL, transpose::TRANSPOSE};
 
 const PTX: &str = include_str!("../../ptx/kernels_gpu.ptx");
 
@@ -45,7 +46,15 @@ const ST128: &[&str] = &["st.global.v4.b32", "st.global.v4.u32", "st.global.v4.f
 
 #[test]
 fn every_expected_entry_exists() {
-    let names = ADD_KERNELS.iter().map(|k| k.name).chain(COUNT_MISMATCH).chain([EMPTY, SPIN]);
+    let names = ADD_KERNELS
+        .iter()
+        .map(|k| k.name)
+        .chain(COUNT_MISMATCH)
+        .chain([EMPTY, SPIN, kernels_gpu::coalesce::STRIDED_COPY])
+        .chain(MATMUL)
+        .chain(COUNT)
+        .chain(TRANSPOSE)
+        .chain(FUSION);
     for name in names {
         assert!(PTX.contains(&format!(".visible .entry {name}(")), "missing .entry {name}");
     }
@@ -145,4 +154,45 @@ fn mismatch_counters_use_one_global_atomic() {
         let atoms = body(name).iter().filter(|l| l.starts_with("atom.") && l.contains(".global.add.u64")).count();
         assert_eq!(atoms, 1, "{name}");
     }
+}
+
+fn has(name: &str, op: &str) -> usize {
+    body(name).iter().filter(|l| l.starts_with(op)).count()
+}
+
+#[test]
+fn tiled_kernels_stage_through_shared_memory() {
+    for k in ["matmul_tiled16", "matmul_regblock", "transpose_tiled", "transpose_padded", "count_eq_block"] {
+        assert!(has(k, "st.shared") > 0 && has(k, "ld.shared") > 0, "{k}: no shared-memory traffic");
+        assert!(has(k, "bar.sync") > 0, "{k}: no barrier");
+    }
+    for k in ["matmul_naive", "transpose_naive"] {
+        assert_eq!(has(k, "ld.shared") + has(k, "st.shared"), 0, "{k} is the no-shared-memory baseline");
+    }
+    assert!(has("matmul_regblock", "ld.shared.v4") >= 2, "register blocking reads fragments with 128-bit shared loads");
+}
+
+#[test]
+fn matmul_accumulates_with_fma() {
+    for k in MATMUL {
+        assert!(has(k, "fma.rn.f32") > 0, "{k}");
+    }
+}
+
+#[test]
+fn reductions_use_one_atomic_per_block_and_the_warp_variant_shuffles() {
+    for k in COUNT {
+        assert_eq!(has(k, "atom."), 1, "{k}: one atomic instruction");
+    }
+    assert!(has("count_eq_warp", "shfl.sync.down.b32") >= 5, "warp reduction by shuffles");
+    assert_eq!(has("count_eq_atomic", "bar.sync"), 0);
+}
+
+#[test]
+fn fused_kernels_round_each_operation_separately() {
+    for k in FUSION {
+        assert_eq!(has(k, "fma"), 0, "{k}: an FMA would change the bits vs the unfused kernels");
+    }
+    assert_eq!((has("saxpy_f32", "mul.rn.f32"), has("saxpy_f32", "add.rn.f32")), (1, 1));
+    assert_eq!((has("add_scale_f32", "add.rn.f32"), has("add_scale_f32", "mul.rn.f32")), (1, 1));
 }

@@ -166,7 +166,7 @@ fn report(args: &[String]) -> Res {
 
 /// Runs `cargo <args> --message-format=json` and returns (name, executable) of every
 /// artifact that has one.
-fn executables(args: &[&str], want_test_harness: bool) -> Res<Vec<(String, PathBuf)>> {
+fn executables(args: &[&str], want: Want) -> Res<Vec<(String, PathBuf)>> {
     let mut c = cargo_with_cuda()?;
     c.args(args).arg("--message-format=json-render-diagnostics").stderr(std::process::Stdio::inherit());
     let out = c.output().map_err(|e| format!("{e}"))?;
@@ -182,13 +182,27 @@ fn executables(args: &[&str], want_test_harness: bool) -> Res<Vec<(String, PathB
             continue;
         }
         if let Some(exe) = v["executable"].as_str() {
-            if want_test_harness && v["profile"]["test"] != true {
-                continue; // a plain binary built alongside the test harnesses
+            let kinds = v["target"]["kind"].as_array().cloned().unwrap_or_default();
+            let keep = match want {
+                Want::TestHarnesses => v["profile"]["test"] == true,
+                Want::Benches => kinds.iter().any(|k| k == "bench"),
+                Want::Binaries => v["profile"]["test"] != true,
+            };
+            if !keep {
+                continue; // e.g. a plain binary built alongside the test harnesses
             }
             found.push((artifact_name(&v), PathBuf::from(exe)));
         }
     }
     Ok(found)
+}
+
+/// Which executables of a cargo run to keep.
+#[derive(Clone, Copy)]
+enum Want {
+    TestHarnesses,
+    Benches,
+    Binaries,
 }
 
 /// `<package>-<target>` for a compiler-artifact message. Package ids look like
@@ -217,13 +231,16 @@ fn bundle(args: &[String]) -> Res {
     let copy = |from: &Path, to: PathBuf| {
         std::fs::copy(from, &to).map(|_| ()).map_err(|e| format!("copy {} -> {}: {e}", from.display(), to.display()))
     };
-    for (name, exe) in executables(&["test", "--release", "--workspace", "--no-run"], true)? {
+    for (name, exe) in executables(&["test", "--release", "--workspace", "--no-run"], Want::TestHarnesses)? {
         copy(&exe, out.join("tests").join(&name))?;
     }
-    for (name, exe) in executables(&["bench", "--package", "gpukern-benches", "--bench", "add", "--no-run"], true)? {
+    for (name, exe) in executables(&["bench", "--package", "gpukern-benches", "--benches", "--no-run"], Want::Benches)?
+    {
         copy(&exe, out.join("bench").join(&name))?;
     }
-    for (_, exe) in executables(&["build", "--release", "--package", "gpukern-benches", "--bin", "report"], false)? {
+    for (_, exe) in
+        executables(&["build", "--release", "--package", "gpukern-benches", "--bin", "report"], Want::Binaries)?
+    {
         copy(&exe, out.join("report"))?;
     }
     let ptx = std::fs::read(root().join(TRACKED_PTX)).map_err(|e| e.to_string())?;

@@ -34,7 +34,8 @@ options:
   --block B        threads per block for the main sweep (default 256)
   --peers          also time torch.add through peers.py, if python3 has torch
   --no-cpu         skip the CPU baseline
-  --no-sweep       skip the block-size sweep
+  --no-sweep       skip the block-size and grid-size sweeps
+  --no-studies     skip the seed-003 studies (matmul, count, coalescing, transpose, fusion)
   --out DIR        where report.{md,json,svg} go (default report-out)";
 
 struct Opts {
@@ -47,6 +48,7 @@ struct Opts {
     peers: bool,
     cpu: bool,
     sweep: bool,
+    studies: bool,
     out: PathBuf,
 }
 
@@ -61,6 +63,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         peers: false,
         cpu: true,
         sweep: true,
+        studies: true,
         out: PathBuf::from("report-out"),
     };
     let mut it = args.iter();
@@ -76,6 +79,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--peers" => o.peers = true,
             "--no-cpu" => o.cpu = false,
             "--no-sweep" => o.sweep = false,
+            "--no-studies" => o.studies = false,
             "--dtype" => {
                 o.dtypes = val()?
                     .split(',')
@@ -248,7 +252,7 @@ fn run(o: &Opts) -> Result<(), String> {
             Dtype::Bf16 => sweep_dtype::<bf16>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?,
         }
     }
-    let Collected { rows, auto_rows, block_rows, batched, grid_rows, failures } = c;
+    let Collected { rows, auto_rows, block_rows, batched, grid_rows, mut failures } = c;
     bar.finish_and_clear();
 
     // Kernel resources and occupancy at the chosen block size.
@@ -277,9 +281,33 @@ fn run(o: &Opts) -> Result<(), String> {
         }
     }
 
-    // Peers (torch.add) in the same run.
-    let (peers, peers_note) =
-        if o.peers { run_peers(o, &sizes) } else { (BTreeMap::new(), "not requested (pass --peers)".to_string()) };
+    // The seed-003 studies.
+    let mut studies: Vec<Value> = Vec::new();
+    if o.studies {
+        let stream = gpu.stream().map_err(e)?;
+        let big = 1usize << o.max_log2.clamp(20, 26);
+        let mm: Vec<usize> =
+            [1024usize, 2048, 4096].into_iter().filter(|&s| s * s <= 1 << o.max_log2.max(20)).collect();
+        let side = (big as f64).sqrt() as usize;
+        eprintln!("studies: matmul {mm:?}, count/coalesce/fusion n = {big}, transpose {side}^2 ...");
+        studies.extend(gpukern_benches::studies::matmul(&gpu, &stream, &mm)?);
+        studies.extend(gpukern_benches::studies::count(&gpu, &stream, big)?);
+        studies.extend(gpukern_benches::studies::coalesce(&gpu, &stream, big)?);
+        studies.extend(gpukern_benches::studies::transpose(&gpu, &stream, side)?);
+        studies.extend(gpukern_benches::studies::fusion(&gpu, &stream, big, copy)?);
+        for s in &studies {
+            if s["verified"] != true {
+                failures.push(format!("{} {}: not verified", s["family"], s["kernel"]));
+            }
+        }
+    }
+
+    // Peers (torch.add, torch.matmul) in the same run.
+    let (peers, peers_note, peer_matmul) = if o.peers {
+        run_peers(o, &sizes)
+    } else {
+        (BTreeMap::new(), "not requested (pass --peers)".to_string(), Vec::new())
+    };
 
     // Roofline: 1 FLOP per element; bytes per element 3 * size.
     let add_gflops = info.peak_fp32_add_gflops();
@@ -324,6 +352,8 @@ fn run(o: &Opts) -> Result<(), String> {
         "cpu": cpu_rows,
         "peers": peers.iter().map(|((d, n), g)| json!({"dtype": d, "n": n, "torch_gbps": g})).collect::<Vec<_>>(),
         "peers_note": peers_note,
+        "peer_matmul": peer_matmul,
+        "studies": studies,
         "failures": failures,
         "elapsed_s": started.elapsed().as_secs_f64(),
     });
@@ -519,10 +549,12 @@ fn peers_script() -> Option<PathBuf> {
 }
 
 /// Runs peers.py; returns GB/s by (dtype, n), or a note saying why there are none.
-fn run_peers(o: &Opts, sizes: &[usize]) -> (BTreeMap<(String, usize), f64>, String) {
+type Peers = (BTreeMap<(String, usize), f64>, String, Vec<Value>);
+
+fn run_peers(o: &Opts, sizes: &[usize]) -> Peers {
     let mut map = BTreeMap::new();
     let Some(script) = peers_script() else {
-        return (map, "peers.py not found".into());
+        return (map, "peers.py not found".into(), Vec::new());
     };
     let has_torch = std::process::Command::new("python3")
         .args(["-c", "import torch; assert torch.cuda.is_available()"])
@@ -531,7 +563,7 @@ fn run_peers(o: &Opts, sizes: &[usize]) -> (BTreeMap<(String, usize), f64>, Stri
         .unwrap_or(false);
     if !has_torch {
         eprintln!("peers: python3 with CUDA torch not available; skipping torch.add");
-        return (map, "python3 with a CUDA build of torch is not available here".into());
+        return (map, "python3 with a CUDA build of torch is not available here".into(), Vec::new());
     }
     eprintln!("peers: timing torch.add ...");
     let dtypes: Vec<&str> = o.dtypes.iter().map(|d| d.name()).collect();
@@ -547,6 +579,7 @@ fn run_peers(o: &Opts, sizes: &[usize]) -> (BTreeMap<(String, usize), f64>, Stri
             "--device",
             &o.device.to_string(),
         ])
+        .args(if o.studies { &["--matmul", "1024,2048,4096"][..] } else { &[][..] })
         .output();
     match out {
         Ok(out) if out.status.success() => {
@@ -559,15 +592,18 @@ fn run_peers(o: &Opts, sizes: &[usize]) -> (BTreeMap<(String, usize), f64>, Stri
                 }
             }
             let note = format!(
-                "torch {} (torch.add(a, b, out=c), CUDA events, median; same sizes, input rotation below 4x L2)",
+                "torch {} (torch.add(a, b, out=c), CUDA events behind a spin, median; same sizes, input rotation \
+                 below 4x L2; torch.matmul with TF32 off)",
                 v["torch"].as_str().unwrap_or("?")
             );
-            (map, note)
+            (map, note, v["matmul"].as_array().cloned().unwrap_or_default())
         }
-        Ok(out) => {
-            (map, format!("peers.py failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")))
-        }
-        Err(e) => (map, format!("could not run python3: {e}")),
+        Ok(out) => (
+            map,
+            format!("peers.py failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")),
+            Vec::new(),
+        ),
+        Err(e) => (map, format!("could not run python3: {e}"), Vec::new()),
     }
 }
 
@@ -769,6 +805,7 @@ fn markdown(r: &Value) -> String {
             );
         }
     }
+    studies_markdown(&mut s, r);
     let _ = writeln!(s, "\n## Peers\n\n{}\n", r["peers_note"].as_str().unwrap_or(""));
     let _ = writeln!(s, "## All sizes\n\n{}", main_table(r, None));
     s
@@ -850,4 +887,93 @@ fn verify_record(args: &[String]) -> Result<(), String> {
         return Err("verification failed".into());
     }
     Ok(())
+}
+
+fn studies_markdown(s: &mut String, r: &Value) {
+    let all: Vec<&Value> = r["studies"].as_array().into_iter().flatten().collect();
+    if all.is_empty() {
+        return;
+    }
+    let fam = |f: &'static str| all.iter().copied().filter(move |x| x["family"] == f);
+    let ok = |x: &Value| if x["verified"] == true { "✓" } else { "✗" };
+    let _ = writeln!(s, "\n## Seed 003: performance-engineering studies\n");
+    let _ = writeln!(s, "### Matrix product (f32, square, FMA in f32; checked against f64 on sampled rows, ‖ΔC‖/‖C‖ ≤ 1e-5)\n\n| kernel | size | median ms | GFLOP/s | vs naive | rel. error | verified |\n|---|---|---:|---:|---:|---:|---|");
+    for x in fam("matmul") {
+        let _ = writeln!(
+            s,
+            "| {} | {}³ | {:.3} | {:.0} | {:.2}× | {:.1e} | {} |",
+            x["kernel"].as_str().unwrap_or(""),
+            x["m"],
+            f(&x["median_us"]) / 1e3,
+            f(&x["gflops"]),
+            f(&x["speedup_vs_naive"]),
+            f(&x["rel_error"]),
+            ok(x)
+        );
+    }
+    for p in r["peer_matmul"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            s,
+            "| torch.matmul (cuBLAS, TF32 off) | {}³ | {:.3} | {:.0} | | | |",
+            p["size"],
+            f(&p["median_us"]) / 1e3,
+            f(&p["gflops"])
+        );
+    }
+    let _ = writeln!(s, "\n### Count equal (i32; one atomic per match vs per block)\n\n| kernel | n | matches | median µs | GB/s | vs atomic | exact |\n|---|---|---:|---:|---:|---:|---|");
+    for x in fam("count_eq") {
+        let _ = writeln!(
+            s,
+            "| {} | 2^{} | {:.0}% | {:.1} | {:.0} | {:.2}× | {} |",
+            x["kernel"].as_str().unwrap_or(""),
+            x["n"].as_u64().unwrap_or(0).trailing_zeros(),
+            100.0 * f(&x["match_rate"]),
+            f(&x["median_us"]),
+            f(&x["gbps"]),
+            f(&x["speedup_vs_naive"]),
+            ok(x)
+        );
+    }
+    let _ = writeln!(s, "\n### Coalescing (f32 copy, warp lanes `stride` elements apart; GB/s of useful data)\n\n| stride | n | median µs | useful GB/s | slowdown vs stride 1 | exact |\n|---:|---|---:|---:|---:|---|");
+    for x in fam("coalesce") {
+        let _ = writeln!(
+            s,
+            "| {} | 2^{} | {:.1} | {:.0} | {:.1}× | {} |",
+            x["stride"],
+            x["n"].as_u64().unwrap_or(0).trailing_zeros(),
+            f(&x["median_us"]),
+            f(&x["gbps"]),
+            f(&x["slowdown_vs_stride_1"]),
+            ok(x)
+        );
+    }
+    let _ = writeln!(s, "\n### Transpose (f32; bank conflicts and padding)\n\n| kernel | size | median µs | GB/s | vs naive | exact |\n|---|---|---:|---:|---:|---|");
+    for x in fam("transpose") {
+        let _ = writeln!(
+            s,
+            "| {} | {}² | {:.1} | {:.0} | {:.2}× | {} |",
+            x["kernel"].as_str().unwrap_or(""),
+            x["rows"],
+            f(&x["median_us"]),
+            f(&x["gbps"]),
+            f(&x["speedup_vs_naive"]),
+            ok(x)
+        );
+    }
+    let _ = writeln!(s, "\n### Fusion (f32; fused kernels round each operation separately, no FMA, so they give the unfused bits)\n\n| pipeline | n | median µs | bytes moved | ideal bytes | GB/s | time vs ideal | speedup | same bits |\n|---|---|---:|---:|---:|---:|---:|---:|---|");
+    for x in fam("fusion") {
+        let _ = writeln!(
+            s,
+            "| {} | 2^{} | {:.1} | {} MB | {} MB | {:.0} | {:.2}× | {:.2}× | {} |",
+            x["kernel"].as_str().unwrap_or(""),
+            x["n"].as_u64().unwrap_or(0).trailing_zeros(),
+            f(&x["median_us"]),
+            x["bytes_moved"].as_u64().unwrap_or(0) / 1_000_000,
+            x["ideal_bytes"].as_u64().unwrap_or(0) / 1_000_000,
+            f(&x["gbps"]),
+            f(&x["vs_ideal_time"]),
+            f(&x["speedup_vs_unfused"]),
+            ok(x)
+        );
+    }
 }

@@ -1,0 +1,244 @@
+//! Safe wrappers for the performance-engineering families of seed 003: matrix
+//! product, counting with atomics vs reductions, coalescing, transpose (bank
+//! conflicts) and fusion. Each derives its launch geometry from the constants
+//! the kernels use.
+
+use kernels_gpu::{coalesce, count, fusion, matmul, transpose};
+
+use crate::buffer::{View, ViewMut};
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, Stream};
+use crate::raw::{self, Elementwise, Geometry};
+
+/// Largest `gridDim.y`.
+const MAX_GRID_Y: u32 = 65_535;
+
+macro_rules! family {
+    ($(#[$m:meta])* $name:ident, $names:expr, [$($(#[$vm:meta])* $v:ident),*]) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name { $($(#[$vm])* $v),* }
+        impl $name {
+            /// Every variant, naive to optimised.
+            pub const ALL: &'static [$name] = &[$($name::$v),*];
+            /// PTX entry name.
+            pub const fn name(self) -> &'static str {
+                $names[self as usize]
+            }
+        }
+    };
+}
+
+family!(
+    /// Matrix-product variants.
+    MatmulVariant,
+    matmul::MATMUL,
+    [
+        /// One thread per output, all operands from global memory.
+        Naive,
+        /// 16×16 shared-memory tiles (the seed's).
+        Tiled16,
+        /// 64×64 block tile, 4×4 outputs per thread, 128-bit shared loads.
+        RegBlock
+    ]
+);
+family!(
+    /// Count-equal variants.
+    CountVariant,
+    count::COUNT,
+    [
+        /// One global atomic per match.
+        Atomic,
+        /// Shared-memory tree, one atomic per block (the seed's).
+        BlockReduce,
+        /// Warp shuffles, one atomic per block.
+        WarpShuffle
+    ]
+);
+family!(
+    /// Transpose variants.
+    TransposeVariant,
+    transpose::TRANSPOSE,
+    [
+        /// Coalesced reads, strided writes.
+        Naive,
+        /// 32×32 shared tile (bank conflicts on the column read).
+        Tiled,
+        /// 32×33 padded tile (no conflicts).
+        Padded
+    ]
+);
+
+fn grid_2d(kernel: &'static str, gx: u64, gy: u64) -> Result<(u32, u32)> {
+    if gy > MAX_GRID_Y as u64 || gx > kernels_gpu::launch::MAX_GRID_X as u64 {
+        return Err(Error::Shape {
+            kernel,
+            detail: format!("needs a {gx}×{gy} grid; the limit is 2^31-1 × {MAX_GRID_Y}"),
+        });
+    }
+    Ok((gx as u32, gy as u32))
+}
+
+impl Gpu {
+    /// Queues `c = a · b` (f32, row-major; `a` is m×k, `b` k×n, `c` m×n).
+    #[allow(clippy::too_many_arguments)]
+    pub fn matmul(
+        &self,
+        v: MatmulVariant,
+        a: View<'_, f32>,
+        b: View<'_, f32>,
+        mut c: ViewMut<'_, f32>,
+        (m, n, k): (u32, u32, u32),
+        stream: &Stream,
+    ) -> Result<()> {
+        let g = match v {
+            MatmulVariant::Naive | MatmulVariant::Tiled16 => Geometry {
+                grid: grid_2d(
+                    v.name(),
+                    (n as u64).div_ceil(matmul::TILE as u64),
+                    (m as u64).div_ceil(matmul::TILE as u64),
+                )?,
+                block: (matmul::TILE, matmul::TILE),
+                shared_bytes: if v == MatmulVariant::Tiled16 { matmul::TILED_SHARED_BYTES } else { 0 },
+            },
+            MatmulVariant::RegBlock => Geometry {
+                grid: grid_2d(
+                    v.name(),
+                    (n as u64).div_ceil(matmul::RB_BN as u64),
+                    (m as u64).div_ceil(matmul::RB_BM as u64),
+                )?,
+                block: (matmul::RB_THREADS, 1),
+                shared_bytes: matmul::RB_SHARED_BYTES,
+            },
+        };
+        self.shared.bind()?;
+        raw::launch_matmul(v.name(), self.shared.func(v.name())?, g, &a, &b, &mut c, (m, n, k), stream.raw())
+    }
+
+    /// Queues `counter[0] += |{i : x[i] == key}|` (the caller zeroes the counter).
+    pub fn count_eq_into(
+        &self,
+        v: CountVariant,
+        x: View<'_, i32>,
+        key: i32,
+        mut counter: ViewMut<'_, u64>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let shared_bytes = match v {
+            CountVariant::Atomic => 0,
+            CountVariant::BlockReduce => count::BLOCK_SHARED_BYTES,
+            CountVariant::WarpShuffle => count::WARP_SHARED_BYTES,
+        };
+        // A few waves of resident blocks; the grid-stride loop covers the rest, so
+        // the reductions end in few atomics.
+        let cap = self.info().sm_count * 8;
+        let grid = kernels_gpu::launch::grid_for(x.len() as u64, 1, count::COUNT_THREADS, cap);
+        let g = Geometry { grid: (grid, 1), block: (count::COUNT_THREADS, 1), shared_bytes };
+        self.shared.bind()?;
+        raw::launch_count_eq(self.shared.func(v.name())?, g, &x, key, &mut counter, stream.raw())
+    }
+
+    /// Counts `x[i] == key` and waits for the result.
+    pub fn count_eq(&self, v: CountVariant, x: View<'_, i32>, key: i32, stream: &Stream) -> Result<u64> {
+        let mut counter = self.upload(&[0u64])?;
+        self.count_eq_into(v, x, key, counter.view_mut(), stream)?;
+        stream.synchronize()?;
+        Ok(counter.to_vec()?[0])
+    }
+
+    /// Queues the strided copy `dst = src` with warp lanes `stride` elements apart
+    /// (`stride` must divide the length).
+    pub fn copy_strided(
+        &self,
+        src: View<'_, f32>,
+        mut dst: ViewMut<'_, f32>,
+        stride: u64,
+        stream: &Stream,
+    ) -> Result<()> {
+        let grid = kernels_gpu::launch::grid_for(src.len() as u64, 1, 256, kernels_gpu::launch::MAX_GRID_X);
+        let g = Geometry { grid: (grid, 1), block: (256, 1), shared_bytes: 0 };
+        self.shared.bind()?;
+        raw::launch_strided_copy(self.shared.func(coalesce::STRIDED_COPY)?, g, &src, &mut dst, stride, stream.raw())
+    }
+
+    /// Queues `output = inputᵀ` (`input` rows×cols, `output` cols×rows, f32).
+    pub fn transpose(
+        &self,
+        v: TransposeVariant,
+        input: View<'_, f32>,
+        mut output: ViewMut<'_, f32>,
+        (rows, cols): (u32, u32),
+        stream: &Stream,
+    ) -> Result<()> {
+        let t = transpose::TILE as u64;
+        let g = Geometry {
+            grid: grid_2d(v.name(), (cols as u64).div_ceil(t), (rows as u64).div_ceil(t))?,
+            block: (transpose::TILE, transpose::BLOCK_ROWS),
+            shared_bytes: transpose::SHARED_BYTES[v as usize],
+        };
+        self.shared.bind()?;
+        raw::launch_transpose(v.name(), self.shared.func(v.name())?, g, &input, &mut output, (rows, cols), stream.raw())
+    }
+
+    fn elementwise_geometry(n: usize) -> Geometry {
+        let grid = kernels_gpu::launch::grid_for(n as u64, 1, 256, kernels_gpu::launch::MAX_GRID_X);
+        Geometry { grid: (grid, 1), block: (256, 1), shared_bytes: 0 }
+    }
+
+    /// Queues `y = alpha · x` (each product rounded once).
+    pub fn scale(&self, x: View<'_, f32>, alpha: f32, mut y: ViewMut<'_, f32>, stream: &Stream) -> Result<()> {
+        let name = fusion::FUSION[0];
+        self.shared.bind()?;
+        let g = Self::elementwise_geometry(x.len());
+        raw::launch_elementwise(
+            name,
+            self.shared.func(name)?,
+            g,
+            Elementwise::Scale { x: &x, alpha, y: &mut y },
+            stream.raw(),
+        )
+    }
+
+    /// Queues the fused `d = (a + b) · alpha` (sum and product rounded separately).
+    pub fn add_scale(
+        &self,
+        a: View<'_, f32>,
+        b: View<'_, f32>,
+        alpha: f32,
+        mut d: ViewMut<'_, f32>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let name = fusion::FUSION[1];
+        self.shared.bind()?;
+        let g = Self::elementwise_geometry(a.len());
+        raw::launch_elementwise(
+            name,
+            self.shared.func(name)?,
+            g,
+            Elementwise::AddScale { a: &a, b: &b, alpha, d: &mut d },
+            stream.raw(),
+        )
+    }
+
+    /// Queues the fused `y = alpha · x + b` (no FMA: product and sum rounded
+    /// separately, so it matches `scale` followed by `add`).
+    pub fn saxpy(
+        &self,
+        alpha: f32,
+        x: View<'_, f32>,
+        b: View<'_, f32>,
+        mut y: ViewMut<'_, f32>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let name = fusion::FUSION[2];
+        self.shared.bind()?;
+        let g = Self::elementwise_geometry(x.len());
+        raw::launch_elementwise(
+            name,
+            self.shared.func(name)?,
+            g,
+            Elementwise::Saxpy { alpha, x: &x, b: &b, y: &mut y },
+            stream.raw(),
+        )
+    }
+}
