@@ -211,9 +211,11 @@ impl<T: ReferenceAdd> Workload<T> {
         let sets = self.rotation(gpu, n);
         let (mut tp, mut tq) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
         for i in 0..reps + 5 {
-            for (pick, t) in [(p, &mut tp), (q, &mut tq)] {
+            // Each launch gets its own input set: had q re-read what p just read,
+            // q would find it in L2 and look faster than it is.
+            for (j, (pick, t)) in [(p, &mut tp), (q, &mut tq)].into_iter().enumerate() {
                 gpu.spin(stream, SPIN_NS)?;
-                let ms = stream.time(|s| self.launch(gpu, pick, cfg, n, i % sets, s))?;
+                let ms = stream.time(|s| self.launch(gpu, pick, cfg, n, (2 * i + j) % sets, s))?;
                 if i >= 5 {
                     t.push(ms as f64);
                 }

@@ -141,15 +141,15 @@ impl Gpu {
         mut ops: Vec<(View<'a, T>, View<'a, T>, ViewMut<'a, T>)>,
         launches: usize,
     ) -> Result<AddGraph<'a>> {
-        let capture_stream = self.stream()?;
         for (a, b, out) in &ops {
-            self.check_common(variant, cfg, a, b, out, &capture_stream)?;
+            self.check_args(variant, cfg, a, b, out)?;
         }
         let k = ops.len().max(1);
-        let raw = raw::capture(capture_stream.raw(), || {
+        self.shared.bind()?;
+        let raw = raw::capture(|stream| {
             (0..launches).zip((0..k).cycle()).try_for_each(|(_, i)| {
                 let (a, b, out) = &mut ops[i];
-                self.launch_add(variant, cfg, a, b, out, &capture_stream)
+                self.launch_add_raw(variant, cfg, a, b, out, stream)
             })
         })?;
         Ok(AddGraph { raw, launches, gpu: self.shared.clone(), _operands: std::marker::PhantomData })
@@ -191,6 +191,22 @@ impl Gpu {
         out: &ViewMut<'_, T>,
         stream: &Stream,
     ) -> Result<()> {
+        self.check_args(variant, cfg, a, b, out)?;
+        if !std::sync::Arc::ptr_eq(stream.shared(), &self.shared) {
+            return Err(Error::ForeignHandle { variant: variant.name(), what: "stream" });
+        }
+        Ok(())
+    }
+
+    /// Checks everything about an add but the stream.
+    fn check_args<T: Element>(
+        &self,
+        variant: Variant,
+        cfg: LaunchConfig,
+        a: &View<'_, T>,
+        b: &View<'_, T>,
+        out: &ViewMut<'_, T>,
+    ) -> Result<()> {
         let name = variant.name();
         if variant.dtype() != T::DTYPE {
             return Err(Error::DtypeMismatch { variant: name, expected: variant.dtype().name(), got: T::DTYPE.name() });
@@ -205,12 +221,8 @@ impl Gpu {
             return Err(Error::GridLimit { variant: name, max_grid: cfg.max_grid, limit: MAX_GRID_X });
         }
         let shared = &self.shared;
-        if !a.same_context(shared)
-            || !b.same_context(shared)
-            || !out.same_context(shared)
-            || !std::sync::Arc::ptr_eq(stream.shared(), shared)
-        {
-            return Err(Error::NoDevice(format!("{name}: buffers or stream belong to another Gpu handle")));
+        if !a.same_context(shared) || !b.same_context(shared) || !out.same_context(shared) {
+            return Err(Error::ForeignHandle { variant: name, what: "buffers" });
         }
         Ok(())
     }
@@ -224,6 +236,18 @@ impl Gpu {
         out: &mut ViewMut<'_, T>,
         stream: &Stream,
     ) -> Result<()> {
+        self.launch_add_raw(variant, cfg, a, b, out, stream.raw())
+    }
+
+    fn launch_add_raw<T: Element>(
+        &self,
+        variant: Variant,
+        cfg: LaunchConfig,
+        a: &View<'_, T>,
+        b: &View<'_, T>,
+        out: &mut ViewMut<'_, T>,
+        stream: cust::sys::CUstream,
+    ) -> Result<()> {
         let n = a.len();
         let launch = BinaryLaunch {
             name: variant.name(),
@@ -234,6 +258,6 @@ impl Gpu {
             align: variant.align(),
         };
         self.shared.bind()?;
-        raw::launch_binary(&launch, a, b, out, n, stream.raw())
+        raw::launch_binary(&launch, a, b, out, n, stream)
     }
 }

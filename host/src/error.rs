@@ -39,6 +39,10 @@ pub enum Error {
     #[error("{variant}: works on {expected} data, but the buffers hold {got}")]
     DtypeMismatch { variant: &'static str, expected: &'static str, got: &'static str },
 
+    /// Operands or stream come from a different [`crate::Gpu`] handle.
+    #[error("{variant}: the {what} belong to another Gpu handle; use buffers and streams of the Gpu that launches")]
+    ForeignHandle { variant: &'static str, what: &'static str },
+
     /// Threads per block outside 1..=max.
     #[error("{variant}: block size {block} is out of range (1..={max} threads)")]
     BlockSize { variant: &'static str, block: u32, max: u32 },

@@ -198,7 +198,9 @@ impl Gpu {
         &self.shared.info
     }
 
-    /// A new non-blocking stream on this GPU.
+    /// A new stream on this GPU. It is a blocking stream (cust creates no other
+    /// kind): it is ordered with the legacy default stream, which the synchronous
+    /// copies and fills of `DeviceVec` use, so those never race with queued work.
     pub fn stream(&self) -> Result<Stream> {
         self.shared.bind()?;
         let inner = cust::stream::Stream::new(StreamFlags::NON_BLOCKING, None).map_err(driver("cuStreamCreate"))?;

@@ -469,14 +469,30 @@ impl Drop for RawGraph {
     }
 }
 
-/// Records what `work` queues on `stream` into a graph instead of running it, then
-/// instantiates the graph. Capture is ended even when `work` fails.
-pub(crate) fn capture(stream: cu::CUstream, work: impl FnOnce() -> Result<()>) -> Result<RawGraph> {
+/// Records what `work` queues on the stream it is given into a graph instead of
+/// running it, then instantiates the graph. Capture is ended even when `work`
+/// fails.
+///
+/// The capture stream is a private non-blocking stream: a blocking stream in
+/// capture would make every legacy-stream operation of other threads (the
+/// synchronous copies and memsets) fail with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT.
+pub(crate) fn capture(work: impl FnOnce(cu::CUstream) -> Result<()>) -> Result<RawGraph> {
     let driver = |context: &'static str| move |source| Error::Driver { context, source };
-    // SAFETY: begins capture on a stream this crate owns.
+    let mut stream: cu::CUstream = std::ptr::null_mut();
+    // SAFETY: creates a stream owned by this function (1 = CU_STREAM_NON_BLOCKING).
+    check(unsafe { cu::cuStreamCreate(&mut stream, 1) }).map_err(driver("cuStreamCreate"))?;
+    let result = capture_on(stream, work);
+    // SAFETY: the stream was created above and only captured into, never run.
+    let _ = unsafe { cu::cuStreamDestroy_v2(stream) };
+    result
+}
+
+fn capture_on(stream: cu::CUstream, work: impl FnOnce(cu::CUstream) -> Result<()>) -> Result<RawGraph> {
+    let driver = |context: &'static str| move |source| Error::Driver { context, source };
+    // SAFETY: begins capture on the private stream.
     check(unsafe { cu::cuStreamBeginCapture_v2(stream, cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })
         .map_err(driver("cuStreamBeginCapture"))?;
-    let worked = work();
+    let worked = work(stream);
     let mut graph: cu::CUgraph = std::ptr::null_mut();
     // SAFETY: ends the capture begun above and receives the graph handle.
     let ended = check(unsafe { cu::cuStreamEndCapture(stream, &mut graph) }).map_err(driver("cuStreamEndCapture"));

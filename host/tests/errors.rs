@@ -67,6 +67,15 @@ fn argument_errors_name_the_variant_and_values() {
     let e = gpu.add_host(&[f16::ONE; 3], &[f16::ONE; 4]).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { a: 3, b: 4, .. }), "{e:?}");
 
+    let other = Gpu::new(0).unwrap();
+    let e = other.add(Variant::F32, &a, &a, &mut out, &other.stream().unwrap()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "add_f32: the buffers belong to another Gpu handle; use buffers and streams of the Gpu that launches"
+    );
+    let e = gpu.add(Variant::F32, &a, &a, &mut out, &other.stream().unwrap()).unwrap_err();
+    assert!(matches!(e, Error::ForeignHandle { what: "stream", .. }), "{e:?}");
+
     // n = 0 succeeds without launching.
     let (z, mut zo) = (gpu.alloc::<f32>(0).unwrap(), gpu.alloc::<f32>(0).unwrap());
     gpu.add(Variant::F32x4, &z, &z, &mut zo, &stream).unwrap();
