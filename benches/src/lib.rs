@@ -196,7 +196,8 @@ impl<T: ReferenceAdd> Workload<T> {
     }
 
     /// Median device times (ms) of `p` and `q`, timed alternately launch by launch
-    /// (spin-isolated), so both see the same drift.
+    /// (spin-isolated, order swapped every round, distinct input sets), so both
+    /// see the same drift and neither finds the other's data in L2.
     #[allow(clippy::too_many_arguments)]
     pub fn time_pair(
         &mut self,
@@ -213,7 +214,10 @@ impl<T: ReferenceAdd> Workload<T> {
         for i in 0..reps + 5 {
             // Each launch gets its own input set: had q re-read what p just read,
             // q would find it in L2 and look faster than it is.
-            for (j, (pick, t)) in [(p, &mut tp), (q, &mut tq)].into_iter().enumerate() {
+            // Order alternates (p q, q p, …) so that an effect of going first or
+            // second cancels out.
+            let order = if i % 2 == 0 { [(p, &mut tp), (q, &mut tq)] } else { [(q, &mut tq), (p, &mut tp)] };
+            for (j, (pick, t)) in order.into_iter().enumerate() {
                 gpu.spin(stream, SPIN_NS)?;
                 let ms = stream.time(|s| self.launch(gpu, pick, cfg, n, (2 * i + j) % sets, s))?;
                 if i >= 5 {
