@@ -89,11 +89,12 @@ pub fn chart(title: &str, series: &[Series], levels: &[Level]) -> String {
     );
     for (i, l) in levels.iter().enumerate() {
         let (x2, yy, dash) = (w - right, py(l.value), if i == 0 { "6 3" } else { "2 3" });
+        // Label inside the plot, just above its line at the left end, clear of the legend.
         let _ = writeln!(
             s,
             r##"<line x1="{left}" x2="{x2}" y1="{yy}" y2="{yy}" stroke="#444" stroke-dasharray="{dash}"/><text x="{tx}" y="{ty}" fill="#444">{label} ({value:.0})</text>"##,
-            tx = x2 + 6.0,
-            ty = yy + 4.0,
+            tx = left + 6.0,
+            ty = yy - 4.0,
             label = esc(&l.label),
             value = l.value
         );
@@ -102,7 +103,7 @@ pub fn chart(title: &str, series: &[Series], levels: &[Level]) -> String {
         let c = COLORS[i % COLORS.len()];
         let pts: Vec<String> = se.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y))).collect();
         let _ = writeln!(s, r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#, pts.join(" "));
-        let ly = top + 40.0 + 18.0 * (i + levels.len()) as f64;
+        let ly = top + 10.0 + 18.0 * i as f64;
         let _ = writeln!(
             s,
             r#"<line x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{c}" stroke-width="3"/><text x="{}" y="{}">{}</text>"#,

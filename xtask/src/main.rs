@@ -275,8 +275,8 @@ fn bundle(args: &[String]) -> Res {
 }
 
 /// Files a GPU run may produce that belong under `results/<gpu>/`.
-const RESULT_FILES: [&str; 6] =
-    ["report.json", "report.md", "report.svg", "verify.json", "sanitizer.json", "cases.jsonl"];
+const RESULT_FILES: [&str; 7] =
+    ["report.json", "report.md", "report.svg", "verify.json", "sanitizer.json", "cases.jsonl", "bench.log"];
 
 fn import_results(dirs: &[String]) -> Res {
     if dirs.is_empty() {
@@ -305,7 +305,16 @@ fn import_results(dirs: &[String]) -> Res {
     let dest = gpu_dir.ok_or("no report.json or verify.json with a `gpu` field in those folders")?;
     std::fs::create_dir_all(&dest).map_err(|e| e.to_string())?;
     for (name, from) in &files {
-        std::fs::copy(from, dest.join(name)).map_err(|e| format!("copy {}: {e}", from.display()))?;
+        let to = dest.join(name);
+        if to.exists() {
+            // Copies of read-only fetched files are read-only too; replace them.
+            std::fs::remove_file(&to).map_err(|e| format!("{}: {e}", to.display()))?;
+        }
+        std::fs::copy(from, &to).map_err(|e| format!("copy {}: {e}", from.display()))?;
+        let mut perms = std::fs::metadata(&to).map_err(|e| e.to_string())?.permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        std::fs::set_permissions(&to, perms).map_err(|e| e.to_string())?;
         println!("{} -> {}", from.display(), dest.join(name).display());
     }
     readme_results(&dest)

@@ -24,6 +24,7 @@ const HELP: &str = "report: GB/s of every add variant vs n, verified, with peak 
 
 usage: report [options]            run the study (the README's main job)
        report verify-record ...    write verify.json from a GPU test run (used by run.sh)
+       report render --from report.json --out DIR   redraw report.md and report.svg (no GPU)
 
 options:
   --min-log2 N     smallest n = 2^N (default 10)
@@ -108,10 +109,10 @@ fn parse(args: &[String]) -> Result<Opts, String> {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = if args.first().map(String::as_str) == Some("verify-record") {
-        verify_record(&args[1..])
-    } else {
-        parse(&args).and_then(|o| run(&o))
+    let result = match args.first().map(String::as_str) {
+        Some("verify-record") => verify_record(&args[1..]),
+        Some("render") => render(&args[1..]),
+        _ => parse(&args).and_then(|o| run(&o)),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");
@@ -362,7 +363,7 @@ fn run(o: &Opts) -> Result<(), String> {
     std::fs::write(o.out.join("report.json"), serde_json::to_string_pretty(&report).unwrap_or_default())
         .map_err(|e| e.to_string())?;
     std::fs::write(o.out.join("report.md"), &md).map_err(|e| e.to_string())?;
-    std::fs::write(o.out.join("report.svg"), plot(&report, &rows)).map_err(|e| e.to_string())?;
+    std::fs::write(o.out.join("report.svg"), plot(&report)).map_err(|e| e.to_string())?;
     println!("{}", main_table(&report, None));
     println!(
         "wrote {}/report.md, report.json, report.svg in {:.0} s",
@@ -811,11 +812,16 @@ fn markdown(r: &Value) -> String {
     s
 }
 
-fn plot(r: &Value, rows: &[Row]) -> String {
+/// The GB/s-vs-n chart, from the report's JSON alone (so `render` can redraw it).
+fn plot(r: &Value) -> String {
     let mut series: Vec<Series> = Vec::new();
+    let rows: Vec<&Value> = r["rows"].as_array().into_iter().flatten().collect();
     for v in Variant::ALL {
-        let pts: Vec<(f64, f64)> =
-            rows.iter().filter(|x| x.kernel == v.name()).map(|x| ((x.n as f64).log2(), x.gbps)).collect();
+        let pts: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|x| x["kernel"] == v.name())
+            .map(|x| ((x["n"].as_u64().unwrap_or(1) as f64).log2(), f(&x["gbps"])))
+            .collect();
         if !pts.is_empty() {
             let label = match v.seed_version() {
                 Some(k) => format!("V{k} {}", v.name()),
@@ -829,6 +835,22 @@ fn plot(r: &Value, rows: &[Row]) -> String {
         Level { label: "measured copy".into(), value: f(&r["copy_gbps"]) },
     ];
     chart(&format!("Element-wise add on {}: GB/s vs n", r["gpu"].as_str().unwrap_or("GPU")), &series, &levels)
+}
+
+/// `report render --from report.json --out DIR`: redraws report.md and report.svg
+/// from a report's JSON, without a GPU.
+fn render(args: &[String]) -> Result<(), String> {
+    let get = |k: &str| {
+        args.iter().position(|a| a == k).and_then(|i| args.get(i + 1)).cloned().ok_or(format!("render needs {k}"))
+    };
+    let (from, out) = (get("--from")?, PathBuf::from(get("--out")?));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&from).map_err(|e| format!("{from}: {e}"))?)
+        .map_err(|e| format!("{from}: {e}"))?;
+    std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("report.md"), markdown(&r)).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("report.svg"), plot(&r)).map_err(|e| e.to_string())?;
+    println!("rendered {}/report.md and report.svg from {from}", out.display());
+    Ok(())
 }
 
 /// `report verify-record --cases FILE --log FILE --command CMD --out FILE`
