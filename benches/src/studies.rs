@@ -43,19 +43,7 @@ pub fn matmul(gpu: &Gpu, stream: &Stream, sizes: &[usize]) -> R<Vec<Value>> {
             gpu.matmul(v, da.view(), db.view(), dc.view_mut(), dims, stream).map_err(e)?;
             stream.synchronize().map_err(e)?;
             let c = dc.to_vec().map_err(e)?;
-            let (num, den) = sample
-                .par_iter()
-                .map(|&i| {
-                    let (mut num, mut den) = (0.0f64, 0.0f64);
-                    for j in 0..s {
-                        let want: f64 = (0..s).map(|p| a[i * s + p] as f64 * b[p * s + j] as f64).sum();
-                        num += (c[i * s + j] as f64 - want).powi(2);
-                        den += want * want;
-                    }
-                    (num, den)
-                })
-                .reduce(|| (0.0, 0.0), |x, y| (x.0 + y.0, x.1 + y.1));
-            let rel = (num / den).sqrt();
+            let rel = gpukern::reference::matmul_rel_error(&a, &b, &c, (s, s, s), &sample);
             let reps = if s >= 4096 { 5 } else { 20 };
             let ms = time_op(gpu, stream, reps, 1, |st| gpu.matmul(v, da.view(), db.view(), dc.view_mut(), dims, st))
                 .map_err(e)?;

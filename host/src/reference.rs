@@ -112,6 +112,25 @@ pub fn first_mismatch<T: Element>(got: &[T], want: &[T]) -> Option<usize> {
         .or_else(|| (got.len() != want.len()).then(|| got.len().min(want.len())))
 }
 
+/// Relative error ‖C − C_ref‖ / ‖C_ref‖ of a row-major f32 product `c = a · b`
+/// (`a` m×k, `b` k×n) over the given rows of C, with C_ref computed in f64.
+/// A NaN anywhere in those rows makes the result NaN (so it fails any bound).
+pub fn matmul_rel_error(a: &[f32], b: &[f32], c: &[f32], (_m, n, k): (usize, usize, usize), rows: &[usize]) -> f64 {
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for &i in rows {
+        for j in 0..n {
+            let want: f64 = (0..k).map(|p| a[i * k + p] as f64 * b[p * n + j] as f64).sum();
+            num += (c[i * n + j] as f64 - want).powi(2);
+            den += want * want;
+        }
+    }
+    if den == 0.0 {
+        num.sqrt()
+    } else {
+        (num / den).sqrt()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +219,16 @@ mod tests {
                 f32_path.to_bits()
             );
         }
+    }
+
+    #[test]
+    fn matmul_rel_error_is_zero_for_an_exact_product_and_nan_for_nan() {
+        let (a, b) = ([1.0f32, 2.0, 3.0, 4.0], [5.0f32, 6.0, 7.0, 8.0]);
+        let c = [19.0f32, 22.0, 43.0, 50.0];
+        assert_eq!(matmul_rel_error(&a, &b, &c, (2, 2, 2), &[0, 1]), 0.0);
+        let off = [19.0f32, 22.0, 43.0, 51.0];
+        assert!(matmul_rel_error(&a, &b, &off, (2, 2, 2), &[0, 1]) > 1e-3);
+        assert!(matmul_rel_error(&a, &b, &[f32::NAN; 4], (2, 2, 2), &[0]).is_nan());
     }
 
     #[test]

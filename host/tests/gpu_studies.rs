@@ -7,31 +7,9 @@ mod common;
 use common::{gpu, record};
 use gpukern::{CountVariant, Error, MatmulVariant, TransposeVariant, Variant};
 use rand::{Rng, SeedableRng};
-use rayon::prelude::*;
 
 fn rng() -> rand::rngs::SmallRng {
     rand::rngs::SmallRng::seed_from_u64(rand::random())
-}
-
-/// ‖C − C_ref‖ / ‖C_ref‖ over the given rows, with C_ref in f64.
-fn matmul_rel_error(a: &[f32], b: &[f32], c: &[f32], (_m, n, k): (usize, usize, usize), rows: &[usize]) -> f64 {
-    let (num, den) = rows
-        .par_iter()
-        .map(|&i| {
-            let (mut num, mut den) = (0.0f64, 0.0f64);
-            for j in 0..n {
-                let want: f64 = (0..k).map(|p| a[i * k + p] as f64 * b[p * n + j] as f64).sum();
-                num += (c[i * n + j] as f64 - want).powi(2);
-                den += want * want;
-            }
-            (num, den)
-        })
-        .reduce(|| (0.0, 0.0), |x, y| (x.0 + y.0, x.1 + y.1));
-    if den == 0.0 {
-        num.sqrt()
-    } else {
-        (num / den).sqrt()
-    }
 }
 
 #[test]
@@ -59,7 +37,7 @@ fn matmul_matches_f64_reference() {
             gpu.matmul(v, da.view(), db.view(), dc.view_mut(), (m as u32, n as u32, k as u32), &stream).unwrap();
             stream.synchronize().unwrap();
             let c = dc.to_vec().unwrap();
-            let err = matmul_rel_error(&a, &b, &c, (m, n, k), &rows);
+            let err = gpukern::reference::matmul_rel_error(&a, &b, &c, (m, n, k), &rows);
             let ok = err <= 1e-5;
             record("matmul", &format!("{v:?} {m}x{n}x{k} rel_err={err:.2e}"), m * n, ok);
             if !ok {

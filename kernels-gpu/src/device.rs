@@ -82,3 +82,9 @@ pub fn shfl_down(v: u32, delta: u32) -> u32 {
     }
     r
 }
+
+/// Row-major index `r·cols + c`, in 64 bits (rows·cols can exceed 2^32).
+#[inline(always)]
+pub fn at(r: u32, cols: u32, c: u32) -> usize {
+    r as usize * cols as usize + c as usize
+}

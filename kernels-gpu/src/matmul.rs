@@ -34,14 +34,8 @@ pub use kernels::*;
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::*;
-    use crate::device::{block_xy, shared, sync_threads, thread_xy};
+    use crate::device::{at, block_xy, shared, sync_threads, thread_xy};
     use core::f32::math::mul_add;
-
-    /// Row-major index `r·cols + c`, in 64 bits (M·K can exceed 2^32).
-    #[inline(always)]
-    fn at(r: u32, cols: u32, c: u32) -> usize {
-        r as usize * cols as usize + c as usize
-    }
 
     /// Naive: one thread per element of C, reading its row of A and column of B
     /// straight from global memory (K loads of each per output).

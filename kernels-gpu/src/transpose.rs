@@ -21,12 +21,7 @@ pub use kernels::*;
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::*;
-    use crate::device::{block_xy, shared, sync_threads, thread_xy};
-
-    #[inline(always)]
-    fn at(r: u32, cols: u32, c: u32) -> usize {
-        r as usize * cols as usize + c as usize
-    }
+    use crate::device::{at, block_xy, shared, sync_threads, thread_xy};
 
     /// Naive: reads rows (coalesced) and writes columns (each warp's 32 stores
     /// land 32 rows apart: uncoalesced).
