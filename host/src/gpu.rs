@@ -234,7 +234,7 @@ impl Gpu {
     /// Registers, local memory and limits of one kernel, from the driver.
     pub fn kernel_resources(&self, name: &'static str) -> Result<KernelResources> {
         self.shared.bind()?;
-        // Looked up again through the driver so the attribute API of cust can be used.
+        // cust names the attributes; the query goes through `raw` on the resolved handle.
         let f = self.shared.func(name)?;
         let get = |a: FunctionAttribute| raw::func_attribute(f, a as i32).map(|v| v as u32);
         Ok(KernelResources {
