@@ -3,10 +3,10 @@
 
 mod common;
 
-use common::{check, check_all_sizes, check_variant, gpu, record, Data, Launch};
+use common::{check_all_sizes, check_explicit, check_variant, gpu, record, Data, Launch};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
-use gpukern::{Dtype, Error, LaunchConfig, Variant};
+use gpukern::{Error, LaunchConfig, Variant};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
@@ -84,11 +84,7 @@ fn odd_blocks_and_capped_grids_cover_every_element() {
     for v in Variant::ALL {
         for cfg in cfgs {
             for n in [0usize, 1, 9, 4097, 100_003] {
-                let r = match v.dtype() {
-                    Dtype::F32 => check::<f32>(Launch::Explicit(v, cfg), n, Data::Random),
-                    Dtype::F16 => check::<f16>(Launch::Explicit(v, cfg), n, Data::Random),
-                    Dtype::Bf16 => check::<bf16>(Launch::Explicit(v, cfg), n, Data::Random),
-                };
+                let r = check_explicit(v, cfg, n, Data::Random);
                 record("odd_blocks_and_capped_grids", &format!("{v} {cfg:?}"), n, r.is_ok());
                 failures.extend(r.err());
             }
@@ -261,11 +257,7 @@ fn concurrent_streams_on_one_context() {
             s.spawn(move || {
                 for (i, v) in Variant::ALL.into_iter().cycle().skip(t).take(12).enumerate() {
                     let n = 100_000 + 37 * i + t;
-                    let r = match v.dtype() {
-                        Dtype::F32 => check::<f32>(Launch::Explicit(v, LaunchConfig::default()), n, Data::Random),
-                        Dtype::F16 => check::<f16>(Launch::Explicit(v, LaunchConfig::default()), n, Data::Random),
-                        Dtype::Bf16 => check::<bf16>(Launch::Explicit(v, LaunchConfig::default()), n, Data::Random),
-                    };
+                    let r = check_explicit(v, LaunchConfig::default(), n, Data::Random);
                     record("concurrent_streams", &format!("thread {t} {v}"), n, r.is_ok());
                     r.unwrap();
                 }

@@ -186,6 +186,15 @@ pub fn check_all_sizes<T: ReferenceAdd>(test: &str, launch: Launch) {
     assert!(failures.is_empty(), "{} failing cases:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// One `check` of an explicit variant, dispatched on its dtype.
+pub fn check_explicit(v: Variant, cfg: LaunchConfig, n: usize, data: Data) -> Result<(), String> {
+    match v.dtype() {
+        Dtype::F32 => check::<f32>(Launch::Explicit(v, cfg), n, data),
+        Dtype::F16 => check::<f16>(Launch::Explicit(v, cfg), n, data),
+        Dtype::Bf16 => check::<bf16>(Launch::Explicit(v, cfg), n, data),
+    }
+}
+
 /// Dispatches on the variant's dtype.
 pub fn check_variant(test: &str, v: Variant, cfg: LaunchConfig) {
     match v.dtype() {
