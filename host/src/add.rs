@@ -1,7 +1,7 @@
 //! The safe add API: validation, the automatic variant choice, host convenience.
 
 use kernels_gpu::launch::{grid_for, MAX_BLOCK, MAX_GRID_X};
-use kernels_gpu::verify::{COUNT_BLOCK, COUNT_MISMATCH};
+use kernels_gpu::verify::{COUNT_BLOCK, COUNT_MISMATCH, MARK_VISITS};
 use kernels_gpu::Dtype;
 
 use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
@@ -180,6 +180,45 @@ impl Gpu {
         )?;
         stream.synchronize()?;
         Ok(counter.to_vec()?[0])
+    }
+
+    /// Queues the visit marker: adds 1 to `marks[i]` each time the grid-stride
+    /// walk the add kernels use, with `lanes` elements per group and launched with
+    /// `cfg` exactly as [`Gpu::add_with`] would, visits element `i`.
+    ///
+    /// A correct walk raises every mark by exactly one, whatever the grid cap; the
+    /// tests use it to prove that a grid clamped at the hardware limit still covers
+    /// every index once, and a kernel author can check a launch setting the same
+    /// way. `lanes` must be 1, 2, 4 or 8 (the widths of [`Variant::lanes`]).
+    pub fn mark_visits<'a>(
+        &self,
+        lanes: u32,
+        cfg: LaunchConfig,
+        marks: impl AsViewMut<'a, i32>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let mut marks = marks.into_view_mut();
+        let Some(&(name, _)) = MARK_VISITS.iter().find(|(_, l)| *l == lanes) else {
+            return Err(Error::Shape {
+                kernel: "mark_visits",
+                detail: format!("lanes = {lanes}; must be 1, 2, 4 or 8"),
+            });
+        };
+        if cfg.block == 0 || cfg.block > MAX_BLOCK {
+            return Err(Error::BlockSize { variant: name, block: cfg.block, max: MAX_BLOCK });
+        }
+        if cfg.max_grid == 0 || cfg.max_grid > MAX_GRID_X {
+            return Err(Error::GridLimit { variant: name, max_grid: cfg.max_grid, limit: MAX_GRID_X });
+        }
+        if !marks.same_context(&self.shared) {
+            return Err(Error::ForeignHandle { variant: name, what: "buffers" });
+        }
+        if !std::sync::Arc::ptr_eq(stream.shared(), &self.shared) {
+            return Err(Error::ForeignHandle { variant: name, what: "stream" });
+        }
+        let grid = grid_for(marks.len() as u64, lanes, cfg.block, cfg.max_grid);
+        self.shared.bind()?;
+        raw::launch_mark_visits(self.shared.func(name)?, grid, cfg.block, &mut marks, stream.raw())
     }
 
     fn check_common<T: Element>(

@@ -24,6 +24,7 @@ pub fn kernel_names() -> Vec<&'static str> {
     names.extend(kernels_gpu::verify::COUNT_MISMATCH);
     names.push(kernels_gpu::verify::EMPTY);
     names.push(kernels_gpu::verify::SPIN);
+    names.extend(kernels_gpu::verify::MARK_VISITS.map(|(name, _)| name));
     names.extend(kernels_gpu::matmul::MATMUL);
     names.extend(kernels_gpu::count::COUNT);
     names.push(kernels_gpu::coalesce::STRIDED_COPY);

@@ -9,6 +9,7 @@ use std::ffi::{c_void, CStr};
 use std::os::raw::c_char;
 
 use cust::sys as cu;
+use kernels_gpu::coalesce;
 
 use crate::buffer::{Element, Pod, View, ViewMut};
 use crate::error::{DriverError, Error, Result};
@@ -266,6 +267,12 @@ pub(crate) fn launch_strided_copy(
             detail: format!("stride {stride} must be at least 1 and divide n = {n}"),
         });
     }
+    if stride > coalesce::MAX_STRIDE || g.grid.1 as u64 != stride {
+        return Err(Error::Shape {
+            kernel: "copy_strided",
+            detail: format!("stride {stride} must be at most {} (one grid row per column)", coalesce::MAX_STRIDE),
+        });
+    }
     if n == 0 {
         return Ok(());
     }
@@ -430,6 +437,25 @@ pub(crate) fn launch_mismatch_count<T: Pod>(
     ];
     // SAFETY: the counters take (ptr, ptr, u64, ptr); x and y are live for n
     // elements, counter is one exclusively borrowed u64 (8-byte aligned by cuMemAlloc).
+    unsafe { launch(func, grid, block, stream, &mut params) }
+}
+
+/// Launches a visit marker `(marks, n)` over all of `marks`.
+pub(crate) fn launch_mark_visits(
+    func: RawFn,
+    grid: u32,
+    block: u32,
+    marks: &mut ViewMut<'_, i32>,
+    stream: cu::CUstream,
+) -> Result<()> {
+    if marks.is_empty() || grid == 0 {
+        return Ok(());
+    }
+    let (mut pm, mut pn) = (marks.addr(), marks.len() as u64);
+    let mut params = [arg(&mut pm), arg(&mut pn)];
+    // SAFETY: the markers take (ptr, u64); marks is exclusively borrowed, holds n
+    // 4-byte aligned elements (views of i32 buffers always are), and the walk
+    // touches indices < n only.
     unsafe { launch(func, grid, block, stream, &mut params) }
 }
 

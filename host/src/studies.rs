@@ -147,7 +147,7 @@ impl Gpu {
     }
 
     /// Queues the strided copy `dst = src` with warp lanes `stride` elements apart
-    /// (`stride` must divide the length).
+    /// (`stride` must divide the length and be at most [`kernels_gpu::coalesce::MAX_STRIDE`]).
     pub fn copy_strided(
         &self,
         src: View<'_, f32>,
@@ -155,8 +155,12 @@ impl Gpu {
         stride: u64,
         stream: &Stream,
     ) -> Result<()> {
-        let grid = kernels_gpu::launch::grid_for(src.len() as u64, 1, 256, kernels_gpu::launch::MAX_GRID_X);
-        let g = Geometry { grid: (grid, 1), block: (256, 1), shared_bytes: 0 };
+        // One grid row (blockIdx.y) per column of the n/stride × stride view; rows
+        // in x. A stride the grid cannot hold (or 0) is refused by the launcher.
+        let rows = src.len() as u64 / stride.max(1);
+        let grid = kernels_gpu::launch::grid_for(rows, 1, 256, kernels_gpu::launch::MAX_GRID_X);
+        let cols = stride.min(kernels_gpu::coalesce::MAX_STRIDE + 1) as u32;
+        let g = Geometry { grid: (grid, cols), block: (256, 1), shared_bytes: 0 };
         self.shared.bind()?;
         raw::launch_strided_copy(self.shared.func(coalesce::STRIDED_COPY)?, g, &src, &mut dst, stride, stream.raw())
     }

@@ -90,14 +90,22 @@ fn strided_copy_copies_every_element_at_every_stride() {
     let src: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let dsrc = gpu.upload(&src).unwrap();
     let mut dst = gpu.alloc::<f32>(n).unwrap();
-    for stride in [1u64, 2, 4, 8, 16, 32] {
+    // 65_535 (the largest, one grid row per column) over the first 16 · 65_535
+    // elements; the rest of dst must keep its poison.
+    for stride in [1u64, 2, 4, 8, 16, 32, 65_535] {
+        let len = n - n % stride as usize;
         dst.fill_bits(0xdead_beef).unwrap();
-        gpu.copy_strided(dsrc.view(), dst.view_mut(), stride, &stream).unwrap();
+        gpu.copy_strided(dsrc.slice(..len).unwrap(), dst.slice_mut(..len).unwrap(), stride, &stream).unwrap();
         stream.synchronize().unwrap();
-        let ok = dst.to_vec().unwrap() == src;
-        record("copy_strided", &format!("stride {stride}"), n, ok);
+        let got = dst.to_vec().unwrap();
+        let ok = got[..len] == src[..len] && got[len..].iter().all(|x| x.to_bits() == 0xdead_beef);
+        record("copy_strided", &format!("stride {stride}"), len, ok);
         assert!(ok, "stride {stride}");
     }
+    let e = gpu
+        .copy_strided(dsrc.slice(..1 << 17).unwrap(), dst.slice_mut(..1 << 17).unwrap(), 1 << 16, &stream)
+        .unwrap_err();
+    assert_eq!(e.to_string(), "copy_strided: stride 65536 must be at most 65535 (one grid row per column)");
     let e = gpu.copy_strided(dsrc.slice(..10).unwrap(), dst.slice_mut(..10).unwrap(), 3, &stream).unwrap_err();
     assert_eq!(e.to_string(), "copy_strided: stride 3 must be at least 1 and divide n = 10");
 }

@@ -6,14 +6,19 @@
 /// Kernel name.
 pub const STRIDED_COPY: &str = "copy_strided";
 
-/// The element thread `i` copies for a given stride: a permutation of `0..n` when
-/// `stride` divides `n` (the host pads n to a multiple of the stride otherwise).
-/// Thread i goes to row `i % rows`, column `i / rows` of an n/stride × stride
-/// matrix, so consecutive threads are `stride` elements apart.
+/// Largest stride: the column index is `blockIdx.y`, and `gridDim.y` ≤ 65535.
+pub const MAX_STRIDE: u64 = 65_535;
+
+/// The element that row `r` of column `c` copies: the data is viewed as an
+/// (n / stride) × stride row-major matrix, each `blockIdx.y` walks one column, and
+/// threads neighbouring in x take neighbouring rows, so they are `stride` elements
+/// apart. Over `r < n / stride`, `c < stride` this is a permutation of `0..n` when
+/// `stride` divides `n` (the host checks it). No division per element: an earlier
+/// one-dimensional map (`i % rows`, `i / rows`) spent more time on 64-bit division
+/// than on memory at stride 1.
 #[inline(always)]
-pub const fn strided_index(i: u64, n: u64, stride: u64) -> u64 {
-    let rows = n / stride;
-    (i % rows) * stride + i / rows
+pub const fn strided_index(r: u64, c: u64, stride: u64) -> u64 {
+    r * stride + c
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -22,27 +27,29 @@ pub use kernels::*;
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::strided_index;
-    use crate::device::for_each_group;
+    use crate::device::{block_xy, for_each_group};
 
     /// Copies `src` to `dst` with warp lanes `stride` elements apart.
     ///
     /// # Safety
-    /// `src` and `dst` hold `n` f32 each and do not overlap; `stride` divides `n`
-    /// and is at least 1.
+    /// `src` and `dst` hold `n` f32 each and do not overlap; `stride` divides `n`,
+    /// is at least 1, and equals `gridDim.y`.
     ///
     /// # Parameters
     /// `src`, `dst`: arrays of `n` f32. `stride`: distance between the elements of
     /// neighbouring threads.
     ///
     /// # Thread mapping
-    /// Grid-stride over `i < n`; thread i copies element `strided_index(i, n, stride)`.
+    /// `blockIdx.y` is the column `c < stride`; in x, a grid-stride loop over rows
+    /// `r < n / stride`. Thread (r, c) copies element `strided_index(r, c, stride)`.
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn copy_strided(src: *const f32, dst: *mut f32, n: u64, stride: u64) {
+        let c = block_xy().1 as u64;
         for_each_group::<1>(
-            n,
-            |i| {
-                let j = strided_index(i, n, stride) as usize;
-                // SAFETY: j < n because the index map is a permutation of 0..n.
+            n / stride,
+            |r| {
+                let j = strided_index(r, c, stride) as usize;
+                // SAFETY: r < n / stride and c < stride, so j < n.
                 unsafe { *dst.add(j) = *src.add(j) };
             },
             |_| {},
@@ -59,14 +66,15 @@ mod tests {
         for stride in [1u64, 2, 4, 8, 32] {
             let n = 32 * 40;
             let mut seen = std::vec![false; n as usize];
-            for i in 0..n {
-                let j = strided_index(i, n, stride);
-                assert!(!seen[j as usize], "stride {stride}: {j} twice");
-                seen[j as usize] = true;
+            for c in 0..stride {
+                for r in 0..n / stride {
+                    let j = strided_index(r, c, stride);
+                    assert!(!seen[j as usize], "stride {stride}: {j} twice");
+                    seen[j as usize] = true;
+                }
             }
-            if stride < n {
-                assert_eq!(strided_index(1, n, stride) - strided_index(0, n, stride), stride);
-            }
+            assert!(seen.iter().all(|&s| s), "stride {stride}: an element is never copied");
+            assert_eq!(strided_index(1, 0, stride) - strided_index(0, 0, stride), stride);
         }
     }
 }

@@ -17,6 +17,13 @@ pub const SPIN: &str = "spin_kernel";
 /// Threads per block for the mismatch counters.
 pub const COUNT_BLOCK: u32 = 256;
 
+/// Visit markers, as (entry point, lanes per group): the add kernels' grid-stride
+/// walk over lane groups, with each visit of element `i` adding 1 to `marks[i]`.
+/// After one launch a correct walk leaves every mark at exactly 1, which is how
+/// the tests prove that a grid capped at its limit still covers every index once.
+pub const MARK_VISITS: [(&str, u32); 4] =
+    [("mark_visits_1", 1), ("mark_visits_2", 2), ("mark_visits_4", 4), ("mark_visits_8", 8)];
+
 #[cfg(target_arch = "nvptx64")]
 pub use kernels::*;
 
@@ -24,7 +31,7 @@ pub use kernels::*;
 mod kernels {
     use crate::bits::{bf16_is_nan, f16_is_nan, f32_is_nan};
     use crate::device::for_each_group;
-    use core::sync::atomic::{AtomicU64, Ordering};
+    use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
     #[inline(always)]
     unsafe fn count<T: Copy>(x: *const T, y: *const T, n: u64, counter: *mut u64, same: impl Fn(T, T) -> bool) {
@@ -88,6 +95,89 @@ mod kernels {
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn count_mismatch_bf16(x: *const u16, y: *const u16, n: u64, counter: *mut u64) {
         unsafe { count(x, y, n, counter, |p, q| p == q || (bf16_is_nan(p) && bf16_is_nan(q))) }
+    }
+
+    /// The walk of `for_each_group::<LANES>` over `n` elements, adding 1 to the
+    /// mark of every element it visits. Atomic, so that two visits of one element
+    /// always show as 2, even when they race.
+    #[inline(always)]
+    unsafe fn mark<const LANES: u64>(marks: *mut u32, n: u64) {
+        // SAFETY: the caller guarantees `marks` holds n aligned u32; i < n below.
+        let visit = |i: u64| unsafe { AtomicU32::from_ptr(marks.add(i as usize)) }.fetch_add(1, Ordering::Relaxed);
+        for_each_group::<LANES>(
+            n,
+            |g| {
+                for k in 0..LANES {
+                    visit(g * LANES + k);
+                }
+            },
+            |first| {
+                for i in first..n {
+                    visit(i);
+                }
+            },
+        );
+    }
+
+    /// Adds 1 to `marks[i]` for every element `i < n` the one-lane walk visits.
+    ///
+    /// # Safety
+    /// `marks` points to `n` 4-byte aligned u32 that nothing else touches during
+    /// the launch.
+    ///
+    /// # Parameters
+    /// `marks`: per-element visit counters. `n`: element count.
+    ///
+    /// # Thread mapping
+    /// As the scalar add kernels: grid-stride over elements, one per step.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn mark_visits_1(marks: *mut u32, n: u64) {
+        unsafe { mark::<1>(marks, n) }
+    }
+
+    /// As `mark_visits_1`, walking groups of 2 (the f16x2 and bf16x2 kernels).
+    ///
+    /// # Safety
+    /// As `mark_visits_1`.
+    ///
+    /// # Parameters
+    /// As `mark_visits_1`.
+    ///
+    /// # Thread mapping
+    /// Grid-stride over groups of 2 elements; the partial last group element by element.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn mark_visits_2(marks: *mut u32, n: u64) {
+        unsafe { mark::<2>(marks, n) }
+    }
+
+    /// As `mark_visits_1`, walking groups of 4 (the f32x4 kernels).
+    ///
+    /// # Safety
+    /// As `mark_visits_1`.
+    ///
+    /// # Parameters
+    /// As `mark_visits_1`.
+    ///
+    /// # Thread mapping
+    /// Grid-stride over groups of 4 elements; the partial last group element by element.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn mark_visits_4(marks: *mut u32, n: u64) {
+        unsafe { mark::<4>(marks, n) }
+    }
+
+    /// As `mark_visits_1`, walking groups of 8 (the f16x8 and bf16x8 kernels).
+    ///
+    /// # Safety
+    /// As `mark_visits_1`.
+    ///
+    /// # Parameters
+    /// As `mark_visits_1`.
+    ///
+    /// # Thread mapping
+    /// Grid-stride over groups of 8 elements; the partial last group element by element.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn mark_visits_8(marks: *mut u32, n: u64) {
+        unsafe { mark::<8>(marks, n) }
     }
 
     /// Does nothing: launching it measures the launch floor.

@@ -5,7 +5,7 @@
 //! local memory or flush-to-zero fails here, in CI.
 
 use kernels_gpu::add::ADD_KERNELS;
-use kernels_gpu::verify::{COUNT_MISMATCH, EMPTY, SPIN};
+use kernels_gpu::verify::{COUNT_MISMATCH, EMPTY, MARK_VISITS, SPIN};
 use kernels_gpu::{count::COUNT, fusion::FUSION, matmul::MATMUL, transpose::TRANSPOSE};
 
 const PTX: &str = include_str!("../../ptx/kernels_gpu.ptx");
@@ -54,7 +54,8 @@ fn every_expected_entry_exists() {
         .chain(MATMUL)
         .chain(COUNT)
         .chain(TRANSPOSE)
-        .chain(FUSION);
+        .chain(FUSION)
+        .chain(MARK_VISITS.map(|(name, _)| name));
     for name in names {
         assert!(PTX.contains(&format!(".visible .entry {name}(")), "missing .entry {name}");
     }
@@ -195,4 +196,26 @@ fn fused_kernels_round_each_operation_separately() {
     }
     assert_eq!((has("saxpy_f32", "mul.rn.f32"), has("saxpy_f32", "add.rn.f32")), (1, 1));
     assert_eq!((has("add_scale_f32", "add.rn.f32"), has("add_scale_f32", "mul.rn.f32")), (1, 1));
+}
+
+#[test]
+fn visit_markers_add_atomically_once_per_lane() {
+    // One atomic add per lane of a full group plus one in the tail loop (which
+    // one lane never needs): a plain load-add-store could hide a double visit
+    // when two threads race.
+    for (name, lanes) in MARK_VISITS {
+        let atomics = count(name, "atom.") + count(name, "red.");
+        assert_eq!(atomics, lanes as usize + usize::from(lanes > 1), "{name}");
+        assert_eq!(count_any(name, ST32), 0, "{name} must not store marks non-atomically");
+    }
+}
+
+#[test]
+fn strided_copy_takes_its_column_from_the_grid_and_divides_once() {
+    // The column is blockIdx.y, so the loop body has no division; the single
+    // division computes the row count before the loop.
+    assert_eq!(body("copy_strided").iter().filter(|l| l.contains("%ctaid.y")).count(), 1);
+    assert!(count("copy_strided", "div.") + count("copy_strided", "rem.") <= 2, "{:?}", body("copy_strided"));
+    assert_eq!(count_any("copy_strided", LD32), 1);
+    assert_eq!(count_any("copy_strided", ST32), 1);
 }

@@ -110,15 +110,37 @@ pub fn from_f32<T: Element>(x: f32) -> T {
     }
 }
 
-/// Appends one line per checked case to `$GPUKERN_CASES`, for the verification record.
-pub fn record(test: &str, what: &str, n: usize, ok: bool) {
+/// Appends one JSON line to `$GPUKERN_CASES`, if set (one writer at a time).
+fn append_case(line: &str) {
     static LOCK: Mutex<()> = Mutex::new(());
     if let Ok(path) = std::env::var("GPUKERN_CASES") {
         let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
         if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-            let _ = writeln!(f, "{{\"test\":\"{test}\",\"case\":\"{what}\",\"n\":{n},\"ok\":{ok}}}");
+            let _ = writeln!(f, "{line}");
         }
     }
+}
+
+/// Appends one line per checked case to `$GPUKERN_CASES`, for the verification record.
+pub fn record(test: &str, what: &str, n: usize, ok: bool) {
+    append_case(&format!("{{\"test\":\"{test}\",\"case\":\"{what}\",\"n\":{n},\"ok\":{ok}}}"));
+}
+
+/// Records a case that could not run (too little memory): it appears in the
+/// verification record as skipped, with the reason, and never counts as a pass.
+pub fn record_skip(test: &str, what: &str, n: usize, reason: &str) {
+    eprintln!("SKIP {test} {what} n={n}: {reason}");
+    append_case(&format!(
+        "{{\"test\":\"{test}\",\"case\":\"{what}\",\"n\":{n},\"ok\":false,\"skipped\":true,\"reason\":\"{reason}\"}}"
+    ));
+}
+
+/// Host memory the kernel says is available (`MemAvailable`), in bytes.
+pub fn host_available_bytes() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// How a case launches.
