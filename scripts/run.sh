@@ -54,7 +54,11 @@ sanitize)
     out=${1:-$here/out}; mkdir -p "$out"
     export GPUKERN_SANITIZE=1
     skips=(--skip huge_n --skip kernel_fault --skip alloc_launch_free --skip concurrent_streams)
-    json="{"
+    # Provenance: which GPU, driver, commit and PTX the record belongs to.
+    commit=$(grep -o '"git_commit": *"[0-9a-f]*"' "$here/manifest.json" 2>/dev/null | grep -o '[0-9a-f]\{40\}')
+    ptx=$(sha256sum "$here/kernels_gpu.ptx" 2>/dev/null | cut -d' ' -f1)
+    smi=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i 0 2>/dev/null)
+    json="{\"gpu\": \"${smi%%,*}\", \"driver\": \"${smi##*, }\", \"git_commit\": \"$commit\", \"ptx_sha256\": \"$ptx\", "
     sep=""
     rc=0
     run_tool() { # tool, time limit, binaries, extra sanitizer args...

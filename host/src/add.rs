@@ -166,6 +166,7 @@ impl Gpu {
             Dtype::F16 => COUNT_MISMATCH[1],
             Dtype::Bf16 => COUNT_MISMATCH[2],
         };
+        self.check_owned(name, [x.owner(), y.owner()], stream)?;
         let mut counter = self.upload(&[0u64])?;
         let grid = grid_for(x.len() as u64, 1, COUNT_BLOCK, 65_536);
         self.shared.bind()?;
@@ -210,12 +211,7 @@ impl Gpu {
         if cfg.max_grid == 0 || cfg.max_grid > MAX_GRID_X {
             return Err(Error::GridLimit { variant: name, max_grid: cfg.max_grid, limit: MAX_GRID_X });
         }
-        if !marks.same_context(&self.shared) {
-            return Err(Error::ForeignHandle { variant: name, what: "buffers" });
-        }
-        if !std::sync::Arc::ptr_eq(stream.shared(), &self.shared) {
-            return Err(Error::ForeignHandle { variant: name, what: "stream" });
-        }
+        self.check_owned(name, [marks.owner()], stream)?;
         let grid = grid_for(marks.len() as u64, lanes, cfg.block, cfg.max_grid);
         self.shared.bind()?;
         raw::launch_mark_visits(self.shared.func(name)?, grid, cfg.block, &mut marks, stream.raw())

@@ -240,6 +240,10 @@ impl<'a, T: Pod> View<'a, T> {
     pub(crate) fn same_context(&self, gpu: &Arc<Shared>) -> bool {
         Arc::ptr_eq(self.gpu, gpu)
     }
+    /// The `Gpu` handle whose context owns the memory.
+    pub(crate) fn owner(&self) -> &Arc<Shared> {
+        self.gpu
+    }
 }
 
 /// A writable range of device memory borrowed exclusively from a [`DeviceVec`].
@@ -305,6 +309,10 @@ impl<'a, T: Pod> ViewMut<'a, T> {
     }
     pub(crate) fn same_context(&self, gpu: &Arc<Shared>) -> bool {
         Arc::ptr_eq(self.gpu, gpu)
+    }
+    /// The `Gpu` handle whose context owns the memory.
+    pub(crate) fn owner(&self) -> &Arc<Shared> {
+        self.gpu
     }
 }
 

@@ -226,6 +226,23 @@ impl Gpu {
         CurrentContext::synchronize().map_err(|e| Error::KernelFault(raw::from_cust(e)))
     }
 
+    /// Refuses buffers or a stream of another `Gpu` handle: their device
+    /// pointers and stream belong to another context, where a launch would fault.
+    pub(crate) fn check_owned<'s>(
+        &self,
+        kernel: &'static str,
+        buffers: impl IntoIterator<Item = &'s Arc<Shared>>,
+        stream: &Stream,
+    ) -> Result<()> {
+        if buffers.into_iter().any(|g| !Arc::ptr_eq(g, &self.shared)) {
+            return Err(Error::ForeignHandle { variant: kernel, what: "buffers" });
+        }
+        if !Arc::ptr_eq(stream.shared(), &self.shared) {
+            return Err(Error::ForeignHandle { variant: kernel, what: "stream" });
+        }
+        Ok(())
+    }
+
     /// (free, total) device memory in bytes.
     pub fn mem_info(&self) -> Result<(usize, usize)> {
         self.shared.bind()?;

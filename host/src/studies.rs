@@ -91,6 +91,7 @@ impl Gpu {
         (m, n, k): (u32, u32, u32),
         stream: &Stream,
     ) -> Result<()> {
+        self.check_owned(v.name(), [a.owner(), b.owner(), c.owner()], stream)?;
         let g = match v {
             MatmulVariant::Naive | MatmulVariant::Tiled16 => Geometry {
                 grid: grid_2d(
@@ -124,6 +125,7 @@ impl Gpu {
         mut counter: ViewMut<'_, u64>,
         stream: &Stream,
     ) -> Result<()> {
+        self.check_owned(v.name(), [x.owner(), counter.owner()], stream)?;
         let shared_bytes = match v {
             CountVariant::Atomic => 0,
             CountVariant::BlockReduce => count::BLOCK_SHARED_BYTES,
@@ -155,6 +157,7 @@ impl Gpu {
         stride: u64,
         stream: &Stream,
     ) -> Result<()> {
+        self.check_owned(coalesce::STRIDED_COPY, [src.owner(), dst.owner()], stream)?;
         // One grid row (blockIdx.y) per column of the n/stride × stride view; rows
         // in x. A stride the grid cannot hold (or 0) is refused by the launcher.
         let rows = src.len() as u64 / stride.max(1);
@@ -174,6 +177,7 @@ impl Gpu {
         (rows, cols): (u32, u32),
         stream: &Stream,
     ) -> Result<()> {
+        self.check_owned(v.name(), [input.owner(), output.owner()], stream)?;
         let t = transpose::TILE as u64;
         let g = Geometry {
             grid: grid_2d(v.name(), (cols as u64).div_ceil(t), (rows as u64).div_ceil(t))?,
@@ -192,6 +196,7 @@ impl Gpu {
     /// Queues `y = alpha · x` (each product rounded once).
     pub fn scale(&self, x: View<'_, f32>, alpha: f32, mut y: ViewMut<'_, f32>, stream: &Stream) -> Result<()> {
         let name = fusion::FUSION[0];
+        self.check_owned(name, [x.owner(), y.owner()], stream)?;
         self.shared.bind()?;
         let g = Self::elementwise_geometry(x.len());
         raw::launch_elementwise(
@@ -213,6 +218,7 @@ impl Gpu {
         stream: &Stream,
     ) -> Result<()> {
         let name = fusion::FUSION[1];
+        self.check_owned(name, [a.owner(), b.owner(), d.owner()], stream)?;
         self.shared.bind()?;
         let g = Self::elementwise_geometry(a.len());
         raw::launch_elementwise(
@@ -235,6 +241,7 @@ impl Gpu {
         stream: &Stream,
     ) -> Result<()> {
         let name = fusion::FUSION[2];
+        self.check_owned(name, [x.owner(), b.owner(), y.owner()], stream)?;
         self.shared.bind()?;
         let g = Self::elementwise_geometry(x.len());
         raw::launch_elementwise(

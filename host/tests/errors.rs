@@ -4,7 +4,7 @@ mod common;
 
 use common::gpu;
 use gpukern::half::f16;
-use gpukern::{Error, Gpu, LaunchConfig, Variant};
+use gpukern::{CountVariant, Error, Gpu, LaunchConfig, MatmulVariant, TransposeVariant, Variant};
 
 /// Runs everywhere: without a GPU (CI) `Gpu::new` must fail cleanly with NoDevice;
 /// with one, an index past the last device must.
@@ -75,6 +75,31 @@ fn argument_errors_name_the_variant_and_values() {
     );
     let e = gpu.add(Variant::F32, &a, &a, &mut out, &other.stream().unwrap()).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { what: "stream", .. }), "{e:?}");
+    // Every other launching entry point refuses foreign handles the same way.
+    let other_stream = other.stream().unwrap();
+    let foreign: Vec<Error> = vec![
+        other.count_mismatches(a.view(), a.view(), &other_stream).unwrap_err(),
+        other.scale(a.view(), 2.0, out.view_mut(), &other_stream).unwrap_err(),
+        other.add_scale(a.view(), a.view(), 2.0, out.view_mut(), &other_stream).unwrap_err(),
+        other.saxpy(2.0, a.view(), a.view(), out.view_mut(), &other_stream).unwrap_err(),
+        other.copy_strided(a.view(), out.view_mut(), 1, &other_stream).unwrap_err(),
+        other.transpose(TransposeVariant::Padded, a.view(), out.view_mut(), (10, 10), &other_stream).unwrap_err(),
+        other
+            .matmul(MatmulVariant::Naive, a.view(), a.view(), out.view_mut(), (10, 10, 10), &other_stream)
+            .unwrap_err(),
+        gpu.scale(a.view(), 2.0, out.view_mut(), &other_stream).unwrap_err(),
+    ];
+    for (i, e) in foreign.iter().enumerate() {
+        let what = if i == foreign.len() - 1 { "stream" } else { "buffers" };
+        assert!(matches!(e, Error::ForeignHandle { what: w, .. } if *w == what), "{i}: {e:?}");
+    }
+    let mut marks = gpu.alloc::<i32>(10).unwrap();
+    let e = other.mark_visits(1, LaunchConfig::default(), &mut marks, &other_stream).unwrap_err();
+    assert!(matches!(e, Error::ForeignHandle { variant: "mark_visits_1", what: "buffers" }), "{e:?}");
+    let mut counter = gpu.alloc::<u64>(1).unwrap();
+    let ints = gpu.alloc::<i32>(10).unwrap();
+    let e = other.count_eq_into(CountVariant::Atomic, ints.view(), 0, counter.view_mut(), &other_stream).unwrap_err();
+    assert!(matches!(e, Error::ForeignHandle { what: "buffers", .. }), "{e:?}");
 
     // n = 0 succeeds without launching.
     let (z, mut zo) = (gpu.alloc::<f32>(0).unwrap(), gpu.alloc::<f32>(0).unwrap());
