@@ -1,6 +1,6 @@
 //! The safe add API: validation, the automatic variant choice, host convenience.
 
-use kernels_gpu::launch::{grid_for, MAX_BLOCK, MAX_GRID_X};
+use kernels_gpu::launch::grid_for;
 use kernels_gpu::verify::{COUNT_BLOCK, COUNT_MISMATCH, MARK_VISITS};
 use kernels_gpu::Dtype;
 
@@ -205,12 +205,7 @@ impl Gpu {
                 detail: format!("lanes = {lanes}; must be 1, 2, 4 or 8"),
             });
         };
-        if cfg.block == 0 || cfg.block > MAX_BLOCK {
-            return Err(Error::BlockSize { variant: name, block: cfg.block, max: MAX_BLOCK });
-        }
-        if cfg.max_grid == 0 || cfg.max_grid > MAX_GRID_X {
-            return Err(Error::GridLimit { variant: name, max_grid: cfg.max_grid, limit: MAX_GRID_X });
-        }
+        cfg.check(name)?;
         self.check_owned(name, [marks.owner()], stream)?;
         let grid = grid_for(marks.len() as u64, lanes, cfg.block, cfg.max_grid);
         self.shared.bind()?;
@@ -227,10 +222,7 @@ impl Gpu {
         stream: &Stream,
     ) -> Result<()> {
         self.check_args(variant, cfg, a, b, out)?;
-        if !std::sync::Arc::ptr_eq(stream.shared(), &self.shared) {
-            return Err(Error::ForeignHandle { variant: variant.name(), what: "stream" });
-        }
-        Ok(())
+        self.check_stream_owned(variant.name(), stream)
     }
 
     /// Checks everything about an add but the stream.
@@ -249,17 +241,8 @@ impl Gpu {
         if a.len() != b.len() || a.len() != out.len() {
             return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: out.len() });
         }
-        if cfg.block == 0 || cfg.block > MAX_BLOCK {
-            return Err(Error::BlockSize { variant: name, block: cfg.block, max: MAX_BLOCK });
-        }
-        if cfg.max_grid == 0 || cfg.max_grid > MAX_GRID_X {
-            return Err(Error::GridLimit { variant: name, max_grid: cfg.max_grid, limit: MAX_GRID_X });
-        }
-        let shared = &self.shared;
-        if !a.same_context(shared) || !b.same_context(shared) || !out.same_context(shared) {
-            return Err(Error::ForeignHandle { variant: name, what: "buffers" });
-        }
-        Ok(())
+        cfg.check(name)?;
+        self.check_buffers_owned(name, [a.owner(), b.owner(), out.owner()])
     }
 
     fn launch_add<T: Element>(

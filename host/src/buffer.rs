@@ -237,9 +237,6 @@ impl<'a, T: Pod> View<'a, T> {
         raw::download(&mut out, self)?;
         Ok(out)
     }
-    pub(crate) fn same_context(&self, gpu: &Arc<Shared>) -> bool {
-        Arc::ptr_eq(self.gpu, gpu)
-    }
     /// The `Gpu` handle whose context owns the memory.
     pub(crate) fn owner(&self) -> &Arc<Shared> {
         self.gpu
@@ -306,9 +303,6 @@ impl<'a, T: Pod> ViewMut<'a, T> {
     pub fn fill_bits(&mut self, bits: u32) -> Result<()> {
         self.gpu.bind()?;
         raw::fill_bits(self, bits)
-    }
-    pub(crate) fn same_context(&self, gpu: &Arc<Shared>) -> bool {
-        Arc::ptr_eq(self.gpu, gpu)
     }
     /// The `Gpu` handle whose context owns the memory.
     pub(crate) fn owner(&self) -> &Arc<Shared> {

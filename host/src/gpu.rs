@@ -234,9 +234,24 @@ impl Gpu {
         buffers: impl IntoIterator<Item = &'s Arc<Shared>>,
         stream: &Stream,
     ) -> Result<()> {
+        self.check_buffers_owned(kernel, buffers)?;
+        self.check_stream_owned(kernel, stream)
+    }
+
+    /// The buffer half of [`Gpu::check_owned`] (for work captured before a stream exists).
+    pub(crate) fn check_buffers_owned<'s>(
+        &self,
+        kernel: &'static str,
+        buffers: impl IntoIterator<Item = &'s Arc<Shared>>,
+    ) -> Result<()> {
         if buffers.into_iter().any(|g| !Arc::ptr_eq(g, &self.shared)) {
             return Err(Error::ForeignHandle { variant: kernel, what: "buffers" });
         }
+        Ok(())
+    }
+
+    /// The stream half of [`Gpu::check_owned`].
+    pub(crate) fn check_stream_owned(&self, kernel: &'static str, stream: &Stream) -> Result<()> {
         if !Arc::ptr_eq(stream.shared(), &self.shared) {
             return Err(Error::ForeignHandle { variant: kernel, what: "stream" });
         }

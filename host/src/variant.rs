@@ -1,8 +1,10 @@
 //! The add variants, one per kernel of `kernels_gpu::add`, and launch settings.
 
 use kernels_gpu::add::{AddKernel, ADD_KERNELS};
-use kernels_gpu::launch::{DEFAULT_BLOCK, MAX_GRID_X};
+use kernels_gpu::launch::{DEFAULT_BLOCK, MAX_BLOCK, MAX_GRID_X};
 use kernels_gpu::Dtype;
+
+use crate::error::{Error, Result};
 
 /// One add kernel. The order matches `kernels_gpu::add::ADD_KERNELS`: by dtype,
 /// naive to fastest.
@@ -161,6 +163,18 @@ impl LaunchConfig {
     /// Default settings with another block size.
     pub fn with_block(block: u32) -> Self {
         LaunchConfig { block, ..Self::default() }
+    }
+
+    /// Errors unless the block size and the grid cap are within the hardware
+    /// limits; `kernel` names the launch in the error.
+    pub(crate) fn check(self, kernel: &'static str) -> Result<()> {
+        if self.block == 0 || self.block > MAX_BLOCK {
+            return Err(Error::BlockSize { variant: kernel, block: self.block, max: MAX_BLOCK });
+        }
+        if self.max_grid == 0 || self.max_grid > MAX_GRID_X {
+            return Err(Error::GridLimit { variant: kernel, max_grid: self.max_grid, limit: MAX_GRID_X });
+        }
+        Ok(())
     }
 }
 

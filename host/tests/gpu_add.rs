@@ -164,6 +164,10 @@ fn misaligned_views_bf16() {
 /// The sizes past the 32-bit limits: the largest i32, just past it, and past u32.
 const HUGE_SIZES: [usize; 3] = [(1 << 31) - 1, (1 << 31) + 1, (1 << 32) + (1 << 20)];
 
+/// One thread per block and no cap below the hardware's: for n ≥ 2^31 the grid
+/// of a one-element-per-thread walk is clamped at 2^31−1 blocks.
+const CLAMPED: LaunchConfig = LaunchConfig { block: 1, max_grid: kernels_gpu::launch::MAX_GRID_X };
+
 /// One huge-n test at a time: each needs tens of GB of device and host memory.
 static HUGE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -194,6 +198,14 @@ fn sizes_that_fit(
         }
     }
     fit
+}
+
+/// True when the `CANARY` elements on each side of `band[CANARY..CANARY + n]`
+/// all pass `intact` (downloads only those, so it suits bands of any size).
+fn canaries_hold<T: gpukern::Pod>(band: &gpukern::DeviceVec<T>, n: usize, intact: impl Fn(&T) -> bool) -> bool {
+    [0..CANARY, CANARY + n..2 * CANARY + n]
+        .into_iter()
+        .all(|r| band.slice(r).unwrap().to_vec().unwrap().iter().all(&intact))
 }
 
 /// n ∈ {2^31−1, 2^31+1, 2^32+2^20}: every variant of the dtype, and the scalar
@@ -239,11 +251,10 @@ fn huge<T: ReferenceAdd>() {
     drop((a, b));
     let mut band = gpu.alloc::<T>(big + 2 * CANARY).unwrap();
     let million = 1 << 20;
-    let clamped = LaunchConfig { block: 1, max_grid: kernels_gpu::launch::MAX_GRID_X };
     let mut failures = Vec::new();
     for &n in &sizes {
         let runs = Variant::of_dtype(T::DTYPE).map(|v| (v, LaunchConfig::default()));
-        for (v, cfg) in runs.chain([(Variant::scalar(T::DTYPE), clamped)]) {
+        for (v, cfg) in runs.chain([(Variant::scalar(T::DTYPE), CLAMPED)]) {
             for poison in common::POISONS {
                 band.fill_bits(poison).unwrap();
                 let out = band.slice_mut(CANARY..CANARY + n).unwrap();
@@ -257,10 +268,7 @@ fn huge<T: ReferenceAdd>() {
                     spot_ok &= reference::first_mismatch(&got, &want[start..start + million]).is_none();
                 }
                 let p = T::from_bits32(poison);
-                let mut canaries_ok = true;
-                for range in [0..CANARY, CANARY + n..2 * CANARY + n] {
-                    canaries_ok &= band.slice(range).unwrap().to_vec().unwrap().iter().all(|x| x.same_as(p));
-                }
+                let canaries_ok = canaries_hold(&band, n, |x| x.same_as(p));
                 let ok = bad == 0 && spot_ok && canaries_ok;
                 let case = format!(
                     "{v} block={} poison={poison:#x} mismatches={bad} spot_ok={spot_ok} canaries_ok={canaries_ok}",
@@ -375,18 +383,14 @@ fn huge_n_clamped_grid_visits_every_index_exactly_once() {
     let fit = sizes_that_fit("huge_n_clamped_grid", "i32 marks", &all, |n| 4 * n, |_| 0);
     let Some(&big) = fit.last() else { return };
     let mut band = gpu.alloc::<i32>(big + 2 * CANARY).unwrap();
-    let clamped = LaunchConfig { block: 1, max_grid: kernels_gpu::launch::MAX_GRID_X };
     let mut failures = Vec::new();
     for (lanes, n) in cases.into_iter().filter(|(_, n)| fit.contains(n)) {
         band.fill_bits(0).unwrap();
-        gpu.mark_visits(lanes, clamped, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
+        gpu.mark_visits(lanes, CLAMPED, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
         stream.synchronize().unwrap();
         let once =
             gpu.count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
-        let mut canaries_ok = true;
-        for range in [0..CANARY, CANARY + n..2 * CANARY + n] {
-            canaries_ok &= band.slice(range).unwrap().to_vec().unwrap().iter().all(|&m| m == 0);
-        }
+        let canaries_ok = canaries_hold(&band, n, |&m| m == 0);
         let ok = once == n as u64 && canaries_ok;
         record(
             "huge_n_clamped_grid",
@@ -401,7 +405,7 @@ fn huge_n_clamped_grid_visits_every_index_exactly_once() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The count must notice one element visited twice.
-    let n = fit.last().copied().unwrap_or(0);
+    let n = big;
     band.slice_mut(CANARY + n / 2..CANARY + n / 2 + 1).unwrap().copy_from(&[2]).unwrap();
     let once = gpu.count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
     assert_eq!(once, n as u64 - 1);
