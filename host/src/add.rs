@@ -8,7 +8,7 @@ use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::raw::{self, BinaryLaunch};
-use crate::variant::{LaunchConfig, Variant};
+use crate::variant::{BulkConfig, LaunchConfig, Variant};
 
 /// A captured sequence of adds; see [`Gpu::add_graph`].
 pub struct AddGraph<'a> {
@@ -19,6 +19,10 @@ pub struct AddGraph<'a> {
 }
 
 impl AddGraph<'_> {
+    pub(crate) fn new(raw: raw::RawGraph, launches: usize, gpu: &Gpu) -> Self {
+        AddGraph { raw, launches, gpu: gpu.shared.clone(), _operands: std::marker::PhantomData }
+    }
+
     /// Queues one replay of the whole graph on `stream`.
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         self.gpu.bind()?;
@@ -66,13 +70,40 @@ impl Gpu {
         self.launch_add(variant, cfg, &a, &b, &mut out, stream)
     }
 
+    /// As [`Gpu::add_with`] for a bulk-copy variant, with explicit tiling.
+    ///
+    /// Errors as [`Gpu::add_with`], and: the variant is not a bulk variant; the
+    /// device is older than sm_90; the tiling is invalid or needs more shared
+    /// memory than a block may have.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_bulk_with<'a, T: Element>(
+        &self,
+        variant: Variant,
+        cfg: LaunchConfig,
+        bulk: BulkConfig,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let (a, b, mut out) = (a.into_view(), b.into_view(), out.into_view_mut());
+        if !variant.is_bulk() {
+            return Err(Error::Shape { kernel: variant.name(), detail: "not a bulk-copy variant".into() });
+        }
+        self.check_common(variant, cfg, &a, &b, &out, stream)?;
+        bulk.check(variant.name(), self.info().shared_per_block_optin)?;
+        self.launch_tiled(variant, cfg, bulk, &a, &b, &mut out, stream.raw())
+    }
+
     /// Queues `out = a + b` with the fastest variant the operands allow, and returns
     /// the variant that does the bulk of the work.
     ///
-    /// The widest variant of `T`'s dtype is used when all three operands are aligned
-    /// for it. When all three are misaligned by the same amount, a short head is
-    /// done by the scalar kernel and the rest by the widest one. Otherwise it falls
-    /// back to the widest variant whose alignment all three meet.
+    /// On 16-byte aligned operands it launches [`Variant::auto_aligned`]: the
+    /// bulk-copy variant of `T`'s dtype on sm_90 devices for large n, else the
+    /// widest per-thread variant. When all three are misaligned by the same
+    /// amount, a short head is done by the scalar kernel and the rest as if
+    /// aligned. Otherwise it falls back to the widest variant whose alignment all
+    /// three meet.
     pub fn add_auto<'a, T: Element>(
         &self,
         a: impl AsView<'a, T>,
@@ -94,9 +125,9 @@ impl Gpu {
     ) -> Result<Variant> {
         let (a, b, mut out) = (a.into_view(), b.into_view(), out.into_view_mut());
         let dtype = T::DTYPE;
-        let widest = Variant::widest(dtype);
-        self.check_common(widest, cfg, &a, &b, &out, stream)?;
         let n = a.len();
+        let widest = Variant::auto_aligned(dtype, n, self.info().has_sm90());
+        self.check_common(widest, cfg, &a, &b, &out, stream)?;
         let addrs = [a.addr(), b.addr(), out.addr()];
         let align = widest.align() as u64;
         let offset = addrs[0] % align;
@@ -109,7 +140,7 @@ impl Gpu {
             self.launch_add(widest, cfg, &a.slice(head..)?, &b.slice(head..)?, &mut out_rest, stream)?;
             return Ok(widest);
         }
-        let variant = Variant::widest_for(dtype, &addrs);
+        let variant = if addrs.iter().all(|x| x % align == 0) { widest } else { Variant::widest_for(dtype, &addrs) };
         self.launch_add(variant, cfg, &a, &b, &mut out, stream)?;
         Ok(variant)
     }
@@ -235,6 +266,10 @@ impl Gpu {
         out: &ViewMut<'_, T>,
     ) -> Result<()> {
         let name = variant.name();
+        if variant.is_bulk() && !self.info().has_sm90() {
+            let (major, minor) = self.info().compute_capability;
+            return Err(Error::Unsupported { kernel: name, needs: "9.0", has: format!("{major}.{minor}") });
+        }
         if variant.dtype() != T::DTYPE {
             return Err(Error::DtypeMismatch { variant: name, expected: variant.dtype().name(), got: T::DTYPE.name() });
         }
@@ -266,14 +301,36 @@ impl Gpu {
         out: &mut ViewMut<'_, T>,
         stream: cust::sys::CUstream,
     ) -> Result<()> {
+        self.launch_tiled(variant, cfg, BulkConfig::default(), a, b, out, stream)
+    }
+
+    /// Launches any add variant; `bulk` is used by the bulk-copy ones only.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_tiled<T: Element>(
+        &self,
+        variant: Variant,
+        cfg: LaunchConfig,
+        bulk: BulkConfig,
+        a: &View<'_, T>,
+        b: &View<'_, T>,
+        out: &mut ViewMut<'_, T>,
+        stream: cust::sys::CUstream,
+    ) -> Result<()> {
         let n = a.len();
+        let size = T::DTYPE.size() as u32;
         let launch = BinaryLaunch {
             name: variant.name(),
             func: self.shared.func(variant.name())?,
-            // Same lane count the kernel walks with: one thread per lane group.
-            grid: grid_for(n as u64, variant.lanes(), cfg.block, cfg.max_grid),
+            grid: if variant.is_bulk() {
+                // One block per whole tile (or enough for the remainder's groups).
+                kernels_gpu::bulk::grid_for(n as u64, size, bulk.tile_bytes, cfg.block, cfg.max_grid)
+            } else {
+                // Same lane count the kernel walks with: one thread per lane group.
+                grid_for(n as u64, variant.lanes(), cfg.block, cfg.max_grid)
+            },
             block: cfg.block,
             align: variant.align(),
+            bulk: variant.is_bulk().then_some((bulk.tile_bytes, bulk.stages, self.info().shared_per_block_optin)),
         };
         self.shared.bind()?;
         raw::launch_binary(&launch, a, b, out, n, stream)

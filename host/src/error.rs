@@ -51,6 +51,11 @@ pub enum Error {
     #[error("{variant}: grid limit {max_grid} is out of range (1..={limit} blocks)")]
     GridLimit { variant: &'static str, max_grid: u32, limit: u32 },
 
+    /// The kernel needs a newer GPU than this one (e.g. the bulk-copy variants
+    /// need compute capability 9.0).
+    #[error("{kernel}: needs compute capability {needs}, this device has {has}")]
+    Unsupported { kernel: &'static str, needs: &'static str, has: String },
+
     /// Operand sizes do not fit the kernel's shape parameters.
     #[error("{kernel}: {detail}")]
     Shape { kernel: &'static str, detail: String },

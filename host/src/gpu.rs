@@ -10,17 +10,29 @@ use cust::function::FunctionAttribute;
 use cust::module::Module;
 use cust::stream::StreamFlags;
 
+use kernels_gpu::add::{Pattern, ADD_KERNELS};
+
 use crate::buffer::{DeviceVec, Pod};
 use crate::error::{Error, Result};
 use crate::raw::{self, RawFn};
 
 /// The PTX built by `cargo xtask build-ptx` from `kernels-gpu`, embedded at compile
-/// time so the library needs no file at run time.
+/// time so the library needs no file at run time: the portable sm_70 module.
 pub const PTX: &str = include_str!("../../ptx/kernels_gpu.ptx");
 
-/// Every kernel the library launches; all are resolved when a [`Gpu`] is created.
+/// The Hopper module (sm_90, PTX ISA 8.0): the kernels that need the bulk-copy
+/// engine. Loaded beside [`PTX`] on devices of compute capability 9.0 and up.
+pub const PTX_SM90: &str = include_str!("../../ptx/kernels_gpu_sm90.ptx");
+
+/// The kernels of the Hopper module, resolved when the device has sm_90.
+pub fn sm90_kernel_names() -> Vec<&'static str> {
+    ADD_KERNELS.iter().filter(|k| k.pattern == Pattern::BulkTiles).map(|k| k.name).collect()
+}
+
+/// Every kernel of the portable module; all are resolved when a [`Gpu`] is created.
 pub fn kernel_names() -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = kernels_gpu::add::ADD_KERNELS.iter().map(|k| k.name).collect();
+    let mut names: Vec<&'static str> =
+        ADD_KERNELS.iter().filter(|k| k.pattern == Pattern::Lanes).map(|k| k.name).collect();
     names.extend(kernels_gpu::verify::COUNT_MISMATCH);
     names.push(kernels_gpu::verify::EMPTY);
     names.push(kernels_gpu::verify::SPIN);
@@ -30,6 +42,10 @@ pub fn kernel_names() -> Vec<&'static str> {
     names.push(kernels_gpu::coalesce::STRIDED_COPY);
     names.extend(kernels_gpu::transpose::TRANSPOSE);
     names.extend(kernels_gpu::fusion::FUSION);
+    names.extend(kernels_gpu::ceiling::CEILING);
+    names.extend(kernels_gpu::foreach::ADD_MANY);
+    names.extend(kernels_gpu::foreach::MARK_MANY.map(|(name, _)| name));
+    names.extend(kernels_gpu::verify::MARK_TILES.map(|(name, _)| name));
     names
 }
 
@@ -60,6 +76,16 @@ pub struct DeviceInfo {
     pub sm_clock_khz: u64,
     /// CUDA version the driver supports, e.g. 13000 for 13.0.
     pub driver_version: i32,
+    /// Most dynamic shared memory one block may use once a kernel opts in, bytes.
+    pub shared_per_block_optin: u32,
+}
+
+impl DeviceInfo {
+    /// True when the Hopper module is loaded (compute capability 9.0 or later), so
+    /// the bulk-copy variants can run.
+    pub fn has_sm90(&self) -> bool {
+        self.compute_capability.0 >= 9
+    }
 }
 
 impl DeviceInfo {
@@ -99,8 +125,9 @@ pub struct KernelResources {
 
 pub(crate) struct Shared {
     pub(crate) ctx: Context,
-    // Kept alive: the RawFn handles below point into it.
+    // Kept alive: the RawFn handles below point into them.
     _module: Module,
+    _module_sm90: Option<Module>,
     funcs: HashMap<&'static str, RawFn>,
     pub(crate) info: DeviceInfo,
 }
@@ -174,6 +201,22 @@ impl Gpu {
             funcs.insert(name, RawFn(f.to_raw()));
         }
         let attr = |a: DeviceAttribute| device.get_attribute(a).map_err(driver("cuDeviceGetAttribute"));
+        let shared_optin = raw::shared_per_block_optin(index)?;
+        let major = attr(DeviceAttribute::ComputeCapabilityMajor)? as u32;
+        let module_sm90 = if major >= 9 {
+            let m = Module::from_ptx(PTX_SM90, &[]).map_err(|e| Error::PtxLoad(raw::from_cust(e)))?;
+            for name in sm90_kernel_names() {
+                let f = m.get_function(name).map_err(|e| Error::MissingKernel { name, source: raw::from_cust(e) })?;
+                let f = RawFn(f.to_raw());
+                // The bulk kernels size their shared memory at launch; let them
+                // use all a block may have, not only the default 48 KiB.
+                raw::set_max_dynamic_shared(f, shared_optin)?;
+                funcs.insert(name, f);
+            }
+            Some(m)
+        } else {
+            None
+        };
         let info = DeviceInfo {
             index,
             name: device.name().map_err(driver("cuDeviceGetName"))?,
@@ -190,8 +233,9 @@ impl Gpu {
             registers_per_sm: attr(DeviceAttribute::MaxRegistersPerMultiprocessor)? as u32,
             sm_clock_khz: attr(DeviceAttribute::ClockRate)? as u64,
             driver_version: raw::driver_version()?,
+            shared_per_block_optin: shared_optin,
         };
-        Ok(Gpu { shared: Arc::new(Shared { ctx, _module: module, funcs, info }) })
+        Ok(Gpu { shared: Arc::new(Shared { ctx, _module: module, _module_sm90: module_sm90, funcs, info }) })
     }
 
     /// The device's facts.

@@ -30,6 +30,7 @@ pub use add::AddGraph;
 mod buffer;
 mod error;
 mod gpu;
+mod many;
 mod raw;
 pub mod reference;
 mod studies;
@@ -37,11 +38,12 @@ mod variant;
 
 pub use buffer::{AsView, AsViewMut, DeviceVec, Element, Pod, View, ViewMut};
 pub use error::{DriverError, Error, Result};
-pub use gpu::{kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX};
+pub use gpu::{kernel_names, sm90_kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX, PTX_SM90};
 pub use half;
 pub use kernels_gpu::Dtype;
+pub use many::{AddManyPlan, Triple, ADD_MANY_BLOCK};
 pub use studies::{CountVariant, MatmulVariant, TransposeVariant};
-pub use variant::{LaunchConfig, Variant};
+pub use variant::{BulkConfig, LaunchConfig, Variant};
 
 #[cfg(test)]
 mod send_sync {

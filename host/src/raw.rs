@@ -372,6 +372,9 @@ pub(crate) struct BinaryLaunch {
     pub block: u32,
     /// Byte alignment the kernel's accesses need.
     pub align: usize,
+    /// For the bulk-copy kernels: (tile bytes, stages, shared-memory limit of
+    /// the device). They take the first two as extra parameters.
+    pub bulk: Option<(u32, u32, u32)>,
 }
 
 /// Launches an add-shaped kernel `(a, b, out, n: u64)` over the first `n` elements.
@@ -399,15 +402,31 @@ pub(crate) fn launch_binary<T: Element>(
         return Ok(());
     }
     let (mut pa, mut pb, mut pc, mut pn) = (a.addr(), b.addr(), out.addr(), n as u64);
-    let mut params = [
-        &mut pa as *mut u64 as *mut c_void,
-        &mut pb as *mut u64 as *mut c_void,
-        &mut pc as *mut u64 as *mut c_void,
-        &mut pn as *mut u64 as *mut c_void,
-    ];
-    // SAFETY: every add kernel takes (ptr, ptr, ptr, u64); the views are live for
-    // n elements, aligned as the kernel needs, and out is exclusively borrowed; the
-    // kernel touches indices < n only, whatever the grid.
+    if let Some((tile, stages, limit)) = l.bulk {
+        // What the bulk kernels' contract needs of the tiling, checked here
+        // again so that no caller can launch them outside it.
+        let shared = kernels_gpu::bulk::shared_bytes(tile, stages);
+        let valid = tile != 0
+            && tile.is_multiple_of(16)
+            && tile <= 1 << 18
+            && (1..=kernels_gpu::bulk::MAX_STAGES).contains(&stages)
+            && shared <= limit as u64;
+        if !valid || l.align < 16 {
+            return Err(Error::Shape { kernel: l.name, detail: format!("invalid bulk tiling {tile} B x {stages}") });
+        }
+        let (mut pt, mut ps) = (tile, stages);
+        let mut params = [arg(&mut pa), arg(&mut pb), arg(&mut pc), arg(&mut pn), arg(&mut pt), arg(&mut ps)];
+        let g = Geometry { grid: (l.grid, 1), block: (l.block, 1), shared_bytes: shared as u32 };
+        // SAFETY: the bulk kernels take (ptr, ptr, ptr, u64, u32, u32); the views
+        // hold n elements, 16-byte aligned (checked above), out is exclusive; the
+        // tiling is valid and the launch gives the shared memory it needs. The
+        // kernels touch indices < n only, whatever the grid.
+        return unsafe { launch_2d(l.func, g, stream, &mut params) };
+    }
+    let mut params = [arg(&mut pa), arg(&mut pb), arg(&mut pc), arg(&mut pn)];
+    // SAFETY: every other add kernel takes (ptr, ptr, ptr, u64); the views are
+    // live for n elements, aligned as the kernel needs, and out is exclusively
+    // borrowed; the kernel touches indices < n only, whatever the grid.
     unsafe { launch(l.func, l.grid, l.block, stream, &mut params) }
 }
 
@@ -575,6 +594,38 @@ pub(crate) fn func_attribute(func: RawFn, attr: i32) -> Result<i32> {
     Ok(value)
 }
 
+/// Most dynamic shared memory a block of device `ordinal` may use after opting in.
+pub(crate) fn shared_per_block_optin(ordinal: usize) -> Result<u32> {
+    let driver = |context: &'static str| move |source| Error::Driver { context, source };
+    let (mut dev, mut v): (cu::CUdevice, i32) = (0, 0);
+    // SAFETY: each call writes one integer.
+    check(unsafe { cu::cuDeviceGet(&mut dev, ordinal as i32) }).map_err(driver("cuDeviceGet"))?;
+    // SAFETY: as above.
+    check(unsafe {
+        cu::cuDeviceGetAttribute(
+            &mut v,
+            cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            dev,
+        )
+    })
+    .map_err(driver("cuDeviceGetAttribute"))?;
+    Ok(v as u32)
+}
+
+/// Lets `func` use up to `bytes` of dynamic shared memory per block
+/// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
+pub(crate) fn set_max_dynamic_shared(func: RawFn, bytes: u32) -> Result<()> {
+    // SAFETY: sets one attribute of a live function handle.
+    let r = unsafe {
+        cu::cuFuncSetAttribute(
+            func.0,
+            cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+    };
+    check(r).map_err(|source| Error::Driver { context: "cuFuncSetAttribute", source })
+}
+
 /// Resident blocks per SM for `func` at `block` threads and no dynamic shared memory.
 pub(crate) fn occupancy(func: RawFn, block: u32) -> Result<u32> {
     let mut blocks = 0i32;
@@ -591,4 +642,241 @@ pub(crate) fn driver_version() -> Result<i32> {
     check(unsafe { cu::cuDriverGetVersion(&mut v) })
         .map_err(|source| Error::Driver { context: "cuDriverGetVersion", source })?;
     Ok(v)
+}
+
+/// One triple of a foreach launch, made only from views by [`many_operand`] or
+/// [`many_marks`], so its addresses are valid for `n` elements while those views live.
+pub(crate) struct ManyOperand<'a> {
+    a: u64,
+    b: u64,
+    c: u64,
+    n: u64,
+    _views: std::marker::PhantomData<&'a ()>,
+}
+
+/// A foreach triple from views; errors unless the three lengths agree.
+pub(crate) fn many_operand<'a, T: Element>(
+    name: &'static str,
+    a: &View<'a, T>,
+    b: &View<'a, T>,
+    c: &ViewMut<'a, T>,
+) -> Result<ManyOperand<'a>> {
+    if a.len() != b.len() || a.len() != c.len() {
+        return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: c.len() });
+    }
+    Ok(ManyOperand { a: a.addr(), b: b.addr(), c: c.addr(), n: a.len() as u64, _views: std::marker::PhantomData })
+}
+
+/// A foreach "triple" for the visit marker: the marks stand in for all three.
+pub(crate) fn many_marks<'a>(marks: &ViewMut<'a, i32>) -> ManyOperand<'a> {
+    let (addr, n) = (marks.addr(), marks.len() as u64);
+    ManyOperand { a: addr, b: addr, c: addr, n, _views: std::marker::PhantomData }
+}
+
+/// The kernel's table for `ops` (empty triples left out) and its chunk count.
+fn many_descs(ops: &[ManyOperand]) -> (Vec<u64>, u64) {
+    let mut table = Vec::with_capacity(5 * ops.len());
+    let mut chunks = 0u64;
+    for op in ops.iter().filter(|op| op.n > 0) {
+        table.extend([op.a, op.b, op.c, op.n, chunks]);
+        chunks += kernels_gpu::foreach::chunks(op.n);
+    }
+    (table, chunks)
+}
+
+/// Largest grid of a foreach launch (the chunk walk is grid-stride).
+const MANY_MAX_GRID: u64 = kernels_gpu::launch::MAX_GRID_X as u64;
+
+/// Launches a foreach kernel over a table already in device memory.
+///
+/// # Safety
+/// `table` holds `tensors` descriptors (5 u64 each) made by [`many_descs`] from
+/// operands whose views are alive until the kernel has finished.
+unsafe fn launch_many_raw(func: RawFn, table: u64, tensors: u32, chunks: u64, stream: cu::CUstream) -> Result<()> {
+    let grid = chunks.min(MANY_MAX_GRID) as u32;
+    let (mut pt, mut pn, mut pc) = (table, tensors, chunks);
+    let mut params = [arg(&mut pt), arg(&mut pn), arg(&mut pc)];
+    // SAFETY: the foreach kernels take (ptr, u32, u64); the table is valid per
+    // the caller's contract and every triple in it holds n elements per operand;
+    // the walk touches only indices below each triple's n.
+    unsafe { launch(func, grid, kernels_gpu::foreach::MANY_BLOCK, stream, &mut params) }
+}
+
+/// One foreach launch, table included, all queued on `stream`: the table goes
+/// to stream-ordered memory (`cuMemAllocAsync`), is copied there, used and freed
+/// in stream order, so concurrent calls on other streams never share it.
+pub(crate) fn launch_many(func: RawFn, ops: &[ManyOperand<'_>], stream: cu::CUstream) -> Result<()> {
+    let driver = |context: &'static str| move |source| Error::Driver { context, source };
+    let (table, chunks) = many_descs(ops);
+    if chunks == 0 {
+        return Ok(());
+    }
+    let tensors = u32::try_from(table.len() / 5).map_err(|_| Error::Shape {
+        kernel: "add_many",
+        detail: format!("{} triples; at most 2^32 - 1", table.len() / 5),
+    })?;
+    let bytes = std::mem::size_of_val(table.as_slice());
+    let mut dev: cu::CUdeviceptr = 0;
+    // SAFETY: writes one device pointer; the allocation is ordered on `stream`.
+    check(unsafe { cu::cuMemAllocAsync(&mut dev, bytes, stream) }).map_err(driver("cuMemAllocAsync"))?;
+    // SAFETY: `dev` holds `bytes`; the host table is a live slice of that size. A
+    // copy from pageable memory is staged by the driver before the call returns,
+    // so the Vec may be dropped afterwards.
+    let copied = check(unsafe { cu::cuMemcpyHtoDAsync_v2(dev, table.as_ptr() as *const c_void, bytes, stream) })
+        .map_err(driver("cuMemcpyHtoDAsync"));
+    // SAFETY: the table was just made by many_descs from `ops`, whose views the
+    // caller holds across this call; the kernel is ordered after the copy.
+    let launched = copied.and_then(|_| unsafe { launch_many_raw(func, dev, tensors, chunks, stream) });
+    // SAFETY: frees the table after everything queued before it on the stream.
+    let freed = check(unsafe { cu::cuMemFreeAsync(dev, stream) }).map_err(driver("cuMemFreeAsync"));
+    launched.and(freed)
+}
+
+/// A foreach table in ordinary device memory, for launching the same list again
+/// (and for graph capture, where no host copy may be queued). It lives no
+/// longer than the views it was made from.
+pub(crate) struct ManyTable<'a> {
+    ptr: u64,
+    tensors: u32,
+    chunks: u64,
+    _views: std::marker::PhantomData<&'a ()>,
+}
+
+impl Drop for ManyTable<'_> {
+    fn drop(&mut self) {
+        if self.ptr != 0 {
+            free(self.ptr);
+        }
+    }
+}
+
+/// Uploads the table of `ops` (synchronously).
+pub(crate) fn many_table<'a>(ops: &[ManyOperand<'a>]) -> Result<ManyTable<'a>> {
+    let (table, chunks) = many_descs(ops);
+    let tensors = u32::try_from(table.len() / 5).map_err(|_| Error::Shape {
+        kernel: "add_many",
+        detail: format!("{} triples; at most 2^32 - 1", table.len() / 5),
+    })?;
+    if chunks == 0 {
+        return Ok(ManyTable { ptr: 0, tensors: 0, chunks: 0, _views: std::marker::PhantomData });
+    }
+    let bytes = std::mem::size_of_val(table.as_slice());
+    let ptr = alloc(bytes)?;
+    let t = ManyTable { ptr, tensors, chunks, _views: std::marker::PhantomData };
+    // SAFETY: `ptr` holds `bytes`; the host table is a live slice of that size.
+    check(unsafe { cu::cuMemcpyHtoD_v2(ptr, table.as_ptr() as *const c_void, bytes) })
+        .map_err(|source| Error::Driver { context: "cuMemcpyHtoD", source })?;
+    Ok(t)
+}
+
+/// Launches a foreach kernel over an uploaded table.
+pub(crate) fn launch_many_table(func: RawFn, t: &ManyTable<'_>, stream: cu::CUstream) -> Result<()> {
+    if t.chunks == 0 {
+        return Ok(());
+    }
+    // SAFETY: the table was made by many_descs from views that outlive it (its
+    // lifetime), and freeing their buffers waits for queued work, as for every
+    // launch of this crate.
+    unsafe { launch_many_raw(func, t.ptr, t.tensors, t.chunks, stream) }
+}
+
+/// The ceiling kernels' operands (`u32` words, 16-byte aligned).
+pub(crate) enum Ceiling<'v, 'i, 'o> {
+    /// `ceiling_read(a, b, n, sink, key)`
+    Read { a: &'v View<'i, u32>, b: &'v View<'i, u32>, sink: &'v mut ViewMut<'o, u32>, key: u32 },
+    /// `ceiling_fill(c, n, value)`
+    Fill { c: &'v mut ViewMut<'o, u32>, value: u32 },
+    /// `ceiling_copy(a, c, n)`
+    Copy { a: &'v View<'i, u32>, c: &'v mut ViewMut<'o, u32> },
+}
+
+/// Launches a ceiling kernel; checks lengths, 16-byte alignment and the sink.
+pub(crate) fn launch_ceiling(
+    name: &'static str,
+    func: RawFn,
+    block: u32,
+    op: Ceiling<'_, '_, '_>,
+    stream: cu::CUstream,
+) -> Result<()> {
+    let (addrs, n): (Vec<u64>, usize) = match &op {
+        Ceiling::Read { a, b, sink, .. } => {
+            need(name, "sink", sink.len(), 1)?;
+            if a.len() != b.len() {
+                return Err(Error::Shape { kernel: name, detail: format!("a has {} words, b {}", a.len(), b.len()) });
+            }
+            (vec![a.addr(), b.addr()], a.len())
+        }
+        Ceiling::Fill { c, .. } => (vec![c.addr()], c.len()),
+        Ceiling::Copy { a, c } => {
+            if a.len() != c.len() {
+                return Err(Error::Shape { kernel: name, detail: format!("a has {} words, c {}", a.len(), c.len()) });
+            }
+            (vec![a.addr(), c.addr()], a.len())
+        }
+    };
+    if let Some(&addr) = addrs.iter().find(|&&x| x % 16 != 0) {
+        return Err(Error::Misaligned { variant: name, operand: "operand", addr, offset: addr % 16, required: 16 });
+    }
+    let grid = kernels_gpu::launch::grid_for(
+        n as u64,
+        kernels_gpu::ceiling::CEILING_LANES,
+        block,
+        kernels_gpu::launch::MAX_GRID_X,
+    );
+    if grid == 0 {
+        return Ok(());
+    }
+    let mut pn = n as u64;
+    // SAFETY (all arms): parameter lists match ceiling.rs; every view holds n
+    // words, 16-byte aligned (checked above); outputs are exclusive borrows; the
+    // sink holds one word.
+    unsafe {
+        match op {
+            Ceiling::Read { a, b, sink, mut key } => {
+                let (mut pa, mut pb, mut ps) = (a.addr(), b.addr(), sink.addr());
+                launch(
+                    func,
+                    grid,
+                    block,
+                    stream,
+                    &mut [arg(&mut pa), arg(&mut pb), arg(&mut pn), arg(&mut ps), arg(&mut key)],
+                )
+            }
+            Ceiling::Fill { c, mut value } => {
+                let mut pc = c.addr();
+                launch(func, grid, block, stream, &mut [arg(&mut pc), arg(&mut pn), arg(&mut value)])
+            }
+            Ceiling::Copy { a, c } => {
+                let (mut pa, mut pc) = (a.addr(), c.addr());
+                launch(func, grid, block, stream, &mut [arg(&mut pa), arg(&mut pc), arg(&mut pn)])
+            }
+        }
+    }
+}
+
+/// Launches a tiled-walk visit marker `(marks, n, tile)`.
+pub(crate) fn launch_mark_tiles(
+    func: RawFn,
+    grid: u32,
+    block: u32,
+    tile: u64,
+    lanes: u32,
+    marks: &mut ViewMut<'_, i32>,
+    stream: cu::CUstream,
+) -> Result<()> {
+    if tile == 0 || !tile.is_multiple_of(lanes as u64) {
+        return Err(Error::Shape {
+            kernel: "mark_visits_tiles",
+            detail: format!("tile of {tile} elements; must be a non-zero multiple of {lanes}"),
+        });
+    }
+    if marks.is_empty() || grid == 0 {
+        return Ok(());
+    }
+    let (mut pm, mut pn, mut pt) = (marks.addr(), marks.len() as u64, tile);
+    let mut params = [arg(&mut pm), arg(&mut pn), arg(&mut pt)];
+    // SAFETY: the markers take (ptr, u64, u64); marks is exclusively borrowed and
+    // holds n aligned i32; the walk touches indices < n only; tile is a non-zero
+    // multiple of the pack width, as the walk assumes.
+    unsafe { launch(func, grid, block, stream, &mut params) }
 }

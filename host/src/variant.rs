@@ -1,6 +1,7 @@
 //! The add variants, one per kernel of `kernels_gpu::add`, and launch settings.
 
-use kernels_gpu::add::{AddKernel, ADD_KERNELS};
+use kernels_gpu::add::{AddKernel, Pattern, ADD_KERNELS};
+use kernels_gpu::bulk::MAX_STAGES;
 use kernels_gpu::launch::{DEFAULT_BLOCK, MAX_BLOCK, MAX_GRID_X};
 use kernels_gpu::Dtype;
 
@@ -34,11 +35,17 @@ pub enum Variant {
     F16x8Cs,
     /// bf16x8 pack with evict-first (`.cs`) loads and store.
     Bf16x8Cs,
+    /// f32 through Hopper's bulk-copy engine (sm_90 module only).
+    F32Bulk,
+    /// f16 through the bulk-copy engine (sm_90 module only).
+    F16Bulk,
+    /// bf16 through the bulk-copy engine (sm_90 module only).
+    Bf16Bulk,
 }
 
 impl Variant {
     /// Every variant, in kernel-table order.
-    pub const ALL: [Variant; 12] = [
+    pub const ALL: [Variant; 15] = [
         Variant::F32,
         Variant::F32x4,
         Variant::F16,
@@ -51,6 +58,9 @@ impl Variant {
         Variant::F32x4Cs,
         Variant::F16x8Cs,
         Variant::Bf16x8Cs,
+        Variant::F32Bulk,
+        Variant::F16Bulk,
+        Variant::Bf16Bulk,
     ];
 
     /// The kernel's static facts, shared with the device code.
@@ -105,9 +115,21 @@ impl Variant {
         matches!(self, Variant::F32x4Cs | Variant::F16x8Cs | Variant::Bf16x8Cs)
     }
 
-    /// The variants the automatic choice picks from for `dtype`, narrow to wide.
+    /// True for the Hopper bulk-copy kernels (sm_90 module; launched with a
+    /// [`BulkConfig`]).
+    pub const fn is_bulk(self) -> bool {
+        matches!(self.kernel().pattern, Pattern::BulkTiles)
+    }
+
+    /// The bulk-copy variant of `dtype`.
+    pub fn bulk(dtype: Dtype) -> Variant {
+        Self::of_dtype(dtype).find(|v| v.is_bulk()).unwrap_or(Variant::F32Bulk)
+    }
+
+    /// The per-thread variants the alignment-based choice picks from for
+    /// `dtype`, narrow to wide (no cache-hint study, no bulk kernel).
     fn auto_candidates(dtype: Dtype) -> impl Iterator<Item = Variant> {
-        Self::of_dtype(dtype).filter(|v| !v.is_cache_hint_study())
+        Self::of_dtype(dtype).filter(|v| !v.is_cache_hint_study() && !v.is_bulk())
     }
 
     /// The fastest variant of `dtype` whose alignment every address meets. The
@@ -130,6 +152,21 @@ impl Variant {
     pub fn widest(dtype: Dtype) -> Variant {
         Self::auto_candidates(dtype).last().unwrap_or(Variant::F32)
     }
+
+    /// What the automatic choice launches on 16-byte aligned operands of `n`
+    /// elements: the bulk-copy variant on an sm_90 device from
+    /// [`Variant::BULK_AUTO_MIN`] elements up, else the widest per-thread variant.
+    pub fn auto_aligned(dtype: Dtype, n: usize, sm90: bool) -> Variant {
+        if sm90 && n >= Self::BULK_AUTO_MIN {
+            Self::bulk(dtype)
+        } else {
+            Self::widest(dtype)
+        }
+    }
+
+    /// Smallest n at which the automatic choice takes the bulk-copy variant (set
+    /// from the report's measurements: below it the 128-bit kernels are as fast).
+    pub const BULK_AUTO_MIN: usize = 1 << 20;
 
     /// The one-element-per-thread variant of `dtype`.
     pub fn scalar(dtype: Dtype) -> Variant {
@@ -178,6 +215,53 @@ impl LaunchConfig {
     }
 }
 
+/// Tiling of the bulk-copy variants: bytes per operand per tile and tiles in
+/// flight per block (shared memory per block: `kernels_gpu::bulk::shared_bytes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BulkConfig {
+    /// Bytes of each operand per tile: a multiple of 16, 16..=2^18.
+    pub tile_bytes: u32,
+    /// Shared-memory slots per block, 1..=16.
+    pub stages: u32,
+}
+
+impl Default for BulkConfig {
+    /// The setting the automatic choice uses (chosen from the report's bulk sweep).
+    fn default() -> Self {
+        BulkConfig { tile_bytes: 8192, stages: 2 }
+    }
+}
+
+impl BulkConfig {
+    /// Largest tile: both tiles of a slot count against one barrier phase, whose
+    /// transaction count must stay below 2^20 bytes.
+    pub const MAX_TILE_BYTES: u32 = 1 << 18;
+
+    /// Errors unless the tiling is valid and fits in `shared_limit` bytes of
+    /// shared memory per block.
+    pub(crate) fn check(self, kernel: &'static str, shared_limit: u32) -> Result<()> {
+        let shape = |detail: String| Err(Error::Shape { kernel, detail });
+        if self.tile_bytes == 0 || !self.tile_bytes.is_multiple_of(16) || self.tile_bytes > Self::MAX_TILE_BYTES {
+            return shape(format!(
+                "tile of {} bytes; must be a non-zero multiple of 16 up to {}",
+                self.tile_bytes,
+                Self::MAX_TILE_BYTES
+            ));
+        }
+        if self.stages == 0 || self.stages > MAX_STAGES {
+            return shape(format!("{} stages; must be 1..={MAX_STAGES}", self.stages));
+        }
+        let need = kernels_gpu::bulk::shared_bytes(self.tile_bytes, self.stages);
+        if need > shared_limit as u64 {
+            return shape(format!(
+                "{} stages of two {}-byte tiles need {need} bytes of shared memory per block; the device allows {shared_limit}",
+                self.stages, self.tile_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,5 +284,24 @@ mod tests {
         assert_eq!(Variant::widest_for(Dtype::Bf16, &[8, 16, 48]), Variant::Bf16x2);
         assert_eq!(Variant::widest(Dtype::Bf16), Variant::Bf16x8Pack);
         assert_eq!(Variant::scalar(Dtype::F16), Variant::F16);
+        assert_eq!(Variant::widest(Dtype::F32), Variant::F32x4);
+        assert_eq!(Variant::bulk(Dtype::Bf16), Variant::Bf16Bulk);
+    }
+
+    #[test]
+    fn bulk_config_limits() {
+        let ok = |c: BulkConfig| c.check("k", 227 * 1024).is_ok();
+        assert!(ok(BulkConfig::default()));
+        assert!(ok(BulkConfig { tile_bytes: 16, stages: 1 }));
+        assert!(!ok(BulkConfig { tile_bytes: 24, stages: 1 }));
+        assert!(!ok(BulkConfig { tile_bytes: 0, stages: 1 }));
+        assert!(!ok(BulkConfig { tile_bytes: 4096, stages: 0 }));
+        assert!(!ok(BulkConfig { tile_bytes: 4096, stages: 17 }));
+        assert!(!ok(BulkConfig { tile_bytes: 1 << 19, stages: 1 }));
+        let e = BulkConfig { tile_bytes: 65536, stages: 2 }.check("k", 227 * 1024).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "k: 2 stages of two 65536-byte tiles need 262272 bytes of shared memory per block; the device allows 232448"
+        );
     }
 }

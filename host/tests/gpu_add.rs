@@ -33,6 +33,9 @@ variant_tests! {
     add_f32x4_cs_is_bit_exact => Variant::F32x4Cs,
     add_f16x8_cs_is_bit_exact => Variant::F16x8Cs,
     add_bf16x8_cs_is_bit_exact => Variant::Bf16x8Cs,
+    add_f32_bulk_is_bit_exact => Variant::F32Bulk,
+    add_f16_bulk_is_bit_exact => Variant::F16Bulk,
+    add_bf16_bulk_is_bit_exact => Variant::Bf16Bulk,
 }
 
 /// A captured graph of adds gives the same bits as single launches.
@@ -81,7 +84,7 @@ fn odd_blocks_and_capped_grids_cover_every_element() {
         LaunchConfig::with_block(96),
     ];
     let mut failures = Vec::new();
-    for v in Variant::ALL {
+    for v in Variant::ALL.into_iter().filter(|&v| common::runs_here("odd_blocks_and_capped_grids", v)) {
         for cfg in cfgs {
             for n in [0usize, 1, 9, 4097, 100_003] {
                 let r = check_explicit(v, cfg, n, Data::Random);
@@ -253,7 +256,9 @@ fn huge<T: ReferenceAdd>() {
     let million = 1 << 20;
     let mut failures = Vec::new();
     for &n in &sizes {
-        let runs = Variant::of_dtype(T::DTYPE).map(|v| (v, LaunchConfig::default()));
+        let runs = Variant::of_dtype(T::DTYPE)
+            .filter(|&v| common::runs_here("huge_n", v))
+            .map(|v| (v, LaunchConfig::default()));
         for (v, cfg) in runs.chain([(Variant::scalar(T::DTYPE), CLAMPED)]) {
             for poison in common::POISONS {
                 band.fill_bits(poison).unwrap();
@@ -419,7 +424,8 @@ fn concurrent_streams_on_one_context() {
     std::thread::scope(|s| {
         for t in 0..6 {
             s.spawn(move || {
-                for (i, v) in Variant::ALL.into_iter().cycle().skip(t).take(12).enumerate() {
+                let here = Variant::ALL.into_iter().filter(|&v| common::runs_here("concurrent_streams", v));
+                for (i, v) in here.cycle().skip(t).take(15).enumerate() {
                     let n = 100_000 + 37 * i + t;
                     let r = check_explicit(v, LaunchConfig::default(), n, Data::Random);
                     record("concurrent_streams", &format!("thread {t} {v}"), n, r.is_ok());

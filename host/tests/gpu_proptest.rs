@@ -10,7 +10,7 @@ mod common;
 use common::{gpu, record, POISONS};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
-use gpukern::{Dtype, Error, Variant};
+use gpukern::{BulkConfig, Dtype, Error, Variant};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
 use rand::{Rng, SeedableRng};
@@ -23,6 +23,8 @@ struct Case {
     /// Start offsets of a, b and out, in bytes (multiples of the element size).
     offsets: [usize; 3],
     seed: u64,
+    /// Tiling for the bulk-copy variants (ignored by the others).
+    bulk: BulkConfig,
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -38,10 +40,12 @@ fn case() -> impl Strategy<Value = Case> {
         n,
         [0usize..=16, 0usize..=16, 0usize..=16],
         any::<u64>(),
+        (prop::sample::select(vec![16u32, 48, 256, 4096, 8192]), 1u32..=3),
     )
-        .prop_map(|(variant, auto, n, offsets, seed)| {
+        .prop_map(|(variant, auto, n, offsets, seed, (tile_bytes, stages))| {
             let size = variant.dtype().size();
-            Case { variant, auto, n, offsets: offsets.map(|o| o / size * size), seed }
+            let bulk = BulkConfig { tile_bytes, stages };
+            Case { variant, auto, n, offsets: offsets.map(|o| o / size * size), seed, bulk }
         })
 }
 
@@ -63,8 +67,13 @@ fn run<T: ReferenceAdd>(c: &Case) -> Result<(), String> {
     band.fill_bits(POISONS[0]).map_err(|e| e.to_string())?;
     let (va, vb) = (da.slice(oa..).map_err(|e| e.to_string())?, db.slice(ob..).map_err(|e| e.to_string())?);
     let out = band.slice_mut(oc..oc + c.n).map_err(|e| e.to_string())?;
-    let result =
-        if c.auto { gpu.add_auto(va, vb, out, &stream).map(|_| ()) } else { gpu.add(c.variant, va, vb, out, &stream) };
+    let result = if c.auto {
+        gpu.add_auto(va, vb, out, &stream).map(|_| ())
+    } else if c.variant.is_bulk() {
+        gpu.add_bulk_with(c.variant, Default::default(), c.bulk, va, vb, out, &stream)
+    } else {
+        gpu.add(c.variant, va, vb, out, &stream)
+    };
     let aligned = c.offsets.iter().all(|o| o % c.variant.align() == 0);
     match result {
         Ok(()) if c.auto || aligned => {}
@@ -86,6 +95,9 @@ fn run<T: ReferenceAdd>(c: &Case) -> Result<(), String> {
 }
 
 fn check(c: &Case) -> Result<(), String> {
+    if !c.auto && !common::runs_here("proptest", c.variant) {
+        return Ok(());
+    }
     let r = match c.variant.dtype() {
         Dtype::F32 => run::<f32>(c),
         Dtype::F16 => run::<f16>(c),
@@ -93,7 +105,13 @@ fn check(c: &Case) -> Result<(), String> {
     };
     record(
         "proptest",
-        &format!("{}{} offsets {:?}", c.variant, if c.auto { " (auto)" } else { "" }, c.offsets),
+        &format!(
+            "{}{} offsets {:?}{}",
+            c.variant,
+            if c.auto { " (auto)" } else { "" },
+            c.offsets,
+            if c.variant.is_bulk() && !c.auto { format!(" {:?}", c.bulk) } else { String::new() }
+        ),
         c.n,
         r.is_ok(),
     );
@@ -121,9 +139,38 @@ proptest! {
 #[ignore = "needs a CUDA GPU"]
 fn proptest_regressions() {
     for c in [
-        Case { variant: Variant::F16x8Pack, auto: true, n: 2047, offsets: [2, 2, 2], seed: 1 },
-        Case { variant: Variant::F32x4, auto: false, n: 4099, offsets: [4, 0, 0], seed: 2 },
-        Case { variant: Variant::Bf16x8Pack, auto: false, n: 0, offsets: [0, 0, 0], seed: 3 },
+        Case {
+            variant: Variant::F16x8Pack,
+            auto: true,
+            n: 2047,
+            offsets: [2, 2, 2],
+            seed: 1,
+            bulk: BulkConfig::default(),
+        },
+        Case {
+            variant: Variant::F32x4,
+            auto: false,
+            n: 4099,
+            offsets: [4, 0, 0],
+            seed: 2,
+            bulk: BulkConfig::default(),
+        },
+        Case {
+            variant: Variant::Bf16x8Pack,
+            auto: false,
+            n: 0,
+            offsets: [0, 0, 0],
+            seed: 3,
+            bulk: BulkConfig::default(),
+        },
+        Case {
+            variant: Variant::F32Bulk,
+            auto: false,
+            n: 8195,
+            offsets: [16, 16, 16],
+            seed: 4,
+            bulk: BulkConfig { tile_bytes: 48, stages: 3 },
+        },
     ] {
         check(&c).unwrap();
     }

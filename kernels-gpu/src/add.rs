@@ -19,6 +19,7 @@
 //! | `add_f32x4_cs`    | -  | f32   | 4     | 16 B   | V2 + evict-first (`.cs`) cache hints |
 //! | `add_f16x8_cs`    | -  | f16   | 8     | 16 B   | V6 + evict-first (`.cs`) cache hints |
 //! | `add_bf16x8_cs`   | -  | bf16  | 8     | 16 B   | bf16x8 pack + `.cs` cache hints      |
+//! | `add_*_bulk`      | -  | all   | tile  | bulk   | Hopper bulk copies into shared memory ([`crate::bulk`]) |
 //!
 //! The `_cs` variants go past the seed: data that is touched once is marked
 //! evict-first in L2 (`ld.global.cs` / `st.global.cs`), so the stream does not
@@ -45,6 +46,19 @@ pub struct AddKernel {
     pub loads_per_group: u32,
     /// Version number in the seed article (V1..V6), if it has one.
     pub seed_version: Option<u8>,
+    /// How the kernel moves data, which decides its parameters and grid.
+    pub pattern: Pattern,
+}
+
+/// Access pattern of an add kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    /// `(a, b, c, n)`: each thread loads its lane groups itself, grid-stride
+    /// (`launch::grid_for`). In the portable sm_70 module.
+    Lanes,
+    /// `(a, b, c, n, tile_bytes, stages)`: tiles move by `cp.async.bulk` into
+    /// dynamic shared memory ([`crate::bulk`]). In the sm_90 module only.
+    BulkTiles,
 }
 
 impl AddKernel {
@@ -56,6 +70,9 @@ impl AddKernel {
 
 macro_rules! kernel_info {
     ($name:literal, $dtype:ident, $lanes:expr, $access:expr, $loads:expr, $v:expr) => {
+        kernel_info!($name, $dtype, $lanes, $access, $loads, $v, Lanes)
+    };
+    ($name:literal, $dtype:ident, $lanes:expr, $access:expr, $loads:expr, $v:expr, $pattern:ident) => {
         AddKernel {
             name: $name,
             dtype: Dtype::$dtype,
@@ -63,6 +80,7 @@ macro_rules! kernel_info {
             access_bytes: $access,
             loads_per_group: $loads,
             seed_version: $v,
+            pattern: Pattern::$pattern,
         }
     };
 }
@@ -93,9 +111,16 @@ pub const ADD_F16X8_CS: AddKernel = kernel_info!("add_f16x8_cs", F16, 8, 16, 1, 
 /// bf16x8 pack with streaming cache hints.
 pub const ADD_BF16X8_CS: AddKernel = kernel_info!("add_bf16x8_cs", Bf16, 8, 16, 1, None);
 
+/// f32 through the bulk-copy engine (sm_90 module; lanes are the remainder's groups).
+pub const ADD_F32_BULK: AddKernel = kernel_info!("add_f32_bulk", F32, 4, 16, 1, None, BulkTiles);
+/// f16 through the bulk-copy engine.
+pub const ADD_F16_BULK: AddKernel = kernel_info!("add_f16_bulk", F16, 8, 16, 1, None, BulkTiles);
+/// bf16 through the bulk-copy engine.
+pub const ADD_BF16_BULK: AddKernel = kernel_info!("add_bf16_bulk", Bf16, 8, 16, 1, None, BulkTiles);
+
 /// Every add kernel: the seed's family by dtype, naive to fastest, then bf16,
-/// then the cache-hint variants.
-pub const ADD_KERNELS: [AddKernel; 12] = [
+/// then the cache-hint variants, then the Hopper bulk-copy kernels.
+pub const ADD_KERNELS: [AddKernel; 15] = [
     ADD_F32,
     ADD_F32X4,
     ADD_F16,
@@ -108,40 +133,24 @@ pub const ADD_KERNELS: [AddKernel; 12] = [
     ADD_F32X4_CS,
     ADD_F16X8_CS,
     ADD_BF16X8_CS,
+    ADD_F32_BULK,
+    ADD_F16_BULK,
+    ADD_BF16_BULK,
 ];
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 pub use kernels::*;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
     use crate::bits::bf16_add;
     use crate::device::for_each_group;
-    use core::arch::nvptx::{f16x2, f16x2_add};
-    use core::mem::transmute;
-
-    /// 16 bytes, 16-byte aligned: reading one through a pointer gives `ld.global.v4.b32`.
-    #[derive(Clone, Copy)]
-    #[repr(C, align(16))]
-    struct Pack16([u32; 4]);
+    use crate::pack::{bf16x2_add, half2_add, Pack16};
 
     /// 16 bytes of f32, 16-byte aligned (`float4`).
     #[derive(Clone, Copy)]
     #[repr(C, align(16))]
     struct F32x4([f32; 4]);
-
-    #[inline(always)]
-    fn half2_add(x: u32, y: u32) -> u32 {
-        // SAFETY: f16x2 and u32 have the same size; every bit pattern is a valid f16x2.
-        unsafe { transmute::<f16x2, u32>(f16x2_add(transmute::<u32, f16x2>(x), transmute::<u32, f16x2>(y))) }
-    }
-
-    #[inline(always)]
-    fn bf16x2_add(x: u32, y: u32) -> u32 {
-        let lo = bf16_add(x as u16, y as u16) as u32;
-        let hi = bf16_add((x >> 16) as u16, (y >> 16) as u16) as u32;
-        lo | (hi << 16)
-    }
 
     /// Scalar tail shared by every variant of one dtype: elements `first..n`.
     macro_rules! scalar_tail {

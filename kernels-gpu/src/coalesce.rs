@@ -21,10 +21,10 @@ pub const fn strided_index(r: u64, c: u64, stride: u64) -> u64 {
     r * stride + c
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 pub use kernels::*;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
     use super::strided_index;
     use crate::device::{block_xy, for_each_group};

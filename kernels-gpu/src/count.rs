@@ -15,10 +15,10 @@ pub const WARP_SHARED_BYTES: u32 = COUNT_THREADS / 32 * 4;
 /// Kernel names: naive atomics, block reduction, warp-shuffle reduction.
 pub const COUNT: [&str; 3] = ["count_eq_atomic", "count_eq_block", "count_eq_warp"];
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 pub use kernels::*;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
     use super::*;
     use crate::device::{for_each_group, shared, shfl_down, sync_threads, thread_xy};

@@ -39,6 +39,40 @@ pub fn for_each_group<const LANES: u64>(n: u64, mut full: impl FnMut(u64), mut t
     }
 }
 
+/// The tiles of one block in the tiled walk (the bulk-copy kernels and their
+/// visit marker): of `tiles` whole tiles, block `b` of a grid of `G` takes
+/// `b, b + G, b + 2G, …`. Returns (first tile, stride, how many). The count depends
+/// only on the block, so loops over it may hold block barriers.
+#[inline(always)]
+pub fn block_tiles(tiles: u64) -> (u64, u64, u64) {
+    // SAFETY: special registers.
+    let (b, g) = unsafe { (nvptx::_block_idx_x() as u64, nvptx::_grid_dim_x() as u64) };
+    let count = if b < tiles { (tiles - b).div_ceil(g) } else { 0 };
+    (b, g, count)
+}
+
+/// Calls `f(p)` for the packs `p < packs` of one tile that this thread owns:
+/// thread `t` of the block takes `t, t + blockDim, …`, so a warp touches 32
+/// consecutive packs per step.
+#[inline(always)]
+pub fn for_each_pack_in_tile(packs: u64, mut f: impl FnMut(u64)) {
+    // SAFETY: special registers.
+    let (t, step) = unsafe { (nvptx::_thread_idx_x() as u64, nvptx::_block_dim_x() as u64) };
+    let mut p = t;
+    while p < packs {
+        f(p);
+        p += step;
+    }
+}
+
+/// Thread 0 of the block (the one that issues bulk copies and owns barriers).
+#[cfg_attr(not(target_feature = "sm_90"), allow(dead_code))]
+#[inline(always)]
+pub fn is_block_leader() -> bool {
+    // SAFETY: special registers.
+    unsafe { nvptx::_thread_idx_x() == 0 && nvptx::_thread_idx_y() == 0 }
+}
+
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {
     // SAFETY: trap aborts the kernel; the host sees a launch failure at sync.

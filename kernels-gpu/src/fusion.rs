@@ -13,10 +13,10 @@
 /// Kernel names: scale (unfused building block), add+scale fused, saxpy fused.
 pub const FUSION: [&str; 3] = ["scale_f32", "add_scale_f32", "saxpy_f32"];
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 pub use kernels::*;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
     use crate::device::for_each_group;
 

@@ -9,7 +9,11 @@
 //!   arithmetic (bf16 rounding, NaN classes) is unit-tested on the CPU.
 //!
 //! Entry points only exist under `cfg(target_arch = "nvptx64")`; everything else is
-//! plain `no_std` Rust that compiles on both sides.
+//! plain `no_std` Rust that compiles on both sides. The device build runs twice:
+//! for sm_70 (`ptx/kernels_gpu.ptx`, every portable kernel) and for sm_90 with PTX
+//! ISA 8.0 (`ptx/kernels_gpu_sm90.ptx`, only the kernels that need Hopper, such as
+//! the bulk-copy adds of [`bulk`]); a module's entry points are compiled under
+//! `not(target_feature = "sm_90")` or `target_feature = "sm_90"` accordingly.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -26,6 +30,8 @@
     // core::intrinsics is how the dynamic shared-memory intrinsic is reached.
     allow(internal_features)
 )]
+// The sm_90 build compiles a subset of the kernels; some features go unused there.
+#![cfg_attr(all(target_arch = "nvptx64", target_feature = "sm_90"), allow(unused_features))]
 
 // A host `cdylib` needs a panic handler; std brings one. The device build has its
 // own in `device`.
@@ -34,16 +40,27 @@ extern crate std;
 
 pub mod add;
 pub mod bits;
+pub mod bulk;
+pub mod ceiling;
 pub mod coalesce;
 pub mod count;
+pub mod foreach;
 pub mod fusion;
 pub mod launch;
 pub mod matmul;
 pub mod transpose;
 pub mod verify;
 
+// Device-only plumbing. The sm_90 build (`-C target-cpu=sm_90`, the second PTX
+// module) compiles only the kernels that need Hopper, so parts of it go unused there.
 #[cfg(target_arch = "nvptx64")]
+#[cfg_attr(target_feature = "sm_90", allow(dead_code))]
 mod device;
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+mod hopper;
+#[cfg(target_arch = "nvptx64")]
+#[cfg_attr(target_feature = "sm_90", allow(dead_code))]
+mod pack;
 
 /// Element type of a kernel's operands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

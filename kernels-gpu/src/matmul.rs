@@ -28,10 +28,10 @@ pub const RB_SHARED_BYTES: u32 = (RB_BK * RB_BM + RB_BK * RB_BN) * 4;
 /// Kernel names: naive, tiled, register-blocked.
 pub const MATMUL: [&str; 3] = ["matmul_naive", "matmul_tiled16", "matmul_regblock"];
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 pub use kernels::*;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
     use super::*;
     use crate::device::{at, block_xy, shared, sync_threads, thread_xy};

@@ -15,10 +15,10 @@ pub const TRANSPOSE: [&str; 3] = ["transpose_naive", "transpose_tiled", "transpo
 /// Dynamic shared memory of the tiled variants (32×32 and 32×33 floats).
 pub const SHARED_BYTES: [u32; 3] = [0, TILE * TILE * 4, TILE * (TILE + 1) * 4];
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 pub use kernels::*;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
     use super::*;
     use crate::device::{at, block_xy, shared, sync_threads, thread_xy};

@@ -24,13 +24,18 @@ pub const COUNT_BLOCK: u32 = 256;
 pub const MARK_VISITS: [(&str, u32); 4] =
     [("mark_visits_1", 1), ("mark_visits_2", 2), ("mark_visits_4", 4), ("mark_visits_8", 8)];
 
-#[cfg(target_arch = "nvptx64")]
+/// Visit markers of the bulk kernels' tiled walk, as (entry point, lanes):
+/// `(marks, n, tile)` with `tile` elements per tile (`tile_bytes / element size`
+/// of the add kernel it stands for) and `lanes` elements per 16-byte pack.
+pub const MARK_TILES: [(&str, u32); 2] = [("mark_visits_tiles_4", 4), ("mark_visits_tiles_8", 8)];
+
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 pub use kernels::*;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
     use crate::bits::{bf16_is_nan, f16_is_nan, f32_is_nan};
-    use crate::device::for_each_group;
+    use crate::device::{block_tiles, for_each_group, for_each_pack_in_tile};
     use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
     #[inline(always)]
@@ -178,6 +183,69 @@ mod kernels {
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn mark_visits_8(marks: *mut u32, n: u64) {
         unsafe { mark::<8>(marks, n) }
+    }
+
+    /// The bulk kernels' walk (`crate::bulk`): whole tiles by block, packs of
+    /// `LANES` by thread inside a tile, then the remainder in lane groups.
+    #[inline(always)]
+    unsafe fn mark_tiles<const LANES: u64>(marks: *mut u32, n: u64, tile: u64) {
+        // SAFETY: the caller guarantees `marks` holds n aligned u32; i < n below.
+        let visit = |i: u64| unsafe { AtomicU32::from_ptr(marks.add(i as usize)) }.fetch_add(1, Ordering::Relaxed);
+        let tiles = n / tile;
+        let (first, stride, count) = block_tiles(tiles);
+        for j in 0..count {
+            let start = (first + j * stride) * tile;
+            for_each_pack_in_tile(tile / LANES, |p| {
+                for k in 0..LANES {
+                    visit(start + p * LANES + k);
+                }
+            });
+        }
+        let base = tiles * tile;
+        for_each_group::<LANES>(
+            n - base,
+            |g| {
+                for k in 0..LANES {
+                    visit(base + g * LANES + k);
+                }
+            },
+            |first| {
+                for i in first..n - base {
+                    visit(base + i);
+                }
+            },
+        );
+    }
+
+    /// Adds 1 to `marks[i]` for every `i < n` the tiled walk of the f32 bulk
+    /// kernel visits with `tile` elements per tile.
+    ///
+    /// # Safety
+    /// As `mark_visits_1`; `tile` is a non-zero multiple of 4.
+    ///
+    /// # Parameters
+    /// `marks`, `n`: as `mark_visits_1`; `tile`: elements per tile.
+    ///
+    /// # Thread mapping
+    /// As `add_f32_bulk`.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn mark_visits_tiles_4(marks: *mut u32, n: u64, tile: u64) {
+        unsafe { mark_tiles::<4>(marks, n, tile) }
+    }
+
+    /// As `mark_visits_tiles_4`, with 8-element packs (the f16 and bf16 bulk kernels).
+    ///
+    /// # Safety
+    /// As `mark_visits_1`; `tile` is a non-zero multiple of 8.
+    ///
+    /// # Parameters
+    /// As `mark_visits_tiles_4`.
+    ///
+    /// # Thread mapping
+    /// As `add_f16_bulk`.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn mark_visits_tiles_8(marks: *mut u32, n: u64, tile: u64) {
+        unsafe { mark_tiles::<8>(marks, n, tile) }
     }
 
     /// Does nothing: launching it measures the launch floor.

@@ -4,17 +4,25 @@
 //! silently de-vectorises a variant (a lost `align(16)`, a split load) or pulls in
 //! local memory or flush-to-zero fails here, in CI.
 
-use kernels_gpu::add::ADD_KERNELS;
-use kernels_gpu::verify::{COUNT_MISMATCH, EMPTY, MARK_VISITS, SPIN};
+use kernels_gpu::add::{Pattern, ADD_KERNELS};
+use kernels_gpu::ceiling::CEILING;
+use kernels_gpu::foreach::{ADD_MANY, MARK_MANY};
+use kernels_gpu::verify::{COUNT_MISMATCH, EMPTY, MARK_TILES, MARK_VISITS, SPIN};
 use kernels_gpu::{count::COUNT, fusion::FUSION, matmul::MATMUL, transpose::TRANSPOSE};
 
 const PTX: &str = include_str!("../../ptx/kernels_gpu.ptx");
+const PTX90: &str = include_str!("../../ptx/kernels_gpu_sm90.ptx");
 
-/// The instruction lines of one `.entry`, comments stripped.
+/// The instruction lines of one `.entry` of the portable module, comments stripped.
 fn body(name: &str) -> Vec<&'static str> {
+    body_in(PTX, name)
+}
+
+/// The instruction lines of one `.entry` of `ptx`, comments stripped.
+fn body_in(ptx: &'static str, name: &str) -> Vec<&'static str> {
     let head = format!(".entry {name}(");
-    let start = PTX.find(&head).unwrap_or_else(|| panic!("no .entry {name} in the PTX"));
-    let rest = &PTX[start..];
+    let start = ptx.find(&head).unwrap_or_else(|| panic!("no .entry {name} in the PTX"));
+    let rest = &ptx[start..];
     let end = rest.find("\n}\n").expect("unterminated entry");
     rest[..end].lines().map(|l| l.split("//").next().unwrap_or("").trim()).filter(|l| !l.is_empty()).collect()
 }
@@ -48,7 +56,12 @@ const ST128: &[&str] = &["st.global.v4.b32", "st.global.v4.u32", "st.global.v4.f
 fn every_expected_entry_exists() {
     let names = ADD_KERNELS
         .iter()
+        .filter(|k| k.pattern == Pattern::Lanes)
         .map(|k| k.name)
+        .chain(CEILING)
+        .chain(ADD_MANY)
+        .chain(MARK_MANY.map(|(name, _)| name))
+        .chain(MARK_TILES.map(|(name, _)| name))
         .chain(COUNT_MISMATCH)
         .chain([EMPTY, SPIN, kernels_gpu::coalesce::STRIDED_COPY])
         .chain(MATMUL)
@@ -218,4 +231,77 @@ fn strided_copy_takes_its_column_from_the_grid_and_divides_once() {
     assert!(count("copy_strided", "div.") + count("copy_strided", "rem.") <= 2, "{:?}", body("copy_strided"));
     assert_eq!(count_any("copy_strided", LD32), 1);
     assert_eq!(count_any("copy_strided", ST32), 1);
+}
+
+#[test]
+fn hopper_module_holds_exactly_the_bulk_kernels() {
+    let bulk: Vec<&str> = ADD_KERNELS.iter().filter(|k| k.pattern == Pattern::BulkTiles).map(|k| k.name).collect();
+    assert_eq!(bulk, ["add_f32_bulk", "add_f16_bulk", "add_bf16_bulk"]);
+    let entries: Vec<&str> = PTX90.lines().filter_map(|l| l.strip_prefix(".visible .entry ")).collect();
+    assert_eq!(entries.len(), bulk.len(), "{entries:?}");
+    for name in &bulk {
+        assert!(PTX90.contains(&format!(".visible .entry {name}(")), "missing .entry {name} in the sm_90 module");
+        assert!(!PTX.contains(&format!(".entry {name}(")), "{name} must not be in the sm_70 module");
+    }
+}
+
+#[test]
+fn hopper_module_targets_sm90_with_ptx_8_and_stays_ieee() {
+    assert!(PTX90.contains("\n.version 8.0\n"), "cp.async.bulk and expect_tx need PTX ISA 8.0");
+    assert!(PTX90.contains("\n.target sm_90\n"));
+    assert!(!PTX90.contains(".local"), "a bulk kernel spills to local memory");
+    assert!(!PTX90.contains(".ftz") && !PTX90.contains(".approx"));
+}
+
+#[test]
+fn bulk_kernels_load_tiles_with_the_copy_engine_and_store_128_bits() {
+    for name in ["add_f32_bulk", "add_f16_bulk", "add_bf16_bulk"] {
+        let b = body_in(PTX90, name);
+        let n = |s: &str| b.iter().filter(|l| l.contains(s)).count();
+        let copies = n("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes");
+        assert!(copies >= 2 && copies % 2 == 0, "{name}: one bulk copy per operand per tile ({copies})");
+        assert!(n("mbarrier.arrive.expect_tx.shared::cta.b64") >= 1, "{name}: transaction count");
+        assert!(n("mbarrier.try_wait.parity.shared::cta.b64") >= 1, "{name}: waits on the phase");
+        assert!(n("fence.proxy.async.shared::cta") >= 1, "{name}: barrier init visible to the copy engine");
+        assert!(n("mbarrier.inval.shared::cta.b64") >= 1, "{name}: barriers retired");
+        assert_eq!(n("ld.shared.v4"), 2, "{name}: one 128-bit shared load per operand per pack");
+        assert!(n("st.global.v4") >= 1, "{name}: 128-bit stores");
+        assert!(n("bar.sync") >= 2, "{name}: after init and before refilling a slot");
+    }
+    let count90 = |name: &str, op: &str| body_in(PTX90, name).iter().filter(|l| l.starts_with(op)).count();
+    assert!(count90("add_f16_bulk", "add.rn.f16x2") >= 4);
+    assert!(count90("add_bf16_bulk", "add.rn.f32") >= 8, "bf16 is added in f32 and rounded once");
+    assert_eq!(count90("add_bf16_bulk", "add.rn.bf16"), 0);
+    assert!(count90("add_f32_bulk", "add.rn.f32") >= 4);
+}
+
+#[test]
+fn ceiling_kernels_use_128_bit_accesses() {
+    assert_eq!(count_any("ceiling_read", LD128), 2, "read: one 128-bit load per input");
+    assert_eq!(count_any("ceiling_read", ST128), 0, "read: nothing stored per element");
+    assert_eq!(count_any("ceiling_fill", ST128), 1);
+    assert_eq!(count_any("ceiling_fill", LD128) + count_any("ceiling_fill", LD32), 0, "fill reads nothing");
+    let copy = body("ceiling_copy");
+    assert_eq!(copy.iter().filter(|l| l.contains("ld.global.v4.u32")).count(), 1);
+    assert_eq!(copy.iter().filter(|l| l.contains("st.global.v4.u32")).count(), 1);
+}
+
+#[test]
+fn foreach_kernels_move_16_byte_packs() {
+    for name in ADD_MANY {
+        // The descriptors come from memory, so the operand pointers are generic.
+        assert_eq!(count(name, "ld.v4.b32"), 2, "{name}: one 128-bit load per input");
+        assert_eq!(count(name, "st.v4.b32"), 1, "{name}: one 128-bit store");
+    }
+    assert_eq!(count("add_many_f16", "add.rn.f16x2"), 4);
+}
+
+#[test]
+fn walk_markers_of_bulk_and_foreach_only_add_atomically() {
+    for (name, lanes) in MARK_TILES.into_iter().chain(MARK_MANY) {
+        let atomics = count(name, "atom.") + count(name, "red.");
+        assert!(atomics > lanes as usize, "{name}: {atomics} atomics");
+        assert_eq!(count_any(name, ST32), 0, "{name} must not store marks non-atomically");
+        assert_eq!(count(name, "st.b32"), 0, "{name} must not store marks non-atomically");
+    }
 }

@@ -1,7 +1,9 @@
 //! `cargo xtask <command>`: the project's automation, one binary.
 //!
-//! * `build-ptx [--check]`: compile `kernels-gpu` for `nvptx64-nvidia-cuda` and
-//!   write (or compare) the tracked `ptx/kernels_gpu.ptx`.
+//! * `build-ptx [--check]`: compile `kernels-gpu` for `nvptx64-nvidia-cuda` twice
+//!   (sm_70, the portable module, and sm_90 with PTX ISA 8.0, the Hopper module)
+//!   and write (or compare) the tracked `ptx/kernels_gpu.ptx` and
+//!   `ptx/kernels_gpu_sm90.ptx`.
 //! * `test [args]`: make libcuda available, then `cargo test --workspace [args]`.
 //! * `ci`: what CI runs: fmt, clippy, `build-ptx --check`, `test`.
 //! * `report [args]`: the main job, `cargo run --release --bin report -- [args]`.
@@ -18,6 +20,27 @@ use sha2::{Digest, Sha256};
 
 const PTX_TARGET: &str = "nvptx64-nvidia-cuda";
 const TRACKED_PTX: &str = "ptx/kernels_gpu.ptx";
+
+/// One PTX module built from the kernel crate.
+struct PtxModule {
+    /// Tracked output, relative to the root.
+    tracked: &'static str,
+    /// Cargo target folder of its build, so the two builds never share artifacts.
+    target_dir: &'static str,
+    /// Target flags; `None` takes the sm_70 flags of `.cargo/config.toml`.
+    rustflags: Option<&'static str>,
+}
+
+/// The portable module (every kernel but the Hopper ones), then the Hopper one.
+/// `+ptx80` because `cp.async.bulk` and `mbarrier.expect_tx` need PTX ISA 8.0.
+const MODULES: [PtxModule; 2] = [
+    PtxModule { tracked: TRACKED_PTX, target_dir: "target/ptx", rustflags: None },
+    PtxModule {
+        tracked: "ptx/kernels_gpu_sm90.ptx",
+        target_dir: "target/ptx90",
+        rustflags: Some("-C target-cpu=sm_90 -C target-feature=+ptx80 -C panic=abort"),
+    },
+];
 
 type Res<T = ()> = Result<T, String>;
 
@@ -65,17 +88,21 @@ fn run(mut c: Command) -> Res {
     }
 }
 
-/// Builds the kernels to PTX in `target/ptx` and returns the text.
-fn compile_ptx() -> Res<String> {
+/// Builds one PTX module of the kernels and returns the text.
+fn compile_ptx(m: &PtxModule) -> Res<String> {
     let mut c = cargo();
     c.args(["build", "--release", "--package", "kernels-gpu", "--target", PTX_TARGET, "-Zbuild-std=core"])
-        .args(["--target-dir", "target/ptx"])
-        // The target's flags come from .cargo/config.toml; stray host flags must
-        // not leak into the device build (they would change the PTX).
+        .args(["--target-dir", m.target_dir])
+        // Stray host flags must not leak into the device build (they would change
+        // the PTX): the sm_70 flags come from .cargo/config.toml, the sm_90 ones
+        // from RUSTFLAGS, which cargo then uses instead of the config's.
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    if let Some(flags) = m.rustflags {
+        c.env("RUSTFLAGS", flags);
+    }
     run(c)?;
-    let out = root().join("target/ptx").join(PTX_TARGET).join("release/kernels_gpu.ptx");
+    let out = root().join(m.target_dir).join(PTX_TARGET).join("release/kernels_gpu.ptx");
     std::fs::read_to_string(&out).map_err(|e| format!("reading {}: {e}", out.display()))
 }
 
@@ -91,20 +118,25 @@ fn sha256(bytes: &[u8]) -> String {
 }
 
 fn build_ptx(check: bool) -> Res {
-    let fresh = compile_ptx()?;
-    let tracked_path = root().join(TRACKED_PTX);
-    if check {
-        let tracked = std::fs::read_to_string(&tracked_path).unwrap_or_default();
-        if tracked != fresh {
-            return Err(format!("{TRACKED_PTX} is stale: the kernels compile to different PTX; run `cargo xtask build-ptx` and commit it"));
+    for m in &MODULES {
+        let fresh = compile_ptx(m)?;
+        let name = m.tracked;
+        let tracked_path = root().join(name);
+        if check {
+            let tracked = std::fs::read_to_string(&tracked_path).unwrap_or_default();
+            if tracked != fresh {
+                return Err(format!(
+                    "{name} is stale: the kernels compile to different PTX; run `cargo xtask build-ptx` and commit it"
+                ));
+            }
+            println!("{name} is up to date (sha256 {})", sha256(fresh.as_bytes()));
+            continue;
         }
-        println!("{TRACKED_PTX} is up to date (sha256 {})", sha256(fresh.as_bytes()));
-        return Ok(());
-    }
-    std::fs::write(&tracked_path, &fresh).map_err(|e| format!("writing {}: {e}", tracked_path.display()))?;
-    println!("wrote {TRACKED_PTX} ({} bytes, sha256 {})", fresh.len(), sha256(fresh.as_bytes()));
-    for name in entries(&fresh) {
-        println!("  .entry {name}");
+        std::fs::write(&tracked_path, &fresh).map_err(|e| format!("writing {}: {e}", tracked_path.display()))?;
+        println!("wrote {name} ({} bytes, sha256 {})", fresh.len(), sha256(fresh.as_bytes()));
+        for entry in entries(&fresh) {
+            println!("  .entry {entry}");
+        }
     }
     Ok(())
 }
@@ -244,9 +276,14 @@ fn bundle(args: &[String]) -> Res {
         copy(&exe, out.join("report"))?;
     }
     let ptx = std::fs::read(root().join(TRACKED_PTX)).map_err(|e| e.to_string())?;
+    let ptx90 = std::fs::read(root().join(MODULES[1].tracked)).map_err(|e| e.to_string())?;
     copy(&root().join(TRACKED_PTX), out.join("kernels_gpu.ptx"))?;
+    copy(&root().join(MODULES[1].tracked), out.join("kernels_gpu_sm90.ptx"))?;
     copy(&root().join("scripts/run.sh"), out.join("run.sh"))?;
+    // The peers: torch through Python, CUB as CUDA C++ source that run.sh compiles
+    // with the GPU machine's nvcc when it has one.
     copy(&root().join("scripts/peers.py"), out.join("peers.py"))?;
+    copy(&root().join("scripts/cub_peer.cu"), out.join("cub_peer.cu"))?;
     let commit = Command::new("git")
         .args(["rev-parse", "HEAD"])
         .current_dir(root())
@@ -263,6 +300,7 @@ fn bundle(args: &[String]) -> Res {
         "git_commit": commit,
         "git_dirty": dirty,
         "ptx_sha256": sha256(&ptx),
+        "ptx_sm90_sha256": sha256(&ptx90),
     });
     std::fs::write(out.join("manifest.json"), serde_json::to_string_pretty(&manifest).unwrap())
         .map_err(|e| e.to_string())?;

@@ -6,7 +6,7 @@ use std::sync::{Mutex, OnceLock};
 
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
-use gpukern::{Dtype, Element, Gpu, LaunchConfig, Variant};
+use gpukern::{BulkConfig, Dtype, Element, Gpu, LaunchConfig, Variant};
 use rand::{Rng, SeedableRng};
 
 /// Sizes every variant is checked at: around every lane, warp and block edge.
@@ -147,6 +147,8 @@ pub fn host_available_bytes() -> Option<usize> {
 #[derive(Clone, Copy, Debug)]
 pub enum Launch {
     Explicit(Variant, LaunchConfig),
+    /// A bulk-copy variant with explicit tiling.
+    Bulk(Variant, LaunchConfig, BulkConfig),
     Auto,
 }
 
@@ -168,6 +170,7 @@ pub fn check<T: ReferenceAdd>(launch: Launch, n: usize, data: Data) -> Result<()
         let out = band.slice_mut(CANARY..CANARY + n).map_err(e)?;
         match launch {
             Launch::Explicit(v, cfg) => gpu.add_with(v, cfg, &da, &db, out, &stream).map_err(e)?,
+            Launch::Bulk(v, cfg, bulk) => gpu.add_bulk_with(v, cfg, bulk, &da, &db, out, &stream).map_err(e)?,
             Launch::Auto => {
                 gpu.add_auto(&da, &db, out, &stream).map_err(e)?;
             }
@@ -217,8 +220,30 @@ pub fn check_explicit(v: Variant, cfg: LaunchConfig, n: usize, data: Data) -> Re
     }
 }
 
+/// One `check` of a launch, dispatched on the variant's dtype.
+pub fn check_launch(v: Variant, launch: Launch, n: usize, data: Data) -> Result<(), String> {
+    match v.dtype() {
+        Dtype::F32 => check::<f32>(launch, n, data),
+        Dtype::F16 => check::<f16>(launch, n, data),
+        Dtype::Bf16 => check::<bf16>(launch, n, data),
+    }
+}
+
+/// True when the variant can run on this GPU (the bulk-copy ones need sm_90).
+/// Tests skip the others and record why.
+pub fn runs_here(test: &str, v: Variant) -> bool {
+    let ok = !v.is_bulk() || gpu().info().has_sm90();
+    if !ok {
+        record_skip(test, v.name(), 0, "needs compute capability 9.0");
+    }
+    ok
+}
+
 /// Dispatches on the variant's dtype.
 pub fn check_variant(test: &str, v: Variant, cfg: LaunchConfig) {
+    if !runs_here(test, v) {
+        return;
+    }
     match v.dtype() {
         Dtype::F32 => check_all_sizes::<f32>(test, Launch::Explicit(v, cfg)),
         Dtype::F16 => check_all_sizes::<f16>(test, Launch::Explicit(v, cfg)),

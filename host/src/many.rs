@@ -1,0 +1,210 @@
+//! Many adds in one launch ([`Gpu::add_many`], a foreach add), the ceiling
+//! kernels (read-only, write-only, copy) and the visit markers of the bulk and
+//! foreach walks.
+
+use kernels_gpu::foreach::{ADD_MANY, MANY_BLOCK, MARK_MANY};
+use kernels_gpu::verify::MARK_TILES;
+use kernels_gpu::Dtype;
+
+use crate::add::AddGraph;
+use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, Stream};
+use crate::raw::{self, Ceiling};
+use crate::variant::LaunchConfig;
+
+/// One operand triple of a foreach add: `out = a + b`.
+pub type Triple<'a, T> = (View<'a, T>, View<'a, T>, ViewMut<'a, T>);
+
+fn many_kernel(dtype: Dtype) -> &'static str {
+    match dtype {
+        Dtype::F32 => ADD_MANY[0],
+        Dtype::F16 => ADD_MANY[1],
+        Dtype::Bf16 => ADD_MANY[2],
+    }
+}
+
+/// A foreach add whose table is already on the device; see [`Gpu::add_many_plan`].
+pub struct AddManyPlan<'a> {
+    table: raw::ManyTable<'a>,
+    name: &'static str,
+    gpu: Gpu,
+    len: usize,
+    _outputs: std::marker::PhantomData<&'a mut ()>,
+}
+
+impl<'a> AddManyPlan<'a> {
+    /// Queues the whole list (one kernel launch, no copy) on `stream`.
+    pub fn launch(&self, stream: &Stream) -> Result<()> {
+        self.gpu.check_stream_owned(self.name, stream)?;
+        self.gpu.shared.bind()?;
+        raw::launch_many_table(self.gpu.shared.func(self.name)?, &self.table, stream.raw())
+    }
+
+    /// Captures `launches` launches of the list into a CUDA graph.
+    pub fn graph(&self, launches: usize) -> Result<AddGraph<'_>> {
+        let func = self.gpu.shared.func(self.name)?;
+        self.gpu.shared.bind()?;
+        let raw = raw::capture(|s| (0..launches).try_for_each(|_| raw::launch_many_table(func, &self.table, s)))?;
+        Ok(AddGraph::new(raw, launches, &self.gpu))
+    }
+
+    /// Triples in the list (empty ones included).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for an empty list.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Gpu {
+    /// Queues `out_i = a_i + b_i` for every triple of `ops` in **one** kernel
+    /// launch (plus one small upload of the list's table, all on `stream`).
+    ///
+    /// Lengths and alignments may differ between triples: each is walked with
+    /// 128-bit accesses when its three operands are 16-byte aligned, element by
+    /// element otherwise; results are bit-exact like every add. Errors (nothing
+    /// is queued): a triple's lengths differ (`LengthMismatch`, naming the
+    /// kernel); a buffer or the stream belongs to another `Gpu`. An empty list
+    /// or empty triples are no-ops.
+    pub fn add_many<'a, T: Element>(
+        &self,
+        ops: impl IntoIterator<Item = Triple<'a, T>>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let name = many_kernel(T::DTYPE);
+        self.check_stream_owned(name, stream)?;
+        let ops: Vec<Triple<'a, T>> = ops.into_iter().collect();
+        let operands = self.many_operands(name, &ops)?;
+        self.shared.bind()?;
+        raw::launch_many(self.shared.func(name)?, &operands, stream.raw())
+    }
+
+    /// As [`Gpu::add_many`], but the table is uploaded once now: the plan's
+    /// [`AddManyPlan::launch`] is a single kernel launch with no copy, and can
+    /// be captured in a CUDA graph ([`AddManyPlan::graph`]). The plan borrows
+    /// the operands for as long as it exists.
+    pub fn add_many_plan<'a, T: Element>(&self, ops: Vec<Triple<'a, T>>) -> Result<AddManyPlan<'a>> {
+        let name = many_kernel(T::DTYPE);
+        let operands = self.many_operands(name, &ops)?;
+        self.shared.bind()?;
+        let table = raw::many_table(&operands)?;
+        Ok(AddManyPlan { table, name, gpu: self.clone(), len: ops.len(), _outputs: std::marker::PhantomData })
+    }
+
+    fn many_operands<'a, T: Element>(
+        &self,
+        name: &'static str,
+        ops: &[Triple<'a, T>],
+    ) -> Result<Vec<raw::ManyOperand<'a>>> {
+        ops.iter()
+            .map(|(a, b, c)| {
+                self.check_buffers_owned(name, [a.owner(), b.owner(), c.owner()])?;
+                raw::many_operand(name, a, b, c)
+            })
+            .collect()
+    }
+
+    /// Queues the foreach walk over `marks` lists with `lanes` (4: f32, 8: f16 and
+    /// bf16) elements per group, adding 1 to every mark it visits; each list is
+    /// one "triple". A correct walk leaves every mark raised by exactly one.
+    pub fn mark_visits_many<'a>(&self, lanes: u32, marks: Vec<ViewMut<'a, i32>>, stream: &Stream) -> Result<()> {
+        let Some(&(name, _)) = MARK_MANY.iter().find(|(_, l)| *l == lanes) else {
+            return Err(Error::Shape {
+                kernel: "mark_visits_many",
+                detail: format!("lanes = {lanes}; must be 4 or 8"),
+            });
+        };
+        self.check_owned(name, marks.iter().map(|m| m.owner()), stream)?;
+        let operands: Vec<raw::ManyOperand<'_>> = marks.iter().map(raw::many_marks).collect();
+        self.shared.bind()?;
+        raw::launch_many(self.shared.func(name)?, &operands, stream.raw())
+    }
+
+    /// Queues the bulk kernels' tiled walk (whole tiles of `tile` elements by
+    /// block, packs of `lanes` by thread, then the remainder in lane groups) over
+    /// `marks`, launched as the bulk add with `cfg` would be: 1 is added to every
+    /// mark visited. `lanes` is 4 (f32) or 8 (f16, bf16); `tile` a multiple of it.
+    pub fn mark_visits_tiles<'a>(
+        &self,
+        lanes: u32,
+        tile: u64,
+        cfg: LaunchConfig,
+        marks: impl AsViewMut<'a, i32>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let mut marks = marks.into_view_mut();
+        let Some(&(name, _)) = MARK_TILES.iter().find(|(_, l)| *l == lanes) else {
+            return Err(Error::Shape {
+                kernel: "mark_visits_tiles",
+                detail: format!("lanes = {lanes}; must be 4 or 8"),
+            });
+        };
+        cfg.check(name)?;
+        self.check_owned(name, [marks.owner()], stream)?;
+        let elem = 16 / lanes; // the element size of the add kernel this walk stands for
+        let tile_bytes = u32::try_from(tile * elem as u64)
+            .map_err(|_| Error::Shape { kernel: name, detail: format!("tile of {tile} elements is too large") })?;
+        let grid = kernels_gpu::bulk::grid_for(marks.len() as u64, elem, tile_bytes, cfg.block, cfg.max_grid);
+        self.shared.bind()?;
+        raw::launch_mark_tiles(self.shared.func(name)?, grid, cfg.block, tile, lanes, &mut marks, stream.raw())
+    }
+
+    /// Queues the read-only ceiling kernel: sums `a` and `b` (16-byte aligned
+    /// words of equal length) and writes the sum to `sink[0]` only if it equals
+    /// `key`. Its time is what reading the two inputs of an add costs alone.
+    pub fn ceiling_read<'a>(
+        &self,
+        block: u32,
+        a: impl AsView<'a, u32>,
+        b: impl AsView<'a, u32>,
+        sink: impl AsViewMut<'a, u32>,
+        key: u32,
+        stream: &Stream,
+    ) -> Result<()> {
+        let (a, b, mut sink) = (a.into_view(), b.into_view(), sink.into_view_mut());
+        let name = kernels_gpu::ceiling::CEILING[0];
+        LaunchConfig::with_block(block).check(name)?;
+        self.check_owned(name, [a.owner(), b.owner(), sink.owner()], stream)?;
+        self.shared.bind()?;
+        raw::launch_ceiling(
+            name,
+            self.shared.func(name)?,
+            block,
+            Ceiling::Read { a: &a, b: &b, sink: &mut sink, key },
+            stream.raw(),
+        )
+    }
+
+    /// Queues the write-only ceiling kernel: `c[i] = value` for every word.
+    pub fn ceiling_fill<'a>(&self, block: u32, c: impl AsViewMut<'a, u32>, value: u32, stream: &Stream) -> Result<()> {
+        let mut c = c.into_view_mut();
+        let name = kernels_gpu::ceiling::CEILING[1];
+        LaunchConfig::with_block(block).check(name)?;
+        self.check_owned(name, [c.owner()], stream)?;
+        self.shared.bind()?;
+        raw::launch_ceiling(name, self.shared.func(name)?, block, Ceiling::Fill { c: &mut c, value }, stream.raw())
+    }
+
+    /// Queues the copy ceiling kernel (128-bit loads and stores): `c = a`.
+    pub fn ceiling_copy<'a>(
+        &self,
+        block: u32,
+        a: impl AsView<'a, u32>,
+        c: impl AsViewMut<'a, u32>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let (a, mut c) = (a.into_view(), c.into_view_mut());
+        let name = kernels_gpu::ceiling::CEILING[2];
+        LaunchConfig::with_block(block).check(name)?;
+        self.check_owned(name, [a.owner(), c.owner()], stream)?;
+        self.shared.bind()?;
+        raw::launch_ceiling(name, self.shared.func(name)?, block, Ceiling::Copy { a: &a, c: &mut c }, stream.raw())
+    }
+}
+
+/// Threads per block of the foreach kernels (for reports).
+pub const ADD_MANY_BLOCK: u32 = MANY_BLOCK;

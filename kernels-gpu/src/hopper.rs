@@ -1,0 +1,118 @@
+//! Hopper-only PTX (sm_90, PTX ISA 8.0) as small Rust functions: shared-memory
+//! barriers with transaction counts and the bulk-copy engine (`cp.async.bulk`).
+//!
+//! Only the sm_90 build compiles this. Addresses in the shared window are 32-bit
+//! (`.shared` state space); global operands are converted from generic pointers
+//! with `cvta.to.global` inside each instruction's scope.
+
+use core::arch::asm;
+
+/// The shared-window address of a generic pointer into this block's shared memory.
+#[inline(always)]
+pub fn shared_addr<T>(p: *const T) -> u32 {
+    let a: u32;
+    // SAFETY: address arithmetic only; no memory is touched.
+    unsafe {
+        asm!(
+            "{{ .reg .u64 s; cvta.to.shared.u64 s, {p}; cvt.u32.u64 {a}, s; }}",
+            p = in(reg64) p, a = out(reg32) a,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+    a
+}
+
+/// `mbarrier.init`: a barrier expecting `count` arrivals per phase.
+///
+/// # Safety
+/// `bar` is an 8-byte aligned shared address of this block, not in use as a barrier.
+#[inline(always)]
+pub unsafe fn mbar_init(bar: u32, count: u32) {
+    // SAFETY: per the contract.
+    unsafe { asm!("mbarrier.init.shared::cta.b64 [{0}], {1};", in(reg32) bar, in(reg32) count, options(nostack)) }
+}
+
+/// Makes barrier initialisation visible to the bulk-copy engine (the async proxy);
+/// a block barrier must follow before other threads use the barriers.
+#[inline(always)]
+pub fn fence_barrier_init() {
+    // SAFETY: a fence; no operands.
+    unsafe { asm!("fence.mbarrier_init.release.cluster;", "fence.proxy.async.shared::cta;", options(nostack)) }
+}
+
+/// `mbarrier.arrive.expect_tx`: arrives once and adds `bytes` to the transaction
+/// count of the current phase, which completes when that many bytes have landed.
+///
+/// # Safety
+/// `bar` is an initialised barrier of this block.
+#[inline(always)]
+pub unsafe fn mbar_arrive_expect_tx(bar: u32, bytes: u32) {
+    // SAFETY: per the contract.
+    unsafe {
+        asm!(
+            "{{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [{0}], {1}; }}",
+            in(reg32) bar, in(reg32) bytes,
+            options(nostack),
+        )
+    }
+}
+
+/// True once the phase with parity `parity` of `bar` has completed. Has acquire
+/// semantics: what the bulk copies of that phase wrote is visible after it.
+///
+/// # Safety
+/// `bar` is an initialised barrier of this block.
+#[inline(always)]
+pub unsafe fn mbar_try_wait(bar: u32, parity: u32) -> bool {
+    let done: u32;
+    // SAFETY: per the contract. Not `nomem`: the compiler must not move shared
+    // loads of the landed data above the wait.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{1}], {2}; selp.u32 {0}, 1, 0, p; }}",
+            out(reg32) done, in(reg32) bar, in(reg32) parity,
+            options(nostack),
+        )
+    }
+    done != 0
+}
+
+/// Waits until phase `parity` of `bar` has completed.
+///
+/// # Safety
+/// As [`mbar_try_wait`].
+#[inline(always)]
+pub unsafe fn mbar_wait(bar: u32, parity: u32) {
+    // SAFETY: forwarded.
+    while !unsafe { mbar_try_wait(bar, parity) } {}
+}
+
+/// `mbarrier.inval`: retires a barrier so its memory may be reused.
+///
+/// # Safety
+/// No thread waits on or arrives at `bar` any more.
+#[inline(always)]
+pub unsafe fn mbar_inval(bar: u32) {
+    // SAFETY: per the contract.
+    unsafe { asm!("mbarrier.inval.shared::cta.b64 [{0}];", in(reg32) bar, options(nostack)) }
+}
+
+/// `cp.async.bulk` global → shared: copies `bytes` from `src` to the shared
+/// address `dst` on the bulk-copy engine and signals completion of those bytes
+/// on `bar`.
+///
+/// # Safety
+/// `src` is readable global memory of `bytes` bytes, `dst` a shared range of this
+/// block of that size that no thread touches until `bar` completes; both 16-byte
+/// aligned, `bytes` a multiple of 16; `bar` expects these bytes in its phase.
+#[inline(always)]
+pub unsafe fn bulk_load(dst: u32, src: *const u8, bytes: u32, bar: u32) {
+    // SAFETY: per the contract.
+    unsafe {
+        asm!(
+            "{{ .reg .u64 g; cvta.to.global.u64 g, {src}; cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{dst}], [g], {bytes}, [{bar}]; }}",
+            dst = in(reg32) dst, src = in(reg64) src, bytes = in(reg32) bytes, bar = in(reg32) bar,
+            options(nostack),
+        )
+    }
+}
