@@ -19,6 +19,7 @@ def main():
     p.add_argument("--dtypes", default="f32,f16,bf16")
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--matmul", default="", help="square sizes for torch.matmul, e.g. 1024,2048")
+    p.add_argument("--foreach", action="store_true", help="also time torch._foreach_add on lists of 1..1000 tensors")
     args = p.parse_args()
     dev = torch.device("cuda", args.device)
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
@@ -81,7 +82,46 @@ def main():
             times.append(st.elapsed_time(en))
         ms = statistics.median(times)
         matmul.append({"size": s_, "median_us": ms * 1e3, "gflops": 2 * s_ ** 3 / (ms * 1e-3) / 1e9})
-    print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "rows": rows, "matmul": matmul}))
+    foreach = foreach_rows(args, dev, l2, types, spin_cycles) if args.foreach else []
+    print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "rows": rows, "matmul": matmul, "foreach": foreach}))
+
+
+def foreach_rows(args, dev, l2, types, spin_cycles):
+    """torch._foreach_add(a_list, b_list) into fresh outputs, timed like the report's
+    add_many: a longer spin (the host builds the launches meanwhile), events around
+    the call, median; disjoint lists rotated until they span 4x the L2."""
+    rows = []
+    for name in args.dtypes.split(","):
+        dt = types[name]
+        size = torch.tensor([], dtype=dt).element_size()
+        for elements in (1 << 10, 1 << 13, 1 << 16):
+            for tensors in (1, 10, 100, 1000):
+                nbytes = 3 * tensors * elements * size
+                sets = max(1, min(8, -(-4 * l2 // nbytes)))
+                lists = []
+                for _ in range(sets):
+                    a = [(torch.rand(elements, device=dev) * 128 - 64).to(dt) for _ in range(tensors)]
+                    b = [(torch.rand(elements, device=dev) * 128 - 64).to(dt) for _ in range(tensors)]
+                    lists.append((a, b))
+                a, b = lists[0]
+                out = torch._foreach_add(a, b)
+                assert all(torch.equal(o, (x.float() + y.float()).to(dt)) for o, x, y in zip(out, a, b))
+                times = []
+                for i in range(33):
+                    a, b = lists[i % sets]
+                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    torch.cuda._sleep(6 * spin_cycles)
+                    s.record()
+                    torch._foreach_add(a, b)
+                    e.record()
+                    e.synchronize()
+                    if i >= 3:
+                        times.append(s.elapsed_time(e))
+                ms = statistics.median(times)
+                rows.append({"dtype": name, "tensors": tensors, "elements": elements, "us_per_add": ms * 1e3 / tensors, "input_sets": sets})
+                del lists
+                torch.cuda.empty_cache()
+    return rows
 
 
 if __name__ == "__main__":

@@ -7,12 +7,25 @@
 
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
-use gpukern::{DeviceVec, Dtype, Element, Gpu, LaunchConfig, Stream, Variant};
+use gpukern::{BulkConfig, DeviceVec, Dtype, Element, Gpu, LaunchConfig, Stream, Variant};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
+pub mod cub;
+pub mod hopper;
+pub mod lead;
 pub mod studies;
 pub mod svg;
+
+/// Random u32 words (for the ceiling kernels, where only the bytes count).
+pub fn random_words(n: usize, seed: u64) -> Vec<u32> {
+    let mut v = vec![0u32; n];
+    v.par_chunks_mut(1 << 20).enumerate().for_each(|(i, chunk)| {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed ^ ((i as u64) << 32));
+        chunk.iter_mut().for_each(|x| *x = rng.gen());
+    });
+    v
+}
 
 /// Bytes one add moves through DRAM: read a and b, write c.
 pub fn add_bytes(dtype: Dtype, n: usize) -> u64 {
@@ -81,6 +94,8 @@ pub fn first_mismatch_par<T: Element>(got: &[T], want: &[T]) -> Option<usize> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pick {
     Variant(Variant),
+    /// A bulk-copy variant with explicit tiling.
+    Bulk(Variant, BulkConfig),
     Auto,
 }
 
@@ -137,6 +152,7 @@ impl<T: ReferenceAdd> Workload<T> {
         let (a, b, out) = (self.a.slice(r.clone())?, self.b.slice(r.clone())?, self.out.slice_mut(r)?);
         match pick.into() {
             Pick::Variant(v) => gpu.add_with(v, cfg, a, b, out, stream),
+            Pick::Bulk(v, bulk) => gpu.add_bulk_with(v, cfg, bulk, a, b, out, stream),
             Pick::Auto => gpu.add_auto_with(cfg, a, b, out, stream).map(|_| ()),
         }
     }

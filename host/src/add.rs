@@ -126,7 +126,7 @@ impl Gpu {
         let (a, b, mut out) = (a.into_view(), b.into_view(), out.into_view_mut());
         let dtype = T::DTYPE;
         let n = a.len();
-        let widest = Variant::auto_aligned(dtype, n, self.info().has_sm90());
+        let widest = self.auto_choice(dtype, n, &[0]);
         self.check_common(widest, cfg, &a, &b, &out, stream)?;
         let addrs = [a.addr(), b.addr(), out.addr()];
         let align = widest.align() as u64;
@@ -140,9 +140,21 @@ impl Gpu {
             self.launch_add(widest, cfg, &a.slice(head..)?, &b.slice(head..)?, &mut out_rest, stream)?;
             return Ok(widest);
         }
-        let variant = if addrs.iter().all(|x| x % align == 0) { widest } else { Variant::widest_for(dtype, &addrs) };
+        let variant = self.auto_choice(dtype, n, &addrs);
         self.launch_add(variant, cfg, &a, &b, &mut out, stream)?;
         Ok(variant)
+    }
+
+    /// The variant [`Gpu::add_auto`] launches for `n` elements of `dtype` at
+    /// operand addresses `addrs` (when it does not split off a head): on 16-byte
+    /// aligned operands [`Variant::auto_aligned`], else the widest variant whose
+    /// alignment every address meets.
+    pub fn auto_choice(&self, dtype: Dtype, n: usize, addrs: &[u64]) -> Variant {
+        if addrs.iter().all(|x| x % 16 == 0) {
+            Variant::auto_aligned(dtype, n, self.info().has_sm90())
+        } else {
+            Variant::widest_for(dtype, addrs)
+        }
     }
 
     /// Blocking convenience: copies `a` and `b` to the GPU, adds them with the
@@ -324,6 +336,9 @@ impl Gpu {
             grid: if variant.is_bulk() {
                 // One block per whole tile (or enough for the remainder's groups).
                 kernels_gpu::bulk::grid_for(n as u64, size, bulk.tile_bytes, cfg.block, cfg.max_grid)
+            } else if let Some(unroll) = variant.unroll() {
+                // The same tiled walk, with tiles of `unroll` packs per thread.
+                kernels_gpu::bulk::grid_for(n as u64, size, unroll * cfg.block * 16, cfg.block, cfg.max_grid)
             } else {
                 // Same lane count the kernel walks with: one thread per lane group.
                 grid_for(n as u64, variant.lanes(), cfg.block, cfg.max_grid)

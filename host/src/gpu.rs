@@ -32,7 +32,7 @@ pub fn sm90_kernel_names() -> Vec<&'static str> {
 /// Every kernel of the portable module; all are resolved when a [`Gpu`] is created.
 pub fn kernel_names() -> Vec<&'static str> {
     let mut names: Vec<&'static str> =
-        ADD_KERNELS.iter().filter(|k| k.pattern == Pattern::Lanes).map(|k| k.name).collect();
+        ADD_KERNELS.iter().filter(|k| k.pattern != Pattern::BulkTiles).map(|k| k.name).collect();
     names.extend(kernels_gpu::verify::COUNT_MISMATCH);
     names.push(kernels_gpu::verify::EMPTY);
     names.push(kernels_gpu::verify::SPIN);
@@ -324,8 +324,14 @@ impl Gpu {
 
     /// Resident blocks per SM for `name` at `block` threads (driver occupancy API).
     pub fn blocks_per_sm(&self, name: &'static str, block: u32) -> Result<u32> {
+        self.blocks_per_sm_with_shared(name, block, 0)
+    }
+
+    /// As [`Gpu::blocks_per_sm`], with `shared` bytes of dynamic shared memory
+    /// per block (what limits the bulk-copy kernels).
+    pub fn blocks_per_sm_with_shared(&self, name: &'static str, block: u32, shared: usize) -> Result<u32> {
         self.shared.bind()?;
-        raw::occupancy(self.shared.func(name)?, block)
+        raw::occupancy(self.shared.func(name)?, block, shared)
     }
 
     /// Launches the empty kernel once (measures launch overhead).

@@ -626,11 +626,12 @@ pub(crate) fn set_max_dynamic_shared(func: RawFn, bytes: u32) -> Result<()> {
     check(r).map_err(|source| Error::Driver { context: "cuFuncSetAttribute", source })
 }
 
-/// Resident blocks per SM for `func` at `block` threads and no dynamic shared memory.
-pub(crate) fn occupancy(func: RawFn, block: u32) -> Result<u32> {
+/// Resident blocks per SM for `func` at `block` threads and `shared` bytes of
+/// dynamic shared memory per block.
+pub(crate) fn occupancy(func: RawFn, block: u32, shared: usize) -> Result<u32> {
     let mut blocks = 0i32;
     // SAFETY: writes one integer.
-    let r = unsafe { cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, func.0, block as i32, 0) };
+    let r = unsafe { cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, func.0, block as i32, shared) };
     check(r).map_err(|source| Error::Driver { context: "cuOccupancyMaxActiveBlocksPerMultiprocessor", source })?;
     Ok(blocks as u32)
 }

@@ -35,6 +35,18 @@ pub enum Variant {
     F16x8Cs,
     /// bf16x8 pack with evict-first (`.cs`) loads and store.
     Bf16x8Cs,
+    /// f32x4, two packs per thread per tile, all loads before any store.
+    F32x4U2,
+    /// f32x4, four packs per thread per tile.
+    F32x4U4,
+    /// f16x8, two packs per thread per tile.
+    F16x8U2,
+    /// f16x8, four packs per thread per tile.
+    F16x8U4,
+    /// bf16x8, two packs per thread per tile.
+    Bf16x8U2,
+    /// bf16x8, four packs per thread per tile.
+    Bf16x8U4,
     /// f32 through Hopper's bulk-copy engine (sm_90 module only).
     F32Bulk,
     /// f16 through the bulk-copy engine (sm_90 module only).
@@ -45,7 +57,7 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant, in kernel-table order.
-    pub const ALL: [Variant; 15] = [
+    pub const ALL: [Variant; 21] = [
         Variant::F32,
         Variant::F32x4,
         Variant::F16,
@@ -58,6 +70,12 @@ impl Variant {
         Variant::F32x4Cs,
         Variant::F16x8Cs,
         Variant::Bf16x8Cs,
+        Variant::F32x4U2,
+        Variant::F32x4U4,
+        Variant::F16x8U2,
+        Variant::F16x8U4,
+        Variant::Bf16x8U2,
+        Variant::Bf16x8U4,
         Variant::F32Bulk,
         Variant::F16Bulk,
         Variant::Bf16Bulk,
@@ -121,15 +139,24 @@ impl Variant {
         matches!(self.kernel().pattern, Pattern::BulkTiles)
     }
 
+    /// Packs per thread per tile of the unrolled tile kernels, `None` for the others.
+    pub const fn unroll(self) -> Option<u32> {
+        match self.kernel().pattern {
+            Pattern::Unrolled { unroll } => Some(unroll),
+            _ => None,
+        }
+    }
+
     /// The bulk-copy variant of `dtype`.
     pub fn bulk(dtype: Dtype) -> Variant {
         Self::of_dtype(dtype).find(|v| v.is_bulk()).unwrap_or(Variant::F32Bulk)
     }
 
     /// The per-thread variants the alignment-based choice picks from for
-    /// `dtype`, narrow to wide (no cache-hint study, no bulk kernel).
+    /// `dtype`, narrow to wide (the seed's family: no cache-hint study, no
+    /// unrolled tile or bulk kernel).
     fn auto_candidates(dtype: Dtype) -> impl Iterator<Item = Variant> {
-        Self::of_dtype(dtype).filter(|v| !v.is_cache_hint_study() && !v.is_bulk())
+        Self::of_dtype(dtype).filter(|v| !v.is_cache_hint_study() && v.kernel().pattern == Pattern::Lanes)
     }
 
     /// The fastest variant of `dtype` whose alignment every address meets. The

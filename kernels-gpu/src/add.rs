@@ -19,6 +19,7 @@
 //! | `add_f32x4_cs`    | -  | f32   | 4     | 16 B   | V2 + evict-first (`.cs`) cache hints |
 //! | `add_f16x8_cs`    | -  | f16   | 8     | 16 B   | V6 + evict-first (`.cs`) cache hints |
 //! | `add_bf16x8_cs`   | -  | bf16  | 8     | 16 B   | bf16x8 pack + `.cs` cache hints      |
+//! | `add_*_u2`, `_u4` | -  | all   | tile  | 16 B   | 2 or 4 packs per thread, all loads before any store |
 //! | `add_*_bulk`      | -  | all   | tile  | bulk   | Hopper bulk copies into shared memory ([`crate::bulk`]) |
 //!
 //! The `_cs` variants go past the seed: data that is touched once is marked
@@ -59,6 +60,13 @@ pub enum Pattern {
     /// `(a, b, c, n, tile_bytes, stages)`: tiles move by `cp.async.bulk` into
     /// dynamic shared memory ([`crate::bulk`]). In the sm_90 module only.
     BulkTiles,
+    /// `(a, b, c, n)`: whole tiles of `unroll × blockDim` 16-byte packs per
+    /// block, every load of a thread issued before its first store
+    /// (`pack::tile_add`). In the portable module.
+    Unrolled {
+        /// Packs per thread per tile.
+        unroll: u32,
+    },
 }
 
 impl AddKernel {
@@ -72,7 +80,7 @@ macro_rules! kernel_info {
     ($name:literal, $dtype:ident, $lanes:expr, $access:expr, $loads:expr, $v:expr) => {
         kernel_info!($name, $dtype, $lanes, $access, $loads, $v, Lanes)
     };
-    ($name:literal, $dtype:ident, $lanes:expr, $access:expr, $loads:expr, $v:expr, $pattern:ident) => {
+    ($name:literal, $dtype:ident, $lanes:expr, $access:expr, $loads:expr, $v:expr, $($pattern:tt)+) => {
         AddKernel {
             name: $name,
             dtype: Dtype::$dtype,
@@ -80,7 +88,7 @@ macro_rules! kernel_info {
             access_bytes: $access,
             loads_per_group: $loads,
             seed_version: $v,
-            pattern: Pattern::$pattern,
+            pattern: Pattern::$($pattern)+,
         }
     };
 }
@@ -111,6 +119,19 @@ pub const ADD_F16X8_CS: AddKernel = kernel_info!("add_f16x8_cs", F16, 8, 16, 1, 
 /// bf16x8 pack with streaming cache hints.
 pub const ADD_BF16X8_CS: AddKernel = kernel_info!("add_bf16x8_cs", Bf16, 8, 16, 1, None);
 
+/// f32x4, two packs per thread per tile, loads first.
+pub const ADD_F32X4_U2: AddKernel = kernel_info!("add_f32x4_u2", F32, 4, 16, 1, None, Unrolled { unroll: 2 });
+/// f32x4, four packs per thread per tile, loads first.
+pub const ADD_F32X4_U4: AddKernel = kernel_info!("add_f32x4_u4", F32, 4, 16, 1, None, Unrolled { unroll: 4 });
+/// f16x8, two packs per thread per tile.
+pub const ADD_F16X8_U2: AddKernel = kernel_info!("add_f16x8_u2", F16, 8, 16, 1, None, Unrolled { unroll: 2 });
+/// f16x8, four packs per thread per tile.
+pub const ADD_F16X8_U4: AddKernel = kernel_info!("add_f16x8_u4", F16, 8, 16, 1, None, Unrolled { unroll: 4 });
+/// bf16x8, two packs per thread per tile.
+pub const ADD_BF16X8_U2: AddKernel = kernel_info!("add_bf16x8_u2", Bf16, 8, 16, 1, None, Unrolled { unroll: 2 });
+/// bf16x8, four packs per thread per tile.
+pub const ADD_BF16X8_U4: AddKernel = kernel_info!("add_bf16x8_u4", Bf16, 8, 16, 1, None, Unrolled { unroll: 4 });
+
 /// f32 through the bulk-copy engine (sm_90 module; lanes are the remainder's groups).
 pub const ADD_F32_BULK: AddKernel = kernel_info!("add_f32_bulk", F32, 4, 16, 1, None, BulkTiles);
 /// f16 through the bulk-copy engine.
@@ -119,8 +140,9 @@ pub const ADD_F16_BULK: AddKernel = kernel_info!("add_f16_bulk", F16, 8, 16, 1, 
 pub const ADD_BF16_BULK: AddKernel = kernel_info!("add_bf16_bulk", Bf16, 8, 16, 1, None, BulkTiles);
 
 /// Every add kernel: the seed's family by dtype, naive to fastest, then bf16,
-/// then the cache-hint variants, then the Hopper bulk-copy kernels.
-pub const ADD_KERNELS: [AddKernel; 15] = [
+/// then the cache-hint variants, the unrolled tile kernels, and the Hopper
+/// bulk-copy kernels.
+pub const ADD_KERNELS: [AddKernel; 21] = [
     ADD_F32,
     ADD_F32X4,
     ADD_F16,
@@ -133,6 +155,12 @@ pub const ADD_KERNELS: [AddKernel; 15] = [
     ADD_F32X4_CS,
     ADD_F16X8_CS,
     ADD_BF16X8_CS,
+    ADD_F32X4_U2,
+    ADD_F32X4_U4,
+    ADD_F16X8_U2,
+    ADD_F16X8_U4,
+    ADD_BF16X8_U2,
+    ADD_BF16X8_U4,
     ADD_F32_BULK,
     ADD_F16_BULK,
     ADD_BF16_BULK,
@@ -145,7 +173,7 @@ pub use kernels::*;
 mod kernels {
     use crate::bits::bf16_add;
     use crate::device::for_each_group;
-    use crate::pack::{bf16x2_add, half2_add, Pack16};
+    use crate::pack::{bf16x2_add, half2_add, tile_add, Bf16Add, F16Add, F32Add, Pack16};
 
     /// 16 bytes of f32, 16-byte aligned (`float4`).
     #[derive(Clone, Copy)]
@@ -512,6 +540,39 @@ mod kernels {
             },
             scalar_tail!(a, b, c, n, bf16_add),
         );
+    }
+
+    /// Declares the unrolled tile kernels, one generic definition each.
+    macro_rules! unrolled {
+        ($($name:ident: $op:ty, $t:ty, $u:literal;)*) => {$(
+            /// Unrolled tile add (see `pack::tile_add`): what changed from the
+            /// 128-bit pack kernel is that each thread loads several packs of both
+            /// inputs before it stores any, so more bytes are in flight per thread.
+            ///
+            /// # Safety
+            /// 16-byte aligned operands of `n` elements; `c` overlaps neither input.
+            ///
+            /// # Parameters
+            /// As V1.
+            ///
+            /// # Thread mapping
+            /// Block `b` takes tiles `b, b + gridDim, …` of `U × blockDim` packs;
+            /// thread `t` packs `t, t + blockDim, …` of each; then the remainder in
+            /// lane groups, grid-stride.
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $name(a: *const $t, b: *const $t, c: *mut $t, n: u64) {
+                unsafe { tile_add::<$op, $u>(a, b, c, n) }
+            }
+        )*};
+    }
+
+    unrolled! {
+        add_f32x4_u2: F32Add, f32, 2;
+        add_f32x4_u4: F32Add, f32, 4;
+        add_f16x8_u2: F16Add, f16, 2;
+        add_f16x8_u4: F16Add, f16, 4;
+        add_bf16x8_u2: Bf16Add, u16, 2;
+        add_bf16x8_u4: Bf16Add, u16, 4;
     }
 }
 

@@ -123,3 +123,77 @@ pub unsafe fn store128(p: *mut Pack16, v: Pack16) {
         );
     }
 }
+
+/// Calls `f(0) … f(U - 1)` with constant arguments, so arrays indexed by `k` stay
+/// in registers (a loop the compiler leaves rolled would index them at run time
+/// and move them to local memory).
+#[inline(always)]
+fn unrolled<const U: usize>(mut f: impl FnMut(usize)) {
+    match U {
+        2 => {
+            f(0);
+            f(1);
+        }
+        4 => {
+            f(0);
+            f(1);
+            f(2);
+            f(3);
+        }
+        _ => (0..U).for_each(f),
+    }
+}
+
+/// The unrolled tile walk of the `add_*_u2` / `add_*_u4` kernels: each block takes
+/// whole tiles of `U × blockDim` packs (block `b` takes tiles `b, b + gridDim, …`),
+/// each thread loads all `U` of its packs of both inputs before it adds and
+/// stores any, then the remainder goes in 128-bit lane groups, grid-stride.
+/// Within a tile, thread `t` owns packs `t, t + blockDim, …`: the walk of the bulk
+/// kernels and of `mark_visits_tiles_*` with a tile of `U × blockDim` packs.
+///
+/// # Safety
+/// `a`, `b`, `c` hold `n` elements, 16-byte aligned; `c` overlaps neither input.
+#[inline(always)]
+pub unsafe fn tile_add<O: PackAdd, const U: usize>(a: *const O::T, b: *const O::T, c: *mut O::T, n: u64) {
+    use crate::device::{block_tiles, for_each_group};
+    // SAFETY: special registers.
+    let (t, block) = unsafe { (core::arch::nvptx::_thread_idx_x() as u64, core::arch::nvptx::_block_dim_x() as u64) };
+    let packs = U as u64 * block;
+    let tile = packs * O::LANES;
+    let tiles = n / tile;
+    let (first, stride, count) = block_tiles(tiles);
+    let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
+    for j in 0..count {
+        let base = (first + j * stride) * packs + t;
+        let (mut xs, mut ys) = ([Pack16([0; 4]); U], [Pack16([0; 4]); U]);
+        unrolled::<U>(|k| {
+            let p = (base + k as u64 * block) as usize;
+            // SAFETY: the tile is whole, so every pack of it lies below n. Spelled
+            // out: array elements that are only moved may be split into 64-bit loads.
+            unsafe { (xs[k], ys[k]) = (load128(pa.add(p)), load128(pb.add(p))) };
+        });
+        unrolled::<U>(|k| {
+            let p = (base + k as u64 * block) as usize;
+            // SAFETY: as above.
+            unsafe { *pc.add(p) = O::pack(xs[k], ys[k]) };
+        });
+    }
+    let done = tiles * tile;
+    // SAFETY: done <= n.
+    let (ra, rb, rc) = unsafe { (a.add(done as usize), b.add(done as usize), c.add(done as usize)) };
+    let (qa, qb, qc) = (ra as *const Pack16, rb as *const Pack16, rc as *mut Pack16);
+    let rest = n - done;
+    let tail = |first: u64| {
+        for i in first..rest {
+            // SAFETY: i < rest.
+            unsafe { *rc.add(i as usize) = O::one(*ra.add(i as usize), *rb.add(i as usize)) };
+        }
+    };
+    // SAFETY (both arms): group g lies below rest; 16-byte aligned since done is
+    // a whole number of tiles.
+    let group = |g: u64| unsafe { *qc.add(g as usize) = O::pack(*qa.add(g as usize), *qb.add(g as usize)) };
+    match O::LANES {
+        4 => for_each_group::<4>(rest, group, tail),
+        _ => for_each_group::<8>(rest, group, tail),
+    }
+}

@@ -56,7 +56,7 @@ const ST128: &[&str] = &["st.global.v4.b32", "st.global.v4.u32", "st.global.v4.f
 fn every_expected_entry_exists() {
     let names = ADD_KERNELS
         .iter()
-        .filter(|k| k.pattern == Pattern::Lanes)
+        .filter(|k| k.pattern != Pattern::BulkTiles)
         .map(|k| k.name)
         .chain(CEILING)
         .chain(ADD_MANY)
@@ -303,5 +303,32 @@ fn walk_markers_of_bulk_and_foreach_only_add_atomically() {
         assert!(atomics > lanes as usize, "{name}: {atomics} atomics");
         assert_eq!(count_any(name, ST32), 0, "{name} must not store marks non-atomically");
         assert_eq!(count(name, "st.b32"), 0, "{name} must not store marks non-atomically");
+    }
+}
+
+#[test]
+fn unrolled_kernels_issue_every_load_of_a_tile_before_its_first_store() {
+    for k in ADD_KERNELS {
+        let Pattern::Unrolled { unroll } = k.pattern else { continue };
+        let b = body(k.name);
+        let first_store = b.iter().position(|l| l.starts_with("st.global.v4")).expect("a 128-bit store");
+        // The tile's loads are spelled `ld.global.v4.u32` (inline PTX); the
+        // remainder's compiler-made ones `ld.global.v4.b32`.
+        let tile_loads = b.iter().filter(|l| l.contains("ld.global.v4.u32")).count();
+        let before = b[..first_store].iter().filter(|l| l.contains("ld.global.v4.u32")).count();
+        assert_eq!(tile_loads, 2 * unroll as usize, "{}: two loads per pack", k.name);
+        // bf16's loop may be rotated so that one store of the previous tile comes
+        // first; what matters is that the loads of a tile are not interleaved
+        // with its stores.
+        let stores_between = b
+            .iter()
+            .skip_while(|l| !l.contains("ld.global.v4.u32"))
+            .take_while(|l| l.contains("ld.global.v4.u32") || !l.starts_with("st.global"))
+            .count();
+        assert!(
+            before == 2 * unroll as usize || stores_between >= 2 * unroll as usize,
+            "{}: loads interleaved with stores",
+            k.name
+        );
     }
 }

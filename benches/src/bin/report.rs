@@ -33,7 +33,9 @@ options:
   --variant LIST   kernel names, e.g. add_f32x4,add_f16x8_pack (default all)
   --device I       CUDA device index (default 0)
   --block B        threads per block for the main sweep (default 256)
-  --peers          also time torch.add through peers.py, if python3 has torch
+  --peers          also time the peers: torch.add and torch._foreach_add through peers.py
+                   (if python3 has torch) and CUB's DeviceTransform (if nvcc is here)
+  --no-lead        skip the lead sections (bulk tiling sweep, ceiling, add_many)
   --no-cpu         skip the CPU baseline
   --no-sweep       skip the block-size and grid-size sweeps
   --no-studies     skip the seed-003 studies (matmul, count, coalescing, transpose, fusion)
@@ -50,6 +52,7 @@ struct Opts {
     cpu: bool,
     sweep: bool,
     studies: bool,
+    lead: bool,
     out: PathBuf,
 }
 
@@ -65,6 +68,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         cpu: true,
         sweep: true,
         studies: true,
+        lead: true,
         out: PathBuf::from("report-out"),
     };
     let mut it = args.iter();
@@ -81,6 +85,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--no-cpu" => o.cpu = false,
             "--no-sweep" => o.sweep = false,
             "--no-studies" => o.studies = false,
+            "--no-lead" => o.lead = false,
             "--dtype" => {
                 o.dtypes = val()?
                     .split(',')
@@ -192,6 +197,9 @@ struct Collected {
     batched: Vec<Value>,
     grid_rows: Vec<Value>,
     failures: Vec<String>,
+    /// (dtype, n, kernel, GB/s) of the automatic path, timed like the peers.
+    lead_auto: Vec<(String, usize, String, f64)>,
+    bulk: Vec<gpukern_benches::hopper::BulkRow>,
 }
 
 fn run(o: &Opts) -> Result<(), String> {
@@ -253,8 +261,26 @@ fn run(o: &Opts) -> Result<(), String> {
             Dtype::Bf16 => sweep_dtype::<bf16>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?,
         }
     }
-    let Collected { rows, auto_rows, block_rows, batched, grid_rows, mut failures } = c;
+    let Collected { rows, auto_rows, block_rows, batched, grid_rows, mut failures, lead_auto, bulk } = c;
     bar.finish_and_clear();
+    for r in bulk.iter().filter(|r| !r.verified) {
+        failures.push(format!("{} tile {} x {}: differs from the CPU reference", r.kernel, r.tile_bytes, r.stages));
+    }
+
+    // Where the ceiling is, and many small adds in one launch.
+    let (ceiling, mut foreach) = if o.lead {
+        let stream = gpu.stream().map_err(e)?;
+        eprintln!("ceiling: read-only, write-only and copy kernels at 2^{} words ...", max_n.trailing_zeros());
+        let ceiling = gpukern_benches::hopper::ceiling(&gpu, max_n, &stream)?;
+        eprintln!("add_many: 1..1000 triples of 2^10..2^16 elements ...");
+        let foreach = gpukern_benches::hopper::foreach_all(&gpu, &o.dtypes, &stream)?;
+        (ceiling, foreach)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    for r in foreach.iter().filter(|r| !r.verified) {
+        failures.push(format!("add_many {} {}x{}: differs from the CPU reference", r.dtype, r.tensors, r.elements));
+    }
 
     // Kernel resources and occupancy at the chosen block size.
     let mut kernels = Vec::new();
@@ -303,12 +329,31 @@ fn run(o: &Opts) -> Result<(), String> {
         }
     }
 
-    // Peers (torch.add, torch.matmul) in the same run.
-    let (peers, peers_note, peer_matmul) = if o.peers {
+    // Peers (torch.add, torch._foreach_add, torch.matmul; CUB) in the same run.
+    let (peers, peers_note, peer_matmul, torch_foreach) = if o.peers {
         run_peers(o, &sizes)
     } else {
-        (BTreeMap::new(), "not requested (pass --peers)".to_string(), Vec::new())
+        (BTreeMap::new(), "not requested (pass --peers)".to_string(), Vec::new(), Vec::new())
     };
+    for r in &mut foreach {
+        r.torch_us_per_add = torch_foreach
+            .iter()
+            .find(|t| t["dtype"] == r.dtype.as_str() && t["tensors"] == r.tensors && t["elements"] == r.elements)
+            .and_then(|t| t["us_per_add"].as_f64());
+    }
+    let cub = if o.peers {
+        let out = o.out.join("cub");
+        let _ = std::fs::create_dir_all(&out);
+        gpukern_benches::cub::run(o.min_log2, o.max_log2, info.compute_capability, &out)
+    } else {
+        gpukern_benches::cub::CubPeer { note: "not requested (pass --peers)".into(), ..Default::default() }
+    };
+    for (d, ok) in &cub.verified {
+        if !ok {
+            failures.push(format!("CUB {d}: differs from the CPU reference"));
+        }
+    }
+    let lead = gpukern_benches::lead::rows(&lead_auto, &cub.gbps, &peers);
 
     // Roofline: 1 FLOP per element; bytes per element 3 * size.
     let add_gflops = info.peak_fp32_add_gflops();
@@ -330,6 +375,13 @@ fn run(o: &Opts) -> Result<(), String> {
                 v["torch_gbps"] = json!(t);
                 v["ratio_vs_torch"] = json!(r.gbps / t);
             }
+            if let Some(c) = cub.gbps.get(&(r.dtype.name().to_string(), r.n)) {
+                v["cub_gbps"] = json!(c);
+                v["ratio_vs_cub"] = json!(r.gbps / c);
+            }
+            if let Some(best) = ceiling.iter().map(|c| c.gbps).reduce(f64::max) {
+                v["pct_stream"] = json!(100.0 * r.gbps / best);
+            }
             v
         })
         .collect();
@@ -338,6 +390,7 @@ fn run(o: &Opts) -> Result<(), String> {
         "driver": driver_string(&gpu),
         "git_commit": git_commit(),
         "ptx_sha256": sha256_hex(gpukern::PTX.as_bytes()),
+        "ptx_sm90_sha256": sha256_hex(gpukern::PTX_SM90.as_bytes()),
         "device": {"index": o.device, "compute_capability": format!("{}.{}", info.compute_capability.0, info.compute_capability.1), "sm_count": info.sm_count, "l2_bytes": info.l2_bytes, "memory_clock_khz": info.memory_clock_khz, "bus_width_bits": info.bus_width_bits, "total_memory": info.total_memory, "sm_clock_khz": info.sm_clock_khz},
         "peak_gbps": peak,
         "copy_gbps": copy,
@@ -353,6 +406,12 @@ fn run(o: &Opts) -> Result<(), String> {
         "cpu": cpu_rows,
         "peers": peers.iter().map(|((d, n), g)| json!({"dtype": d, "n": n, "torch_gbps": g})).collect::<Vec<_>>(),
         "peers_note": peers_note,
+        "cub_note": cub.note,
+        "cub_verified": cub.verified,
+        "lead": lead,
+        "foreach": foreach,
+        "ceiling": ceiling,
+        "bulk_sweep": bulk,
         "peer_matmul": peer_matmul,
         "studies": studies,
         "failures": failures,
@@ -435,9 +494,22 @@ fn sweep_dtype<T: ReferenceAdd>(
         let best_v = Variant::from_name(&best.0).unwrap_or(variants[0]);
         let (auto_ms, best_ms) =
             w.time_pair(gpu, Pick::Auto, Pick::Variant(best_v), cfg, n, reps_for(bytes), &stream).map_err(e)?;
-        let chosen = Variant::widest_for(dtype, &[w.a.device_addr(), w.b.device_addr(), w.out.device_addr()]);
+        let chosen = gpu.auto_choice(dtype, n, &[w.a.device_addr(), w.b.device_addr(), w.out.device_addr()]);
+        if n >= 1 << 20 {
+            // The automatic path alone, timed exactly like the peers' rows.
+            let ms = w.time(gpu, Pick::Auto, cfg, n, reps_for(bytes), 5, true, &stream).map_err(e)?;
+            c.lead_auto.push((dtype.name().into(), n, chosen.name().into(), gbps(bytes, ms)));
+        }
         c.auto_rows.push(json!({"dtype": dtype.name(), "n": n, "chosen": chosen.name(), "median_us": auto_ms * 1e3, "gbps": gbps(bytes, auto_ms), "verified": ok, "best_kernel": best.0, "best_gbps": gbps(bytes, best_ms), "auto_vs_best_pct": 100.0 * best_ms / auto_ms}));
         bar.inc(1);
+    }
+    // The bulk-copy tilings (sm_90 only).
+    if o.lead && gpu.info().has_sm90() {
+        let at: Vec<usize> = [1usize << 24, 1 << 26, 1 << 28].into_iter().filter(|&n| n <= max_n).collect();
+        if !at.is_empty() {
+            bar.set_message(format!("{}: bulk tiling sweep", dtype.name()));
+            c.bulk.extend(gpukern_benches::hopper::bulk_sweep(gpu, &mut w, &at, &stream)?);
+        }
     }
     // Launch-bound sizes: what one add costs alone (kernel only, and with the
     // host's launch latency), back to back on a stream, and replayed from a graph.
@@ -550,12 +622,13 @@ fn peers_script() -> Option<PathBuf> {
 }
 
 /// Runs peers.py; returns GB/s by (dtype, n), or a note saying why there are none.
-type Peers = (BTreeMap<(String, usize), f64>, String, Vec<Value>);
+/// (torch.add GB/s by (dtype, n), note, torch.matmul rows, torch._foreach_add rows)
+type Peers = (BTreeMap<(String, usize), f64>, String, Vec<Value>, Vec<Value>);
 
 fn run_peers(o: &Opts, sizes: &[usize]) -> Peers {
     let mut map = BTreeMap::new();
     let Some(script) = peers_script() else {
-        return (map, "peers.py not found".into(), Vec::new());
+        return (map, "peers.py not found".into(), Vec::new(), Vec::new());
     };
     let has_torch = std::process::Command::new("python3")
         .args(["-c", "import torch; assert torch.cuda.is_available()"])
@@ -564,7 +637,7 @@ fn run_peers(o: &Opts, sizes: &[usize]) -> Peers {
         .unwrap_or(false);
     if !has_torch {
         eprintln!("peers: python3 with CUDA torch not available; skipping torch.add");
-        return (map, "python3 with a CUDA build of torch is not available here".into(), Vec::new());
+        return (map, "python3 with a CUDA build of torch is not available here".into(), Vec::new(), Vec::new());
     }
     eprintln!("peers: timing torch.add ...");
     let dtypes: Vec<&str> = o.dtypes.iter().map(|d| d.name()).collect();
@@ -581,6 +654,7 @@ fn run_peers(o: &Opts, sizes: &[usize]) -> Peers {
             &o.device.to_string(),
         ])
         .args(if o.studies { &["--matmul", "1024,2048,4096"][..] } else { &[][..] })
+        .args(if o.lead { &["--foreach"][..] } else { &[][..] })
         .output();
     match out {
         Ok(out) if out.status.success() => {
@@ -597,14 +671,16 @@ fn run_peers(o: &Opts, sizes: &[usize]) -> Peers {
                  below 4x L2; torch.matmul with TF32 off)",
                 v["torch"].as_str().unwrap_or("?")
             );
-            (map, note, v["matmul"].as_array().cloned().unwrap_or_default())
+            let foreach = v["foreach"].as_array().cloned().unwrap_or_default();
+            (map, note, v["matmul"].as_array().cloned().unwrap_or_default(), foreach)
         }
         Ok(out) => (
             map,
             format!("peers.py failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")),
             Vec::new(),
+            Vec::new(),
         ),
-        Err(e) => (map, format!("could not run python3: {e}"), Vec::new()),
+        Err(e) => (map, format!("could not run python3: {e}"), Vec::new(), Vec::new()),
     }
 }
 
@@ -615,14 +691,30 @@ fn f(v: &Value) -> f64 {
 /// The main table (all rows, or only n == `only_n`).
 fn main_table(r: &Value, only_n: Option<u64>) -> String {
     let has_peers = r["rows"].as_array().map(|a| a.iter().any(|x| x.get("torch_gbps").is_some())).unwrap_or(false);
+    let has_cub = r["rows"].as_array().map(|a| a.iter().any(|x| x.get("cub_gbps").is_some())).unwrap_or(false);
+    let has_stream = r["rows"].as_array().map(|a| a.iter().any(|x| x.get("pct_stream").is_some())).unwrap_or(false);
     let mut s = String::new();
-    let _ = write!(s, "| kernel | V | n | median µs | GB/s | % peak | % copy | verified |");
+    let _ = write!(s, "| kernel | V | n | median µs | GB/s | % peak | % copy |");
+    if has_stream {
+        s.push_str(" % best stream |");
+    }
+    s.push_str(" verified |");
     if has_peers {
         s.push_str(" torch GB/s | vs torch |");
     }
+    if has_cub {
+        s.push_str(" CUB GB/s | vs CUB |");
+    }
     s.push('\n');
-    s.push_str("|---|---|---|---:|---:|---:|---:|---|");
+    s.push_str("|---|---|---|---:|---:|---:|---:|");
+    if has_stream {
+        s.push_str("---:|");
+    }
+    s.push_str("---|");
     if has_peers {
+        s.push_str("---:|---:|");
+    }
+    if has_cub {
         s.push_str("---:|---:|");
     }
     s.push('\n');
@@ -634,7 +726,7 @@ fn main_table(r: &Value, only_n: Option<u64>) -> String {
         let v = row["v"].as_u64().map(|v| format!("V{v}")).unwrap_or("-".into());
         let _ = write!(
             s,
-            "| {} | {} | 2^{} | {:.2} | {:.0} | {:.1} | {:.1} | {} |",
+            "| {} | {} | 2^{} | {:.2} | {:.0} | {:.1} | {:.1} |",
             row["kernel"].as_str().unwrap_or(""),
             v,
             n.trailing_zeros(),
@@ -642,12 +734,23 @@ fn main_table(r: &Value, only_n: Option<u64>) -> String {
             f(&row["gbps"]),
             f(&row["pct_peak"]),
             f(&row["pct_copy"]),
-            if row["verified"] == true { "✓" } else { "✗" }
         );
+        if has_stream {
+            let _ = write!(s, " {:.1} |", f(&row["pct_stream"]));
+        }
+        s.push_str(if row["verified"] == true { " ✓ |" } else { " ✗ |" });
         if has_peers {
             match row.get("torch_gbps") {
                 Some(t) => {
                     let _ = write!(s, " {:.0} | {:.2} |", f(t), f(&row["ratio_vs_torch"]));
+                }
+                None => s.push_str(" - | - |"),
+            }
+        }
+        if has_cub {
+            match row.get("cub_gbps") {
+                Some(c) => {
+                    let _ = write!(s, " {:.0} | {:.3} |", f(c), f(&row["ratio_vs_cub"]));
                 }
                 None => s.push_str(" - | - |"),
             }
@@ -685,6 +788,16 @@ fn markdown(r: &Value) -> String {
     );
     let _ = writeln!(s, "- Timing: CUDA events around each launch, with a spin kernel queued first so the events time the kernel and not the host launch path; median; block {} threads; every result verified bit-exact against the CPU reference before it is timed. Sizes whose working set is under 4× L2 rotate through disjoint input sets.\n", r["block"]);
     let max_n = r["rows"].as_array().and_then(|a| a.iter().filter_map(|x| x["n"].as_u64()).max()).unwrap_or(0);
+    let lead: Vec<gpukern_benches::lead::LeadRow> = serde_json::from_value(r["lead"].clone()).unwrap_or_default();
+    if !lead.is_empty() {
+        let _ = writeln!(
+            s,
+            "## Lead: the automatic path against the best peer\n\nCUB: {}. torch: {}.\n\n{}",
+            r["cub_note"].as_str().unwrap_or("-"),
+            r["peers_note"].as_str().unwrap_or("-"),
+            gpukern_benches::lead::table(&lead, &[], f(&r["peak_gbps"]))
+        );
+    }
     let _ = writeln!(s, "## At n = 2^{}\n\n{}", max_n.trailing_zeros(), main_table(r, Some(max_n)));
     let _ = writeln!(s, "![GB/s vs n](report.svg)\n");
     let _ = writeln!(s, "## Kernel resources at block {} (driver's JIT of the sm_70 PTX)\n\n| kernel | registers | local bytes | blocks/SM | occupancy |\n|---|---:|---:|---:|---:|", r["block"]);
@@ -807,6 +920,13 @@ fn markdown(r: &Value) -> String {
         }
     }
     studies_markdown(&mut s, r);
+    let bulk: Vec<gpukern_benches::hopper::BulkRow> =
+        serde_json::from_value(r["bulk_sweep"].clone()).unwrap_or_default();
+    let ceiling: Vec<gpukern_benches::hopper::CeilingRow> =
+        serde_json::from_value(r["ceiling"].clone()).unwrap_or_default();
+    let foreach: Vec<gpukern_benches::hopper::ForeachRow> =
+        serde_json::from_value(r["foreach"].clone()).unwrap_or_default();
+    gpukern_benches::hopper::render(&mut s, &bulk, &ceiling, &foreach, f(&r["copy_gbps"]), f(&r["peak_gbps"]));
     let _ = writeln!(s, "\n## Peers\n\n{}\n", r["peers_note"].as_str().unwrap_or(""));
     let _ = writeln!(s, "## All sizes\n\n{}", main_table(r, None));
     s
@@ -896,6 +1016,7 @@ fn verify_record(args: &[String]) -> Result<(), String> {
         "driver": driver_string(&gpu),
         "git_commit": git_commit(),
         "ptx_sha256": sha256_hex(gpukern::PTX.as_bytes()),
+        "ptx_sm90_sha256": sha256_hex(gpukern::PTX_SM90.as_bytes()),
         "command": command,
         "cases": cases.len(),
         "cases_passed": cases.len() - failed.len() - skipped.len(),

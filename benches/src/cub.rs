@@ -1,0 +1,135 @@
+//! CUB as a peer: builds `cub_peer.cu` with the machine's `nvcc` (when there is
+//! one), runs it over the report's sizes and reads its JSON. Its output is
+//! checked twice: in full at every size against its own host reference, and on a
+//! sample (n = 2^20 + 3, random bits and special values) against gpukern's CPU
+//! reference here, like every other row of the report.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gpukern::half::{bf16, f16};
+use gpukern::reference::{self, ReferenceAdd};
+use gpukern::Dtype;
+
+/// What the peer measured.
+#[derive(Clone, Debug, Default)]
+pub struct CubPeer {
+    /// GB/s by (dtype, n).
+    pub gbps: BTreeMap<(String, usize), f64>,
+    /// Per dtype: did every size match the host reference and the sample match
+    /// gpukern's reference.
+    pub verified: BTreeMap<String, bool>,
+    /// What ran, or why nothing did.
+    pub note: String,
+}
+
+fn source() -> Option<PathBuf> {
+    let beside = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("cub_peer.cu")));
+    [
+        beside,
+        Some(PathBuf::from("scripts/cub_peer.cu")),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/cub_peer.cu")),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|p| p.is_file())
+}
+
+fn nvcc() -> Option<PathBuf> {
+    let on_path = Command::new("nvcc").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
+    if on_path {
+        return Some(PathBuf::from("nvcc"));
+    }
+    ["/usr/local/cuda/bin/nvcc"].into_iter().map(PathBuf::from).find(|p| p.is_file())
+}
+
+/// Builds and runs the peer for n = 2^min ..= 2^max; writes into `out`.
+pub fn run(min_log2: u32, max_log2: u32, compute_capability: (u32, u32), out: &Path) -> CubPeer {
+    let mut peer = CubPeer::default();
+    let Some(src) = source() else {
+        peer.note = "cub_peer.cu not found".into();
+        return peer;
+    };
+    let Some(nvcc) = nvcc() else {
+        peer.note = "no nvcc on this machine: CUB was not built, so its column is absent".into();
+        return peer;
+    };
+    let exe = out.join("cub_peer");
+    let arch = format!("-arch=sm_{}{}", compute_capability.0, compute_capability.1);
+    eprintln!("peers: building CUB's DeviceTransform with {} {arch} ...", nvcc.display());
+    let built = Command::new(&nvcc).args(["-O3", "-std=c++17", &arch]).arg(&src).arg("-o").arg(&exe).output();
+    match built {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => {
+            peer.note = format!("nvcc failed: {}", String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or(""));
+            return peer;
+        }
+        Err(err) => {
+            peer.note = format!("could not run nvcc: {err}");
+            return peer;
+        }
+    }
+    eprintln!("peers: timing cub::DeviceTransform::Transform ...");
+    let ran = Command::new(&exe).args([min_log2.to_string(), max_log2.to_string()]).arg(out).output();
+    let stdout = match ran {
+        Ok(o) if o.status.success() => o.stdout,
+        Ok(o) => {
+            peer.note = format!("cub_peer failed: {}", String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or(""));
+            return peer;
+        }
+        Err(err) => {
+            peer.note = format!("could not run cub_peer: {err}");
+            return peer;
+        }
+    };
+    let v: serde_json::Value = serde_json::from_slice(&stdout).unwrap_or_default();
+    for r in v["rows"].as_array().into_iter().flatten() {
+        if let (Some(d), Some(n), Some(g)) = (r["dtype"].as_str(), r["n"].as_u64(), r["gbps"].as_f64()) {
+            peer.gbps.insert((d.to_string(), n as usize), g);
+            let ok = r["verified"] == true;
+            let e = peer.verified.entry(d.to_string()).or_insert(true);
+            *e &= ok;
+        }
+    }
+    for d in Dtype::ALL {
+        let sample = out.join(format!("cub_sample_{}.bin", d.name()));
+        let ok = match d {
+            Dtype::F32 => check_sample::<f32>(&sample),
+            Dtype::F16 => check_sample::<f16>(&sample),
+            Dtype::Bf16 => check_sample::<bf16>(&sample),
+        };
+        let e = peer.verified.entry(d.name().to_string()).or_insert(true);
+        *e &= ok;
+        let _ = std::fs::remove_file(&sample);
+    }
+    peer.note = format!(
+        "CUB {} (CUDA runtime {}), cub::DeviceTransform::Transform with cuda::std::plus<>, built with {arch}; \
+         CUDA events behind a spin, median, same sizes and input rotation as the report",
+        v["cub_version"], v["cuda_runtime"]
+    );
+    peer
+}
+
+/// True when the sample file holds a, b, c with c the exact sum of a and b.
+fn check_sample<T: ReferenceAdd>(path: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(path) else { return false };
+    let size = T::DTYPE.size();
+    if bytes.is_empty() || bytes.len() % (3 * size) != 0 {
+        return false;
+    }
+    let n = bytes.len() / (3 * size);
+    let read = |i: usize| -> T {
+        let b = &bytes[i * size..(i + 1) * size];
+        let bits = if size == 4 {
+            u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+        } else {
+            u16::from_le_bytes([b[0], b[1]]) as u32
+        };
+        T::from_bits32(bits)
+    };
+    let a: Vec<T> = (0..n).map(read).collect();
+    let b: Vec<T> = (n..2 * n).map(read).collect();
+    let c: Vec<T> = (2 * n..3 * n).map(read).collect();
+    reference::first_mismatch(&c, &reference::add(&a, &b)).is_none()
+}

@@ -1,0 +1,385 @@
+//! The report's lead sections: the bulk-copy tiling sweep, where the memory
+//! ceiling is (read-only, write-only, copy), and many small adds in one launch.
+//!
+//! Each section has a measure step that fills serde structs (they are the JSON
+//! schema of `report.json`) and a render step that writes Markdown from them.
+
+use std::fmt::Write as _;
+
+use gpukern::half::{bf16, f16};
+use gpukern::reference::ReferenceAdd;
+use gpukern::{BulkConfig, Dtype, Gpu, LaunchConfig, Stream, Triple, Variant};
+use serde::{Deserialize, Serialize};
+
+use crate::{add_bytes, gbps, median, Pick, Workload, SPIN_NS};
+
+type Res<T> = Result<T, String>;
+
+fn e(err: gpukern::Error) -> String {
+    err.to_string()
+}
+
+/// One tiling of a bulk-copy kernel, timed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BulkRow {
+    pub kernel: String,
+    pub dtype: String,
+    pub n: usize,
+    pub tile_bytes: u32,
+    pub stages: u32,
+    pub block: u32,
+    /// `null`: one block per tile; else the grid cap (persistent blocks).
+    pub max_grid: Option<u32>,
+    pub blocks_per_sm: u32,
+    pub median_us: f64,
+    pub gbps: f64,
+    pub verified: bool,
+}
+
+/// The tilings the sweep tries: (tile bytes, stages, persistent, block).
+fn tilings() -> Vec<(u32, u32, bool, u32)> {
+    let mut t = Vec::new();
+    for tile in [2048, 4096, 8192, 16384, 32768] {
+        t.push((tile, 1, false, 256));
+    }
+    for tile in [4096, 8192, 16384] {
+        for stages in [2, 3, 4] {
+            t.push((tile, stages, true, 256));
+        }
+    }
+    for block in [128, 512] {
+        t.push((8192, 1, false, block));
+    }
+    t
+}
+
+/// Times every tiling of the bulk variant of `T` at each n of `sizes` (each
+/// verified bit-exact at the smallest n first).
+pub fn bulk_sweep<T: ReferenceAdd>(
+    gpu: &Gpu,
+    w: &mut Workload<T>,
+    sizes: &[usize],
+    stream: &Stream,
+) -> Res<Vec<BulkRow>> {
+    let v = Variant::bulk(T::DTYPE);
+    let sms = gpu.info().sm_count;
+    let mut rows = Vec::new();
+    for (tile_bytes, stages, persistent, block) in tilings() {
+        let bulk = BulkConfig { tile_bytes, stages };
+        let shared = kernels_gpu::bulk::shared_bytes(tile_bytes, stages) as usize;
+        let per_sm = gpu.blocks_per_sm_with_shared(v.name(), block, shared).map_err(e)?;
+        let cfg = LaunchConfig {
+            block,
+            max_grid: if persistent { (per_sm * sms).max(1) } else { LaunchConfig::default().max_grid },
+        };
+        let mut verified = None;
+        for &n in sizes {
+            let pick = Pick::Bulk(v, bulk);
+            let ok = match verified {
+                Some(ok) => ok,
+                None => {
+                    let ok = w.verify(gpu, pick, cfg, n + 5, stream).map_err(e)?.is_ok();
+                    verified = Some(ok);
+                    ok
+                }
+            };
+            let ms = w.time(gpu, pick, cfg, n, reps(add_bytes(T::DTYPE, n)), 3, true, stream).map_err(e)?;
+            rows.push(BulkRow {
+                kernel: v.name().into(),
+                dtype: T::DTYPE.name().into(),
+                n,
+                tile_bytes,
+                stages,
+                block,
+                max_grid: persistent.then_some(cfg.max_grid),
+                blocks_per_sm: per_sm,
+                median_us: ms * 1e3,
+                gbps: gbps(add_bytes(T::DTYPE, n), ms),
+                verified: ok,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+fn reps(bytes: u64) -> usize {
+    if bytes <= 1 << 28 {
+        40
+    } else {
+        20
+    }
+}
+
+/// One ceiling measurement.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CeilingRow {
+    /// `read`, `write`, `copy` or `add`.
+    pub kind: String,
+    pub kernel: String,
+    pub block: u32,
+    /// Bytes moved through DRAM (read + written).
+    pub bytes: u64,
+    pub median_us: f64,
+    pub gbps: f64,
+    pub pct_peak: f64,
+}
+
+/// Read-only, write-only and copy kernels (and the driver's copy) on `words`
+/// u32 per array, spin-isolated like every row; block sizes 128..1024.
+pub fn ceiling(gpu: &Gpu, words: usize, stream: &Stream) -> Res<Vec<CeilingRow>> {
+    let peak = gpu.info().peak_gbps();
+    let a = gpu.upload(&crate::random_words(words, 1)).map_err(e)?;
+    let b = gpu.upload(&crate::random_words(words, 2)).map_err(e)?;
+    let mut c = gpu.alloc::<u32>(words).map_err(e)?;
+    let mut sink = gpu.upload(&[0u32]).map_err(e)?;
+    let mut rows = Vec::new();
+    let mut push = |kind: &str, kernel: &str, block: u32, bytes: u64, ms: f64| {
+        let g = gbps(bytes, ms);
+        rows.push(CeilingRow {
+            kind: kind.into(),
+            kernel: kernel.into(),
+            block,
+            bytes,
+            median_us: ms * 1e3,
+            gbps: g,
+            pct_peak: 100.0 * g / peak,
+        });
+    };
+    let w4 = 4 * words as u64;
+    for block in [128u32, 256, 512, 1024] {
+        let ms = crate::time_op(gpu, stream, 20, 3, |s| gpu.ceiling_read(block, &a, &b, &mut sink, 0x9e37_79b9, s))
+            .map_err(e)?;
+        push("read", "ceiling_read", block, 2 * w4, ms);
+        let ms = crate::time_op(gpu, stream, 20, 3, |s| gpu.ceiling_fill(block, &mut c, 7, s)).map_err(e)?;
+        push("write", "ceiling_fill", block, w4, ms);
+        let ms = crate::time_op(gpu, stream, 20, 3, |s| gpu.ceiling_copy(block, &a, &mut c, s)).map_err(e)?;
+        push("copy", "ceiling_copy", block, 2 * w4, ms);
+    }
+    let ms = crate::time_op(gpu, stream, 20, 3, |s| s.copy(&mut c.view_mut(), &a.view())).map_err(e)?;
+    push("copy", "cuMemcpyDtoDAsync", 0, 2 * w4, ms);
+    Ok(rows)
+}
+
+/// One list size of the foreach add.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ForeachRow {
+    pub dtype: String,
+    pub tensors: usize,
+    pub elements: usize,
+    /// `add_many`: table upload and one launch, device time per add.
+    pub us_per_add: f64,
+    /// The same list from a plan (table already on the device): one launch.
+    pub plan_us_per_add: f64,
+    /// One `add_auto` launch per triple, back to back on the stream.
+    pub loop_us_per_add: f64,
+    /// `torch._foreach_add` on the same lists, when torch is present.
+    pub torch_us_per_add: Option<f64>,
+    pub verified: bool,
+    pub input_sets: usize,
+}
+
+/// How long the spin before a foreach timing lasts: longer than the host needs
+/// to build and queue a table of a thousand triples.
+const FOREACH_SPIN_NS: u64 = 300_000;
+
+/// Times `add_many` over lists of `tensors` triples of `elements` each, rotating
+/// disjoint lists so that one list never finds the last one's data in L2.
+pub fn foreach<T: ReferenceAdd>(gpu: &Gpu, tensors: usize, elements: usize, stream: &Stream) -> Res<ForeachRow> {
+    let list = tensors * elements;
+    let bytes = add_bytes(T::DTYPE, list);
+    let sets = ((4 * gpu.info().l2_bytes).div_ceil(bytes) as usize).clamp(1, 8);
+    let host_a = crate::random_inputs::<T>(list * sets, 11);
+    let host_b = crate::random_inputs::<T>(list * sets, 12);
+    let a = gpu.upload(&host_a).map_err(e)?;
+    let b = gpu.upload(&host_b).map_err(e)?;
+    let mut c = gpu.alloc::<T>(list * sets).map_err(e)?;
+    fn triples<'a, T: gpukern::Element>(
+        a: &'a gpukern::DeviceVec<T>,
+        b: &'a gpukern::DeviceVec<T>,
+        c: &'a mut gpukern::DeviceVec<T>,
+        set: usize,
+        tensors: usize,
+        elements: usize,
+    ) -> gpukern::Result<Vec<Triple<'a, T>>> {
+        let base = set * tensors * elements;
+        let mut rest = c.slice_mut(base..base + tensors * elements)?;
+        let mut out = Vec::with_capacity(tensors);
+        for i in 0..tensors {
+            let (mine, tail) = rest.into_split_at(elements)?;
+            let r = base + i * elements..base + (i + 1) * elements;
+            out.push((a.slice(r.clone())?, b.slice(r)?, mine));
+            rest = tail;
+        }
+        Ok(out)
+    }
+    // Verify set 0 bit for bit.
+    c.fill_bits(0xdead_beef).map_err(e)?;
+    gpu.add_many(triples(&a, &b, &mut c, 0, tensors, elements).map_err(e)?, stream).map_err(e)?;
+    stream.synchronize().map_err(e)?;
+    let got = c.slice(..list).map_err(e)?.to_vec().map_err(e)?;
+    let want = crate::reference_par(&host_a[..list], &host_b[..list]);
+    let verified = crate::first_mismatch_par(&got, &want).is_none();
+    let reps = 30;
+    let mut t = Vec::with_capacity(reps);
+    for i in 0..reps + 3 {
+        let ops = triples(&a, &b, &mut c, i % sets, tensors, elements).map_err(e)?;
+        gpu.spin(stream, FOREACH_SPIN_NS).map_err(e)?;
+        let ms = stream.time(|s| gpu.add_many(ops, s)).map_err(e)?;
+        if i >= 3 {
+            t.push(ms as f64 * 1e3 / tensors as f64);
+        }
+    }
+    let us = median(&mut t);
+    let mut plans = Vec::new();
+    let mut tp = Vec::with_capacity(reps);
+    let mut tl = Vec::with_capacity(reps);
+    {
+        // Plans: one per set, tables uploaded once.
+        let mut rest = c.view_mut();
+        for set in 0..sets {
+            let (head, tail) = rest.into_split_at(list).map_err(e)?;
+            let mut h = head;
+            let mut ops = Vec::with_capacity(tensors);
+            for i in 0..tensors {
+                let (mine, t2) = h.into_split_at(elements).map_err(e)?;
+                let r = set * list + i * elements..set * list + (i + 1) * elements;
+                ops.push((a.slice(r.clone()).map_err(e)?, b.slice(r).map_err(e)?, mine));
+                h = t2;
+            }
+            plans.push(gpu.add_many_plan(ops).map_err(e)?);
+            rest = tail;
+        }
+        for i in 0..reps + 3 {
+            gpu.spin(stream, SPIN_NS).map_err(e)?;
+            let ms = stream.time(|s| plans[i % sets].launch(s)).map_err(e)?;
+            if i >= 3 {
+                tp.push(ms as f64 * 1e3 / tensors as f64);
+            }
+        }
+    }
+    drop(plans);
+    for i in 0..reps.min(10) + 1 {
+        let ops = triples(&a, &b, &mut c, i % sets, tensors, elements).map_err(e)?;
+        gpu.spin(stream, FOREACH_SPIN_NS).map_err(e)?;
+        let ms = stream
+            .time(|s| ops.into_iter().try_for_each(|(x, y, z)| gpu.add_auto(x, y, z, s).map(|_| ())))
+            .map_err(e)?;
+        if i >= 1 {
+            tl.push(ms as f64 * 1e3 / tensors as f64);
+        }
+    }
+    Ok(ForeachRow {
+        dtype: T::DTYPE.name().into(),
+        tensors,
+        elements,
+        us_per_add: us,
+        plan_us_per_add: median(&mut tp),
+        loop_us_per_add: median(&mut tl),
+        torch_us_per_add: None,
+        verified,
+        input_sets: sets,
+    })
+}
+
+/// Every list size of the issue: 1, 10, 100, 1000 triples of 2^10, 2^13, 2^16.
+pub fn foreach_all(gpu: &Gpu, dtypes: &[Dtype], stream: &Stream) -> Res<Vec<ForeachRow>> {
+    let mut rows = Vec::new();
+    for &d in dtypes {
+        for elements in [1usize << 10, 1 << 13, 1 << 16] {
+            for tensors in [1usize, 10, 100, 1000] {
+                rows.push(match d {
+                    Dtype::F32 => foreach::<f32>(gpu, tensors, elements, stream)?,
+                    Dtype::F16 => foreach::<f16>(gpu, tensors, elements, stream)?,
+                    Dtype::Bf16 => foreach::<bf16>(gpu, tensors, elements, stream)?,
+                });
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// Markdown of the three sections.
+pub fn render(
+    s: &mut String,
+    bulk: &[BulkRow],
+    ceiling: &[CeilingRow],
+    foreach: &[ForeachRow],
+    copy_gbps: f64,
+    peak: f64,
+) {
+    if !ceiling.is_empty() {
+        let best = ceiling.iter().map(|r| r.gbps).fold(0.0, f64::max);
+        let _ = writeln!(s, "\n## Where the ceiling is\n");
+        let _ = writeln!(
+            s,
+            "Pure streams on 2^{} u32 per array, timed like every row. Best streaming rate: **{best:.0} GB/s** ({:.1}% of the {peak:.0} GB/s theoretical).\n",
+            (ceiling[0].bytes / 8).trailing_zeros().saturating_sub(2),
+            100.0 * best / peak
+        );
+        let _ = writeln!(
+            s,
+            "| kind | kernel | block | µs | GB/s | % peak | % best stream |\n|---|---|---:|---:|---:|---:|---:|"
+        );
+        for r in ceiling {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {:.2} | {:.0} | {:.1} | {:.1} |",
+                r.kind,
+                r.kernel,
+                if r.block == 0 { "-".into() } else { r.block.to_string() },
+                r.median_us,
+                r.gbps,
+                r.pct_peak,
+                100.0 * r.gbps / best
+            );
+        }
+        let _ = writeln!(s, "\n(The report's copy reference, measured at the start: {copy_gbps:.0} GB/s.)");
+    }
+    if !bulk.is_empty() {
+        let _ = writeln!(s, "\n## Bulk-copy tiling sweep\n");
+        let _ = writeln!(s, "`cp.async.bulk` tiles per operand, stages per block, one block per tile or a persistent grid (blocks resident per SM × SMs).\n");
+        let _ = writeln!(s, "| kernel | n | tile B | stages | block | grid | blocks/SM | µs | GB/s | verified |\n|---|---|---:|---:|---:|---|---:|---:|---:|---|");
+        for r in bulk {
+            let _ = writeln!(
+                s,
+                "| {} | 2^{} | {} | {} | {} | {} | {} | {:.2} | {:.0} | {} |",
+                r.kernel,
+                r.n.trailing_zeros(),
+                r.tile_bytes,
+                r.stages,
+                r.block,
+                r.max_grid.map(|g| format!("persistent {g}")).unwrap_or_else(|| "one per tile".into()),
+                r.blocks_per_sm,
+                r.median_us,
+                r.gbps,
+                if r.verified { "✓" } else { "✗" }
+            );
+        }
+    }
+    if !foreach.is_empty() {
+        let _ = writeln!(s, "\n## Many small adds in one launch (`add_many`)\n");
+        let _ = writeln!(
+            s,
+            "Device time per add, from before the table upload to after the launch (spin-isolated, median, lists rotated). \
+             `plan`: table already on the device. `loop`: one `add_auto` launch per triple.\n"
+        );
+        let _ = writeln!(s, "| dtype | triples | elements | add_many µs/add | plan µs/add | loop µs/add | torch._foreach_add µs/add | vs torch | verified |\n|---|---:|---:|---:|---:|---:|---:|---:|---|");
+        for r in foreach {
+            let torch = r.torch_us_per_add.map(|t| format!("{t:.3}")).unwrap_or_else(|| "-".into());
+            let ratio = r.torch_us_per_add.map(|t| format!("{:.2}×", t / r.us_per_add)).unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                s,
+                "| {} | {} | 2^{} | {:.3} | {:.3} | {:.3} | {} | {} | {} |",
+                r.dtype,
+                r.tensors,
+                r.elements.trailing_zeros(),
+                r.us_per_add,
+                r.plan_us_per_add,
+                r.loop_us_per_add,
+                torch,
+                ratio,
+                if r.verified { "✓" } else { "✗" }
+            );
+        }
+    }
+}
