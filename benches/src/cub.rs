@@ -20,6 +20,8 @@ pub struct CubPeer {
     /// Per dtype: did every size match the host reference and the sample match
     /// gpukern's reference.
     pub verified: BTreeMap<String, bool>,
+    /// Per dtype that failed: the first differing element of the sample.
+    pub mismatch: BTreeMap<String, String>,
     /// What ran, or why nothing did.
     pub note: String,
 }
@@ -94,13 +96,16 @@ pub fn run(min_log2: u32, max_log2: u32, compute_capability: (u32, u32), out: &P
     }
     for d in Dtype::ALL {
         let sample = out.join(format!("cub_sample_{}.bin", d.name()));
-        let ok = match d {
+        let checked = match d {
             Dtype::F32 => check_sample::<f32>(&sample),
             Dtype::F16 => check_sample::<f16>(&sample),
             Dtype::Bf16 => check_sample::<bf16>(&sample),
         };
         let e = peer.verified.entry(d.name().to_string()).or_insert(true);
-        *e &= ok;
+        *e &= checked.is_ok();
+        if let Err(why) = checked {
+            peer.mismatch.insert(d.name().to_string(), why);
+        }
         let _ = std::fs::remove_file(&sample);
     }
     peer.note = format!(
@@ -111,12 +116,13 @@ pub fn run(min_log2: u32, max_log2: u32, compute_capability: (u32, u32), out: &P
     peer
 }
 
-/// True when the sample file holds a, b, c with c the exact sum of a and b.
-fn check_sample<T: ReferenceAdd>(path: &Path) -> bool {
-    let Ok(bytes) = std::fs::read(path) else { return false };
+/// Ok when the sample file holds a, b, c with c the exact sum of a and b; else
+/// what differs (count and first element).
+fn check_sample<T: ReferenceAdd>(path: &Path) -> Result<(), String> {
+    let bytes = std::fs::read(path).map_err(|err| format!("{}: {err}", path.display()))?;
     let size = T::DTYPE.size();
     if bytes.is_empty() || bytes.len() % (3 * size) != 0 {
-        return false;
+        return Err(format!("{}: {} bytes is not three arrays", path.display(), bytes.len()));
     }
     let n = bytes.len() / (3 * size);
     let read = |i: usize| -> T {
@@ -131,5 +137,14 @@ fn check_sample<T: ReferenceAdd>(path: &Path) -> bool {
     let a: Vec<T> = (0..n).map(read).collect();
     let b: Vec<T> = (n..2 * n).map(read).collect();
     let c: Vec<T> = (2 * n..3 * n).map(read).collect();
-    reference::first_mismatch(&c, &reference::add(&a, &b)).is_none()
+    let want = reference::add(&a, &b);
+    let Some(i) = reference::first_mismatch(&c, &want) else { return Ok(()) };
+    let bad = (0..n).filter(|&j| reference::first_mismatch(&c[j..j + 1], &want[j..j + 1]).is_some()).count();
+    Err(format!(
+        "{bad} of {n} sample elements differ; first: {:#06x} + {:#06x} gave {:#06x}, correctly rounded {:#06x}",
+        a[i].to_bits32(),
+        b[i].to_bits32(),
+        c[i].to_bits32(),
+        want[i].to_bits32()
+    ))
 }

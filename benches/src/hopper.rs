@@ -19,16 +19,18 @@ fn e(err: gpukern::Error) -> String {
     err.to_string()
 }
 
-/// One tiling of a bulk-copy kernel, timed.
+/// One launch setting of one kernel, timed: the tuning sweep behind the
+/// automatic choice.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BulkRow {
+pub struct TuneRow {
     pub kernel: String,
     pub dtype: String,
     pub n: usize,
+    /// Bytes per operand per tile (bulk kernels), 0 for the others.
     pub tile_bytes: u32,
     pub stages: u32,
     pub block: u32,
-    /// `null`: one block per tile; else the grid cap (persistent blocks).
+    /// `null`: one block per tile (or per lane groups); else the grid cap.
     pub max_grid: Option<u32>,
     pub blocks_per_sm: u32,
     pub median_us: f64,
@@ -36,66 +38,66 @@ pub struct BulkRow {
     pub verified: bool,
 }
 
-/// The tilings the sweep tries: (tile bytes, stages, persistent, block).
-fn tilings() -> Vec<(u32, u32, bool, u32)> {
+/// The settings the sweep tries for one dtype: (variant, tiling for bulk ones,
+/// block, persistent grid).
+fn settings(dtype: Dtype, sm90: bool) -> Vec<(Variant, BulkConfig, u32, bool)> {
+    let none = BulkConfig::default();
     let mut t = Vec::new();
-    for tile in [2048, 4096, 8192, 16384, 32768] {
-        t.push((tile, 1, false, 256));
+    for block in [64, 128, 256, 512, 1024] {
+        t.push((Variant::widest(dtype), none, block, false));
     }
-    for tile in [4096, 8192, 16384] {
-        for stages in [2, 3, 4] {
-            t.push((tile, stages, true, 256));
+    for v in Variant::of_dtype(dtype).filter(|v| v.unroll().is_some()) {
+        for block in [128, 256] {
+            t.push((v, none, block, false));
         }
     }
-    for block in [128, 512] {
-        t.push((8192, 1, false, block));
+    if sm90 {
+        for v in Variant::of_dtype(dtype).filter(|v| v.is_bulk()) {
+            for (tile_bytes, block) in [(2048, 128), (4096, 128), (4096, 256), (8192, 256), (8192, 512), (16384, 1024)]
+            {
+                t.push((v, BulkConfig { tile_bytes, stages: 1 }, block, false));
+            }
+            for tile_bytes in [4096, 8192] {
+                t.push((v, BulkConfig { tile_bytes, stages: 2 }, 256, true));
+            }
+        }
     }
     t
 }
 
-/// Times every tiling of the bulk variant of `T` at each n of `sizes` (each
-/// verified bit-exact at the smallest n first).
-pub fn bulk_sweep<T: ReferenceAdd>(
-    gpu: &Gpu,
-    w: &mut Workload<T>,
-    sizes: &[usize],
-    stream: &Stream,
-) -> Res<Vec<BulkRow>> {
-    let v = Variant::bulk(T::DTYPE);
+/// Times every setting of `T`'s dtype at each n of `sizes` (each verified
+/// bit-exact first, at the smallest n plus an odd tail).
+pub fn tune<T: ReferenceAdd>(gpu: &Gpu, w: &mut Workload<T>, sizes: &[usize], stream: &Stream) -> Res<Vec<TuneRow>> {
     let sms = gpu.info().sm_count;
     let mut rows = Vec::new();
-    for (tile_bytes, stages, persistent, block) in tilings() {
-        let bulk = BulkConfig { tile_bytes, stages };
-        let shared = kernels_gpu::bulk::shared_bytes(tile_bytes, stages) as usize;
+    for (v, bulk, block, persistent) in settings(T::DTYPE, gpu.info().has_sm90()) {
+        let shared = if v.is_bulk() {
+            kernels_gpu::bulk::shared_bytes(bulk.tile_bytes, bulk.stages, v.bulk_store()) as usize
+        } else {
+            0
+        };
         let per_sm = gpu.blocks_per_sm_with_shared(v.name(), block, shared).map_err(e)?;
         let cfg = LaunchConfig {
             block,
             max_grid: if persistent { (per_sm * sms).max(1) } else { LaunchConfig::default().max_grid },
         };
-        let mut verified = None;
+        let pick = if v.is_bulk() { Pick::Bulk(v, bulk) } else { Pick::Variant(v) };
+        let Some(&first) = sizes.first() else { continue };
+        let verified = w.verify(gpu, pick, cfg, first + 5, stream).map_err(e)?.is_ok();
         for &n in sizes {
-            let pick = Pick::Bulk(v, bulk);
-            let ok = match verified {
-                Some(ok) => ok,
-                None => {
-                    let ok = w.verify(gpu, pick, cfg, n + 5, stream).map_err(e)?.is_ok();
-                    verified = Some(ok);
-                    ok
-                }
-            };
             let ms = w.time(gpu, pick, cfg, n, reps(add_bytes(T::DTYPE, n)), 3, true, stream).map_err(e)?;
-            rows.push(BulkRow {
+            rows.push(TuneRow {
                 kernel: v.name().into(),
                 dtype: T::DTYPE.name().into(),
                 n,
-                tile_bytes,
-                stages,
+                tile_bytes: if v.is_bulk() { bulk.tile_bytes } else { 0 },
+                stages: if v.is_bulk() { bulk.stages } else { 0 },
                 block,
                 max_grid: persistent.then_some(cfg.max_grid),
                 blocks_per_sm: per_sm,
                 median_us: ms * 1e3,
                 gbps: gbps(add_bytes(T::DTYPE, n), ms),
-                verified: ok,
+                verified,
             });
         }
     }
@@ -301,7 +303,7 @@ pub fn foreach_all(gpu: &Gpu, dtypes: &[Dtype], stream: &Stream) -> Res<Vec<Fore
 /// Markdown of the three sections.
 pub fn render(
     s: &mut String,
-    bulk: &[BulkRow],
+    bulk: &[TuneRow],
     ceiling: &[CeilingRow],
     foreach: &[ForeachRow],
     copy_gbps: f64,
@@ -336,8 +338,8 @@ pub fn render(
         let _ = writeln!(s, "\n(The report's copy reference, measured at the start: {copy_gbps:.0} GB/s.)");
     }
     if !bulk.is_empty() {
-        let _ = writeln!(s, "\n## Bulk-copy tiling sweep\n");
-        let _ = writeln!(s, "`cp.async.bulk` tiles per operand, stages per block, one block per tile or a persistent grid (blocks resident per SM × SMs).\n");
+        let _ = writeln!(s, "\n## Tuning sweep: block sizes, unrolling, bulk-copy tilings\n");
+        let _ = writeln!(s, "Every setting verified bit-exact, then timed like the main rows. Bulk kernels: bytes per operand per tile, stages per block, one block per tile or a persistent grid (blocks resident per SM × SMs).\n");
         let _ = writeln!(s, "| kernel | n | tile B | stages | block | grid | blocks/SM | µs | GB/s | verified |\n|---|---|---:|---:|---:|---|---:|---:|---:|---|");
         for r in bulk {
             let _ = writeln!(
@@ -345,10 +347,10 @@ pub fn render(
                 "| {} | 2^{} | {} | {} | {} | {} | {} | {:.2} | {:.0} | {} |",
                 r.kernel,
                 r.n.trailing_zeros(),
-                r.tile_bytes,
-                r.stages,
+                if r.tile_bytes == 0 { "-".into() } else { r.tile_bytes.to_string() },
+                if r.stages == 0 { "-".into() } else { r.stages.to_string() },
                 r.block,
-                r.max_grid.map(|g| format!("persistent {g}")).unwrap_or_else(|| "one per tile".into()),
+                r.max_grid.map(|g| format!("persistent {g}")).unwrap_or_else(|| "full".into()),
                 r.blocks_per_sm,
                 r.median_us,
                 r.gbps,

@@ -91,7 +91,7 @@ impl Gpu {
             return Err(Error::Shape { kernel: variant.name(), detail: "not a bulk-copy variant".into() });
         }
         self.check_common(variant, cfg, &a, &b, &out, stream)?;
-        bulk.check(variant.name(), self.info().shared_per_block_optin)?;
+        bulk.check(variant.name(), variant.bulk_store(), self.info().shared_per_block_optin)?;
         self.launch_tiled(variant, cfg, bulk, &a, &b, &mut out, stream.raw())
     }
 
@@ -345,7 +345,12 @@ impl Gpu {
             },
             block: cfg.block,
             align: variant.align(),
-            bulk: variant.is_bulk().then_some((bulk.tile_bytes, bulk.stages, self.info().shared_per_block_optin)),
+            bulk: variant.is_bulk().then_some(raw::BulkLaunch {
+                tile_bytes: bulk.tile_bytes,
+                stages: bulk.stages,
+                bulk_store: variant.bulk_store(),
+                shared_limit: self.info().shared_per_block_optin,
+            }),
         };
         self.shared.bind()?;
         raw::launch_binary(&launch, a, b, out, n, stream)

@@ -372,9 +372,16 @@ pub(crate) struct BinaryLaunch {
     pub block: u32,
     /// Byte alignment the kernel's accesses need.
     pub align: usize,
-    /// For the bulk-copy kernels: (tile bytes, stages, shared-memory limit of
-    /// the device). They take the first two as extra parameters.
-    pub bulk: Option<(u32, u32, u32)>,
+    /// For the bulk-copy kernels, which take the tiling as two extra parameters.
+    pub bulk: Option<BulkLaunch>,
+}
+
+/// Tiling of a bulk-copy launch and the device's shared-memory limit.
+pub(crate) struct BulkLaunch {
+    pub tile_bytes: u32,
+    pub stages: u32,
+    pub bulk_store: bool,
+    pub shared_limit: u32,
 }
 
 /// Launches an add-shaped kernel `(a, b, out, n: u64)` over the first `n` elements.
@@ -402,10 +409,10 @@ pub(crate) fn launch_binary<T: Element>(
         return Ok(());
     }
     let (mut pa, mut pb, mut pc, mut pn) = (a.addr(), b.addr(), out.addr(), n as u64);
-    if let Some((tile, stages, limit)) = l.bulk {
+    if let Some(BulkLaunch { tile_bytes: tile, stages, bulk_store, shared_limit: limit }) = l.bulk {
         // What the bulk kernels' contract needs of the tiling, checked here
         // again so that no caller can launch them outside it.
-        let shared = kernels_gpu::bulk::shared_bytes(tile, stages);
+        let shared = kernels_gpu::bulk::shared_bytes(tile, stages, bulk_store);
         let valid = tile != 0
             && tile.is_multiple_of(16)
             && tile <= 1 << 18

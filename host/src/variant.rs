@@ -53,11 +53,17 @@ pub enum Variant {
     F16Bulk,
     /// bf16 through the bulk-copy engine (sm_90 module only).
     Bf16Bulk,
+    /// f32 through the bulk-copy engine both ways (loads and write-back).
+    F32BulkSt,
+    /// f16 through the bulk-copy engine both ways.
+    F16BulkSt,
+    /// bf16 through the bulk-copy engine both ways.
+    Bf16BulkSt,
 }
 
 impl Variant {
     /// Every variant, in kernel-table order.
-    pub const ALL: [Variant; 21] = [
+    pub const ALL: [Variant; 24] = [
         Variant::F32,
         Variant::F32x4,
         Variant::F16,
@@ -79,6 +85,9 @@ impl Variant {
         Variant::F32Bulk,
         Variant::F16Bulk,
         Variant::Bf16Bulk,
+        Variant::F32BulkSt,
+        Variant::F16BulkSt,
+        Variant::Bf16BulkSt,
     ];
 
     /// The kernel's static facts, shared with the device code.
@@ -136,7 +145,12 @@ impl Variant {
     /// True for the Hopper bulk-copy kernels (sm_90 module; launched with a
     /// [`BulkConfig`]).
     pub const fn is_bulk(self) -> bool {
-        matches!(self.kernel().pattern, Pattern::BulkTiles)
+        self.kernel().is_bulk()
+    }
+
+    /// True for the bulk-copy kernels that also write back by bulk copies.
+    pub const fn bulk_store(self) -> bool {
+        matches!(self.kernel().pattern, Pattern::BulkTiles { bulk_store: true })
     }
 
     /// Packs per thread per tile of the unrolled tile kernels, `None` for the others.
@@ -266,7 +280,7 @@ impl BulkConfig {
 
     /// Errors unless the tiling is valid and fits in `shared_limit` bytes of
     /// shared memory per block.
-    pub(crate) fn check(self, kernel: &'static str, shared_limit: u32) -> Result<()> {
+    pub(crate) fn check(self, kernel: &'static str, bulk_store: bool, shared_limit: u32) -> Result<()> {
         let shape = |detail: String| Err(Error::Shape { kernel, detail });
         if self.tile_bytes == 0 || !self.tile_bytes.is_multiple_of(16) || self.tile_bytes > Self::MAX_TILE_BYTES {
             return shape(format!(
@@ -278,11 +292,13 @@ impl BulkConfig {
         if self.stages == 0 || self.stages > MAX_STAGES {
             return shape(format!("{} stages; must be 1..={MAX_STAGES}", self.stages));
         }
-        let need = kernels_gpu::bulk::shared_bytes(self.tile_bytes, self.stages);
+        let need = kernels_gpu::bulk::shared_bytes(self.tile_bytes, self.stages, bulk_store);
         if need > shared_limit as u64 {
             return shape(format!(
-                "{} stages of two {}-byte tiles need {need} bytes of shared memory per block; the device allows {shared_limit}",
-                self.stages, self.tile_bytes
+                "{} stages of {} {}-byte tiles need {need} bytes of shared memory per block; the device allows {shared_limit}",
+                self.stages,
+                if bulk_store { "three" } else { "two" },
+                self.tile_bytes
             ));
         }
         Ok(())
@@ -317,7 +333,7 @@ mod tests {
 
     #[test]
     fn bulk_config_limits() {
-        let ok = |c: BulkConfig| c.check("k", 227 * 1024).is_ok();
+        let ok = |c: BulkConfig| c.check("k", false, 227 * 1024).is_ok();
         assert!(ok(BulkConfig::default()));
         assert!(ok(BulkConfig { tile_bytes: 16, stages: 1 }));
         assert!(!ok(BulkConfig { tile_bytes: 24, stages: 1 }));
@@ -325,7 +341,9 @@ mod tests {
         assert!(!ok(BulkConfig { tile_bytes: 4096, stages: 0 }));
         assert!(!ok(BulkConfig { tile_bytes: 4096, stages: 17 }));
         assert!(!ok(BulkConfig { tile_bytes: 1 << 19, stages: 1 }));
-        let e = BulkConfig { tile_bytes: 65536, stages: 2 }.check("k", 227 * 1024).unwrap_err();
+        assert!(BulkConfig { tile_bytes: 32768, stages: 3 }.check("k", false, 227 * 1024).is_ok());
+        assert!(BulkConfig { tile_bytes: 32768, stages: 3 }.check("k", true, 227 * 1024).is_err());
+        let e = BulkConfig { tile_bytes: 65536, stages: 2 }.check("k", false, 227 * 1024).unwrap_err();
         assert_eq!(
             e.to_string(),
             "k: 2 stages of two 65536-byte tiles need 262272 bytes of shared memory per block; the device allows 232448"

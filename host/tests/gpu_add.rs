@@ -42,6 +42,9 @@ variant_tests! {
     add_f32_bulk_is_bit_exact => Variant::F32Bulk,
     add_f16_bulk_is_bit_exact => Variant::F16Bulk,
     add_bf16_bulk_is_bit_exact => Variant::Bf16Bulk,
+    add_f32_bulk_st_is_bit_exact => Variant::F32BulkSt,
+    add_f16_bulk_st_is_bit_exact => Variant::F16BulkSt,
+    add_bf16_bulk_st_is_bit_exact => Variant::Bf16BulkSt,
 }
 
 /// A captured graph of adds gives the same bits as single launches.
@@ -431,7 +434,7 @@ fn concurrent_streams_on_one_context() {
         for t in 0..6 {
             s.spawn(move || {
                 let here = Variant::ALL.into_iter().filter(|&v| common::runs_here("concurrent_streams", v));
-                for (i, v) in here.cycle().skip(t).take(21).enumerate() {
+                for (i, v) in here.cycle().skip(t).take(24).enumerate() {
                     let n = 100_000 + 37 * i + t;
                     let r = check_explicit(v, LaunchConfig::default(), n, Data::Random);
                     record("concurrent_streams", &format!("thread {t} {v}"), n, r.is_ok());

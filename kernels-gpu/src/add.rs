@@ -59,7 +59,10 @@ pub enum Pattern {
     Lanes,
     /// `(a, b, c, n, tile_bytes, stages)`: tiles move by `cp.async.bulk` into
     /// dynamic shared memory ([`crate::bulk`]). In the sm_90 module only.
-    BulkTiles,
+    BulkTiles {
+        /// The sums go back to global memory by bulk copies too.
+        bulk_store: bool,
+    },
     /// `(a, b, c, n)`: whole tiles of `unroll × blockDim` 16-byte packs per
     /// block, every load of a thread issued before its first store
     /// (`pack::tile_add`). In the portable module.
@@ -70,6 +73,11 @@ pub enum Pattern {
 }
 
 impl AddKernel {
+    /// True for the bulk-copy kernels (sm_90 module).
+    pub const fn is_bulk(&self) -> bool {
+        matches!(self.pattern, Pattern::BulkTiles { .. })
+    }
+
     /// Byte alignment every operand pointer must have.
     pub const fn align(&self) -> usize {
         self.access_bytes as usize
@@ -133,16 +141,26 @@ pub const ADD_BF16X8_U2: AddKernel = kernel_info!("add_bf16x8_u2", Bf16, 8, 16, 
 pub const ADD_BF16X8_U4: AddKernel = kernel_info!("add_bf16x8_u4", Bf16, 8, 16, 1, None, Unrolled { unroll: 4 });
 
 /// f32 through the bulk-copy engine (sm_90 module; lanes are the remainder's groups).
-pub const ADD_F32_BULK: AddKernel = kernel_info!("add_f32_bulk", F32, 4, 16, 1, None, BulkTiles);
+pub const ADD_F32_BULK: AddKernel = kernel_info!("add_f32_bulk", F32, 4, 16, 1, None, BulkTiles { bulk_store: false });
 /// f16 through the bulk-copy engine.
-pub const ADD_F16_BULK: AddKernel = kernel_info!("add_f16_bulk", F16, 8, 16, 1, None, BulkTiles);
+pub const ADD_F16_BULK: AddKernel = kernel_info!("add_f16_bulk", F16, 8, 16, 1, None, BulkTiles { bulk_store: false });
 /// bf16 through the bulk-copy engine.
-pub const ADD_BF16_BULK: AddKernel = kernel_info!("add_bf16_bulk", Bf16, 8, 16, 1, None, BulkTiles);
+pub const ADD_BF16_BULK: AddKernel =
+    kernel_info!("add_bf16_bulk", Bf16, 8, 16, 1, None, BulkTiles { bulk_store: false });
+/// f32 through the bulk-copy engine both ways.
+pub const ADD_F32_BULK_ST: AddKernel =
+    kernel_info!("add_f32_bulk_st", F32, 4, 16, 1, None, BulkTiles { bulk_store: true });
+/// f16 through the bulk-copy engine both ways.
+pub const ADD_F16_BULK_ST: AddKernel =
+    kernel_info!("add_f16_bulk_st", F16, 8, 16, 1, None, BulkTiles { bulk_store: true });
+/// bf16 through the bulk-copy engine both ways.
+pub const ADD_BF16_BULK_ST: AddKernel =
+    kernel_info!("add_bf16_bulk_st", Bf16, 8, 16, 1, None, BulkTiles { bulk_store: true });
 
 /// Every add kernel: the seed's family by dtype, naive to fastest, then bf16,
 /// then the cache-hint variants, the unrolled tile kernels, and the Hopper
 /// bulk-copy kernels.
-pub const ADD_KERNELS: [AddKernel; 21] = [
+pub const ADD_KERNELS: [AddKernel; 24] = [
     ADD_F32,
     ADD_F32X4,
     ADD_F16,
@@ -164,6 +182,9 @@ pub const ADD_KERNELS: [AddKernel; 21] = [
     ADD_F32_BULK,
     ADD_F16_BULK,
     ADD_BF16_BULK,
+    ADD_F32_BULK_ST,
+    ADD_F16_BULK_ST,
+    ADD_BF16_BULK_ST,
 ];
 
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]

@@ -19,10 +19,19 @@
 //! with the same grid-stride lane-group walk as the 128-bit kernels. The visit
 //! marker `mark_visits_tiles_*` walks the same way.
 //!
+//! # Writing back
+//! The `add_*_bulk` kernels store the sums with 128-bit `st.global` straight from
+//! registers. The `add_*_bulk_st` kernels write them into an output tile in
+//! shared memory instead, and the leader copies that tile out with one
+//! `cp.async.bulk` shared → global (after `fence.proxy.async` and a block
+//! barrier), waiting for the copy to have read the tile before the slot is used
+//! again; the question they answer is whether the copy engine also writes faster.
+//!
 //! # Shared memory
-//! `[barriers: BARRIER_BYTES][slot 0: A tile, B tile][slot 1: …]…`, so a launch
-//! needs [`shared_bytes`] of dynamic shared memory. Tile sizes are multiples of
-//! 16 bytes and the operands 16-byte aligned, as `cp.async.bulk` requires.
+//! `[barriers: BARRIER_BYTES][slot 0: A tile, B tile(, C tile)][slot 1: …]…`, so
+//! a launch needs [`shared_bytes`] of dynamic shared memory. Tile sizes are
+//! multiples of 16 bytes and the operands 16-byte aligned, as `cp.async.bulk`
+//! requires.
 
 /// Bytes reserved in front of the tiles for the stage barriers (8 bytes each),
 /// rounded to 128 so that tiles start 128-byte aligned.
@@ -32,9 +41,11 @@ pub const BARRIER_BYTES: u32 = 128;
 pub const MAX_STAGES: u32 = BARRIER_BYTES / 8;
 
 /// Dynamic shared memory of one block: the barriers and `stages` slots of two
-/// `tile_bytes` tiles.
-pub const fn shared_bytes(tile_bytes: u32, stages: u32) -> u64 {
-    BARRIER_BYTES as u64 + 2 * stages as u64 * tile_bytes as u64
+/// `tile_bytes` input tiles, plus an output tile per slot when the kernel writes
+/// back with bulk copies (`bulk_store`).
+pub const fn shared_bytes(tile_bytes: u32, stages: u32, bulk_store: bool) -> u64 {
+    let tiles = if bulk_store { 3 } else { 2 };
+    BARRIER_BYTES as u64 + tiles * stages as u64 * tile_bytes as u64
 }
 
 /// Blocks to launch for `n` elements: one per whole tile, or enough threads for
@@ -61,7 +72,8 @@ mod kernels {
     use super::BARRIER_BYTES;
     use crate::device::{block_tiles, for_each_group, for_each_pack_in_tile, is_block_leader, shared, sync_threads};
     use crate::hopper::{
-        bulk_load, fence_barrier_init, mbar_arrive_expect_tx, mbar_init, mbar_inval, mbar_wait, shared_addr,
+        bulk_load, bulk_store, bulk_wait_read, fence_async_shared, fence_barrier_init, mbar_arrive_expect_tx,
+        mbar_init, mbar_inval, mbar_wait, shared_addr,
     };
     use crate::pack::{Bf16Add, F16Add, F32Add, Pack16, PackAdd};
 
@@ -73,7 +85,14 @@ mod kernels {
     /// <= MAX_STAGES`; the launch gives `shared_bytes(tile_bytes, stages)` of dynamic
     /// shared memory and a 1-D block.
     #[inline(always)]
-    unsafe fn bulk_add<O: PackAdd>(a: *const O::T, b: *const O::T, c: *mut O::T, n: u64, tile_bytes: u32, stages: u32) {
+    unsafe fn bulk_add<O: PackAdd, const STORE: bool>(
+        a: *const O::T,
+        b: *const O::T,
+        c: *mut O::T,
+        n: u64,
+        tile_bytes: u32,
+        stages: u32,
+    ) {
         let elem = core::mem::size_of::<O::T>() as u64;
         let tile = tile_bytes as u64 / elem; // elements per tile
         let packs = tile_bytes as u64 / 16;
@@ -81,9 +100,10 @@ mod kernels {
         let smem = shared::<Pack16>() as *mut u8;
         let bars = shared_addr(smem);
         let bar = |s: u32| bars + 8 * s;
-        // Slot s: A at data(s), B at data(s) + tile_bytes.
-        // SAFETY: the launch provides shared_bytes(tile_bytes, stages) bytes.
-        let data = |s: u32| unsafe { smem.add((BARRIER_BYTES + 2 * s * tile_bytes) as usize) };
+        // Slot s: A at data(s), B at data(s) + tile_bytes (C after B with STORE).
+        let slot = if STORE { 3 * tile_bytes } else { 2 * tile_bytes };
+        // SAFETY: the launch provides shared_bytes(tile_bytes, stages, STORE) bytes.
+        let data = |s: u32| unsafe { smem.add((BARRIER_BYTES + s * slot) as usize) };
         let (first, stride, count) = block_tiles(tiles);
         let leader = is_block_leader();
         if leader {
@@ -125,14 +145,38 @@ mod kernels {
             let (sa, sb) = (data(s) as *const Pack16, unsafe { data(s).add(tile_bytes as usize) } as *const Pack16);
             // SAFETY: as above.
             let out = unsafe { c.add(((first + j * stride) * tile) as usize) } as *mut Pack16;
+            // SAFETY: the output tile of the slot (STORE only).
+            let sc = unsafe { data(s).add(2 * tile_bytes as usize) } as *mut Pack16;
             for_each_pack_in_tile(packs, |p| {
-                // SAFETY: p < packs: inside the landed slot and inside c's tile.
-                unsafe { *out.add(p as usize) = O::pack(*sa.add(p as usize), *sb.add(p as usize)) };
+                // SAFETY: p < packs: inside the landed slot, and inside c's tile or
+                // the slot's output tile, which no bulk store reads any more (the
+                // leader waited for it before the last block barrier).
+                unsafe {
+                    let sum = O::pack(*sa.add(p as usize), *sb.add(p as usize));
+                    *(if STORE { sc } else { out }).add(p as usize) = sum;
+                }
             });
-            // Every thread is done reading slot s before it is refilled.
+            if STORE {
+                fence_async_shared();
+            }
+            // Every thread is done reading slot s (and writing its output tile)
+            // before it is refilled or copied out.
             sync_threads();
-            if leader && j + (stages as u64) < count {
-                issue(j + stages as u64);
+            if leader {
+                if STORE {
+                    // SAFETY: the output tile is complete and visible to the copy
+                    // engine (fences and barrier above); c's tile is this block's.
+                    unsafe { bulk_store(out as *mut u8, shared_addr(sc), tile_bytes) };
+                    bulk_wait_read();
+                }
+                if j + (stages as u64) < count {
+                    issue(j + stages as u64);
+                }
+            }
+            if STORE && j + 1 < count {
+                // Nobody writes an output tile again before the leader has seen
+                // the last copy read it.
+                sync_threads();
             }
             s += 1;
             if s == stages {
@@ -153,6 +197,40 @@ mod kernels {
         // SAFETY: base <= n.
         let (ra, rb, rc) = unsafe { (a.add(base as usize), b.add(base as usize), c.add(base as usize)) };
         walk_rest::<O>(ra, rb, rc, n - base);
+    }
+
+    /// Declares the bulk-copy entry points, one generic definition each.
+    macro_rules! bulk_kernels {
+        ($($name:ident: $op:ty, $t:ty, $store:literal, $what:literal;)*) => {$(
+            #[doc = concat!("Add through the bulk-copy engine: ", $what, ".")]
+            ///
+            /// # Safety
+            /// 16-byte aligned operands of `n` elements, `c` not overlapping the
+            /// inputs; `tile_bytes` a non-zero multiple of 16 up to 2^18; `1 <= stages
+            /// <= MAX_STAGES`; `shared_bytes(tile_bytes, stages, bulk_store)` of
+            /// dynamic shared memory; a 1-D block.
+            ///
+            /// # Parameters
+            /// `a`, `b`: inputs; `c`: output; `n`: elements; `tile_bytes`: bytes per
+            /// operand per tile; `stages`: tiles in flight per block.
+            ///
+            /// # Thread mapping
+            /// Block `b` owns tiles `b, b + gridDim, …`; thread `t` adds packs `t, t +
+            /// blockDim, …` of each; the remainder is walked grid-stride in lane groups.
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $name(a: *const $t, b: *const $t, c: *mut $t, n: u64, tile_bytes: u32, stages: u32) {
+                unsafe { bulk_add::<$op, $store>(a, b, c, n, tile_bytes, stages) }
+            }
+        )*};
+    }
+
+    bulk_kernels! {
+        add_f32_bulk: F32Add, f32, false, "f32, 128-bit stores from registers";
+        add_f16_bulk: F16Add, f16, false, "f16 (`add.rn.f16x2`), 128-bit stores from registers";
+        add_bf16_bulk: Bf16Add, u16, false, "bf16 (added in f32, rounded once), 128-bit stores from registers";
+        add_f32_bulk_st: F32Add, f32, true, "f32, written back by bulk copies too";
+        add_f16_bulk_st: F16Add, f16, true, "f16, written back by bulk copies too";
+        add_bf16_bulk_st: Bf16Add, u16, true, "bf16, written back by bulk copies too";
     }
 
     /// The remainder walk: 128-bit groups of `O::LANES`, then element by element.
@@ -181,75 +259,5 @@ mod kernels {
             // SAFETY: i < n.
             unsafe { *c.add(i as usize) = O::one(*a.add(i as usize), *b.add(i as usize)) };
         }
-    }
-
-    /// f32 add through the bulk-copy engine.
-    ///
-    /// # Safety
-    /// As `bulk_add`: 16-byte aligned operands of `n` f32, `c` not overlapping,
-    /// `tile_bytes` a multiple of 16, `1 <= stages <= MAX_STAGES`, and
-    /// `shared_bytes(tile_bytes, stages)` of dynamic shared memory.
-    ///
-    /// # Parameters
-    /// `a`, `b`: inputs; `c`: output; `n`: elements; `tile_bytes`: bytes per operand
-    /// per tile; `stages`: tiles in flight per block.
-    ///
-    /// # Thread mapping
-    /// Block `b` owns tiles `b, b + gridDim, …`; thread `t` adds packs `t, t +
-    /// blockDim, …` of each; the remainder is walked grid-stride in lane groups.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_f32_bulk(
-        a: *const f32,
-        b: *const f32,
-        c: *mut f32,
-        n: u64,
-        tile_bytes: u32,
-        stages: u32,
-    ) {
-        unsafe { bulk_add::<F32Add>(a, b, c, n, tile_bytes, stages) }
-    }
-
-    /// f16 add through the bulk-copy engine (`add.rn.f16x2` on the packs).
-    ///
-    /// # Safety
-    /// As `add_f32_bulk`, with f16 elements.
-    ///
-    /// # Parameters
-    /// As `add_f32_bulk`.
-    ///
-    /// # Thread mapping
-    /// As `add_f32_bulk`.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_f16_bulk(
-        a: *const f16,
-        b: *const f16,
-        c: *mut f16,
-        n: u64,
-        tile_bytes: u32,
-        stages: u32,
-    ) {
-        unsafe { bulk_add::<F16Add>(a, b, c, n, tile_bytes, stages) }
-    }
-
-    /// bf16 add through the bulk-copy engine (each element added in f32, rounded once).
-    ///
-    /// # Safety
-    /// As `add_f32_bulk`, with bf16 elements (as `u16` bits).
-    ///
-    /// # Parameters
-    /// As `add_f32_bulk`.
-    ///
-    /// # Thread mapping
-    /// As `add_f32_bulk`.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_bf16_bulk(
-        a: *const u16,
-        b: *const u16,
-        c: *mut u16,
-        n: u64,
-        tile_bytes: u32,
-        stages: u32,
-    ) {
-        unsafe { bulk_add::<Bf16Add>(a, b, c, n, tile_bytes, stages) }
     }
 }

@@ -116,3 +116,38 @@ pub unsafe fn bulk_load(dst: u32, src: *const u8, bytes: u32, bar: u32) {
         )
     }
 }
+
+/// Makes this thread's ordinary shared-memory writes visible to the bulk-copy
+/// engine (the async proxy); a block barrier must follow before the copy is issued.
+#[inline(always)]
+pub fn fence_async_shared() {
+    // SAFETY: a fence; no operands.
+    unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) }
+}
+
+/// `cp.async.bulk` shared → global in a bulk group, then commits the group.
+///
+/// # Safety
+/// `src` is a shared range of this block of `bytes` bytes that stays unchanged
+/// until [`bulk_wait_read`] returns; `dst` writable global memory of that size
+/// that nothing else touches meanwhile; both 16-byte aligned, `bytes` a multiple of 16.
+#[inline(always)]
+pub unsafe fn bulk_store(dst: *mut u8, src: u32, bytes: u32) {
+    // SAFETY: per the contract.
+    unsafe {
+        asm!(
+            "{{ .reg .u64 g; cvta.to.global.u64 g, {dst}; cp.async.bulk.global.shared::cta.bulk_group [g], [{src}], {bytes}; }}",
+            "cp.async.bulk.commit_group;",
+            dst = in(reg64) dst, src = in(reg32) src, bytes = in(reg32) bytes,
+            options(nostack),
+        )
+    }
+}
+
+/// Waits until every bulk store this thread committed has finished reading its
+/// shared-memory source (`cp.async.bulk.wait_group.read 0`).
+#[inline(always)]
+pub fn bulk_wait_read() {
+    // SAFETY: waits only; no operands.
+    unsafe { asm!("cp.async.bulk.wait_group.read 0;", options(nostack)) }
+}

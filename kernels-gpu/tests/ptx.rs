@@ -56,7 +56,7 @@ const ST128: &[&str] = &["st.global.v4.b32", "st.global.v4.u32", "st.global.v4.f
 fn every_expected_entry_exists() {
     let names = ADD_KERNELS
         .iter()
-        .filter(|k| k.pattern != Pattern::BulkTiles)
+        .filter(|k| !k.is_bulk())
         .map(|k| k.name)
         .chain(CEILING)
         .chain(ADD_MANY)
@@ -235,8 +235,11 @@ fn strided_copy_takes_its_column_from_the_grid_and_divides_once() {
 
 #[test]
 fn hopper_module_holds_exactly_the_bulk_kernels() {
-    let bulk: Vec<&str> = ADD_KERNELS.iter().filter(|k| k.pattern == Pattern::BulkTiles).map(|k| k.name).collect();
-    assert_eq!(bulk, ["add_f32_bulk", "add_f16_bulk", "add_bf16_bulk"]);
+    let bulk: Vec<&str> = ADD_KERNELS.iter().filter(|k| k.is_bulk()).map(|k| k.name).collect();
+    assert_eq!(
+        bulk,
+        ["add_f32_bulk", "add_f16_bulk", "add_bf16_bulk", "add_f32_bulk_st", "add_f16_bulk_st", "add_bf16_bulk_st"]
+    );
     let entries: Vec<&str> = PTX90.lines().filter_map(|l| l.strip_prefix(".visible .entry ")).collect();
     assert_eq!(entries.len(), bulk.len(), "{entries:?}");
     for name in &bulk {
@@ -255,7 +258,9 @@ fn hopper_module_targets_sm90_with_ptx_8_and_stays_ieee() {
 
 #[test]
 fn bulk_kernels_load_tiles_with_the_copy_engine_and_store_128_bits() {
-    for name in ["add_f32_bulk", "add_f16_bulk", "add_bf16_bulk"] {
+    for name in
+        ["add_f32_bulk", "add_f16_bulk", "add_bf16_bulk", "add_f32_bulk_st", "add_f16_bulk_st", "add_bf16_bulk_st"]
+    {
         let b = body_in(PTX90, name);
         let n = |s: &str| b.iter().filter(|l| l.contains(s)).count();
         let copies = n("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes");
@@ -265,7 +270,15 @@ fn bulk_kernels_load_tiles_with_the_copy_engine_and_store_128_bits() {
         assert!(n("fence.proxy.async.shared::cta") >= 1, "{name}: barrier init visible to the copy engine");
         assert!(n("mbarrier.inval.shared::cta.b64") >= 1, "{name}: barriers retired");
         assert_eq!(n("ld.shared.v4"), 2, "{name}: one 128-bit shared load per operand per pack");
-        assert!(n("st.global.v4") >= 1, "{name}: 128-bit stores");
+        assert!(n("st.global.v4") >= 1, "{name}: 128-bit stores (all of them in the remainder for _st)");
+        let stores = n("cp.async.bulk.global.shared::cta.bulk_group");
+        if name.ends_with("_st") {
+            assert_eq!(stores, 1, "{name}: one bulk store per tile");
+            assert_eq!(n("st.shared.v4"), 1, "{name}: sums go to the shared output tile");
+            assert!(n("cp.async.bulk.wait_group.read 0") == 1 && n("cp.async.bulk.commit_group") == 1);
+        } else {
+            assert_eq!(stores, 0, "{name}: stores from registers");
+        }
         assert!(n("bar.sync") >= 2, "{name}: after init and before refilling a slot");
     }
     let count90 = |name: &str, op: &str| body_in(PTX90, name).iter().filter(|l| l.starts_with(op)).count();
