@@ -141,7 +141,7 @@ fn check_sample<T: ReferenceAdd>(path: &Path) -> Result<(), String> {
     let Some(i) = reference::first_mismatch(&c, &want) else { return Ok(()) };
     let bad = (0..n).filter(|&j| reference::first_mismatch(&c[j..j + 1], &want[j..j + 1]).is_some()).count();
     Err(format!(
-        "{bad} of {n} sample elements differ; first: {:#06x} + {:#06x} gave {:#06x}, correctly rounded {:#06x}",
+        "{bad} of {n} sample elements differ; first, element {i}: {:#06x} + {:#06x} gave {:#06x}, correctly rounded {:#06x}",
         a[i].to_bits32(),
         b[i].to_bits32(),
         c[i].to_bits32(),

@@ -47,19 +47,20 @@ fn settings(dtype: Dtype, sm90: bool) -> Vec<(Variant, BulkConfig, u32, bool)> {
         t.push((Variant::widest(dtype), none, block, false));
     }
     for v in Variant::of_dtype(dtype).filter(|v| v.unroll().is_some()) {
-        for block in [128, 256] {
+        t.push((v, none, 256, false));
+    }
+    let hinted = Variant::of_dtype(dtype).filter(|v| matches!(v.kernel().pattern, kernels_gpu::add::Pattern::LoadHint { .. }));
+    for v in hinted.filter(|v| sm90 || !v.needs_sm90()) {
+        for block in [128, 256, 1024] {
             t.push((v, none, block, false));
         }
     }
     if sm90 {
         for v in Variant::of_dtype(dtype).filter(|v| v.is_bulk()) {
-            for (tile_bytes, block) in [(2048, 128), (4096, 128), (4096, 256), (8192, 256), (8192, 512), (16384, 1024)]
-            {
+            for (tile_bytes, block) in [(1024, 64), (2048, 64), (2048, 128), (4096, 128), (4096, 256), (8192, 256)] {
                 t.push((v, BulkConfig { tile_bytes, stages: 1 }, block, false));
             }
-            for tile_bytes in [4096, 8192] {
-                t.push((v, BulkConfig { tile_bytes, stages: 2 }, 256, true));
-            }
+            t.push((v, BulkConfig { tile_bytes: 4096, stages: 2 }, 256, true));
         }
     }
     t

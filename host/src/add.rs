@@ -278,7 +278,7 @@ impl Gpu {
         out: &ViewMut<'_, T>,
     ) -> Result<()> {
         let name = variant.name();
-        if variant.is_bulk() && !self.info().has_sm90() {
+        if variant.needs_sm90() && !self.info().has_sm90() {
             let (major, minor) = self.info().compute_capability;
             return Err(Error::Unsupported { kernel: name, needs: "9.0", has: format!("{major}.{minor}") });
         }

@@ -26,12 +26,12 @@ pub const PTX_SM90: &str = include_str!("../../ptx/kernels_gpu_sm90.ptx");
 
 /// The kernels of the Hopper module, resolved when the device has sm_90.
 pub fn sm90_kernel_names() -> Vec<&'static str> {
-    ADD_KERNELS.iter().filter(|k| k.is_bulk()).map(|k| k.name).collect()
+    ADD_KERNELS.iter().filter(|k| k.needs_sm90()).map(|k| k.name).collect()
 }
 
 /// Every kernel of the portable module; all are resolved when a [`Gpu`] is created.
 pub fn kernel_names() -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = ADD_KERNELS.iter().filter(|k| !k.is_bulk()).map(|k| k.name).collect();
+    let mut names: Vec<&'static str> = ADD_KERNELS.iter().filter(|k| !k.needs_sm90()).map(|k| k.name).collect();
     names.extend(kernels_gpu::verify::COUNT_MISMATCH);
     names.push(kernels_gpu::verify::EMPTY);
     names.push(kernels_gpu::verify::SPIN);

@@ -47,6 +47,18 @@ pub enum Variant {
     Bf16x8U2,
     /// bf16x8, four packs per thread per tile.
     Bf16x8U4,
+    /// f32x4 with `ld.global.nc` loads.
+    F32x4Nc,
+    /// f16x8 with `ld.global.nc` loads.
+    F16x8Nc,
+    /// bf16x8 with `ld.global.nc` loads.
+    Bf16x8Nc,
+    /// f32x4 with `ld.global.nc.L2::256B` loads (sm_90 module only).
+    F32x4L2,
+    /// f16x8 with `ld.global.nc.L2::256B` loads (sm_90 module only).
+    F16x8L2,
+    /// bf16x8 with `ld.global.nc.L2::256B` loads (sm_90 module only).
+    Bf16x8L2,
     /// f32 through Hopper's bulk-copy engine (sm_90 module only).
     F32Bulk,
     /// f16 through the bulk-copy engine (sm_90 module only).
@@ -63,7 +75,7 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant, in kernel-table order.
-    pub const ALL: [Variant; 24] = [
+    pub const ALL: [Variant; 30] = [
         Variant::F32,
         Variant::F32x4,
         Variant::F16,
@@ -82,6 +94,12 @@ impl Variant {
         Variant::F16x8U4,
         Variant::Bf16x8U2,
         Variant::Bf16x8U4,
+        Variant::F32x4Nc,
+        Variant::F16x8Nc,
+        Variant::Bf16x8Nc,
+        Variant::F32x4L2,
+        Variant::F16x8L2,
+        Variant::Bf16x8L2,
         Variant::F32Bulk,
         Variant::F16Bulk,
         Variant::Bf16Bulk,
@@ -146,6 +164,11 @@ impl Variant {
     /// [`BulkConfig`]).
     pub const fn is_bulk(self) -> bool {
         self.kernel().is_bulk()
+    }
+
+    /// True for the kernels of the sm_90 module (bulk copies, `.L2::256B`).
+    pub const fn needs_sm90(self) -> bool {
+        self.kernel().needs_sm90()
     }
 
     /// True for the bulk-copy kernels that also write back by bulk copies.

@@ -39,6 +39,12 @@ variant_tests! {
     add_f16x8_u4_is_bit_exact => Variant::F16x8U4,
     add_bf16x8_u2_is_bit_exact => Variant::Bf16x8U2,
     add_bf16x8_u4_is_bit_exact => Variant::Bf16x8U4,
+    add_f32x4_nc_is_bit_exact => Variant::F32x4Nc,
+    add_f16x8_nc_is_bit_exact => Variant::F16x8Nc,
+    add_bf16x8_nc_is_bit_exact => Variant::Bf16x8Nc,
+    add_f32x4_l2_is_bit_exact => Variant::F32x4L2,
+    add_f16x8_l2_is_bit_exact => Variant::F16x8L2,
+    add_bf16x8_l2_is_bit_exact => Variant::Bf16x8L2,
     add_f32_bulk_is_bit_exact => Variant::F32Bulk,
     add_f16_bulk_is_bit_exact => Variant::F16Bulk,
     add_bf16_bulk_is_bit_exact => Variant::Bf16Bulk,
@@ -434,7 +440,7 @@ fn concurrent_streams_on_one_context() {
         for t in 0..6 {
             s.spawn(move || {
                 let here = Variant::ALL.into_iter().filter(|&v| common::runs_here("concurrent_streams", v));
-                for (i, v) in here.cycle().skip(t).take(24).enumerate() {
+                for (i, v) in here.cycle().skip(t).take(30).enumerate() {
                     let n = 100_000 + 37 * i + t;
                     let r = check_explicit(v, LaunchConfig::default(), n, Data::Random);
                     record("concurrent_streams", &format!("thread {t} {v}"), n, r.is_ok());

@@ -20,6 +20,8 @@
 //! | `add_f16x8_cs`    | -  | f16   | 8     | 16 B   | V6 + evict-first (`.cs`) cache hints |
 //! | `add_bf16x8_cs`   | -  | bf16  | 8     | 16 B   | bf16x8 pack + `.cs` cache hints      |
 //! | `add_*_u2`, `_u4` | -  | all   | tile  | 16 B   | 2 or 4 packs per thread, all loads before any store |
+//! | `add_*_nc`        | -  | all   | 8/4   | 16 B   | loads through the non-coherent path (`ld.global.nc`) |
+//! | `add_*_l2`        | -  | all   | 8/4   | 16 B   | `ld.global.nc.L2::256B` (sm_90 module)          |
 //! | `add_*_bulk`      | -  | all   | tile  | bulk   | Hopper bulk copies into shared memory ([`crate::bulk`]) |
 //!
 //! The `_cs` variants go past the seed: data that is touched once is marked
@@ -63,6 +65,13 @@ pub enum Pattern {
         /// The sums go back to global memory by bulk copies too.
         bulk_store: bool,
     },
+    /// `(a, b, c, n)`: as `Lanes` with 128-bit loads through the non-coherent
+    /// path, `ld.global.nc` (`l2_256: false`, portable module), plus the
+    /// `.L2::256B` prefetch hint (`l2_256: true`, sm_90 module: it needs sm_80).
+    LoadHint {
+        /// Adds `.L2::256B`.
+        l2_256: bool,
+    },
     /// `(a, b, c, n)`: whole tiles of `unroll × blockDim` 16-byte packs per
     /// block, every load of a thread issued before its first store
     /// (`pack::tile_add`). In the portable module.
@@ -73,9 +82,14 @@ pub enum Pattern {
 }
 
 impl AddKernel {
-    /// True for the bulk-copy kernels (sm_90 module).
+    /// True for the bulk-copy kernels.
     pub const fn is_bulk(&self) -> bool {
         matches!(self.pattern, Pattern::BulkTiles { .. })
+    }
+
+    /// True for the kernels of the sm_90 module (`ptx/kernels_gpu_sm90.ptx`).
+    pub const fn needs_sm90(&self) -> bool {
+        self.is_bulk() || matches!(self.pattern, Pattern::LoadHint { l2_256: true })
     }
 
     /// Byte alignment every operand pointer must have.
@@ -140,6 +154,19 @@ pub const ADD_BF16X8_U2: AddKernel = kernel_info!("add_bf16x8_u2", Bf16, 8, 16, 
 /// bf16x8, four packs per thread per tile.
 pub const ADD_BF16X8_U4: AddKernel = kernel_info!("add_bf16x8_u4", Bf16, 8, 16, 1, None, Unrolled { unroll: 4 });
 
+/// f32x4 with `ld.global.nc` loads.
+pub const ADD_F32X4_NC: AddKernel = kernel_info!("add_f32x4_nc", F32, 4, 16, 1, None, LoadHint { l2_256: false });
+/// f16x8 with `ld.global.nc` loads.
+pub const ADD_F16X8_NC: AddKernel = kernel_info!("add_f16x8_nc", F16, 8, 16, 1, None, LoadHint { l2_256: false });
+/// bf16x8 with `ld.global.nc` loads.
+pub const ADD_BF16X8_NC: AddKernel = kernel_info!("add_bf16x8_nc", Bf16, 8, 16, 1, None, LoadHint { l2_256: false });
+/// f32x4 with `ld.global.nc.L2::256B` loads (sm_90 module).
+pub const ADD_F32X4_L2: AddKernel = kernel_info!("add_f32x4_l2", F32, 4, 16, 1, None, LoadHint { l2_256: true });
+/// f16x8 with `ld.global.nc.L2::256B` loads (sm_90 module).
+pub const ADD_F16X8_L2: AddKernel = kernel_info!("add_f16x8_l2", F16, 8, 16, 1, None, LoadHint { l2_256: true });
+/// bf16x8 with `ld.global.nc.L2::256B` loads (sm_90 module).
+pub const ADD_BF16X8_L2: AddKernel = kernel_info!("add_bf16x8_l2", Bf16, 8, 16, 1, None, LoadHint { l2_256: true });
+
 /// f32 through the bulk-copy engine (sm_90 module; lanes are the remainder's groups).
 pub const ADD_F32_BULK: AddKernel = kernel_info!("add_f32_bulk", F32, 4, 16, 1, None, BulkTiles { bulk_store: false });
 /// f16 through the bulk-copy engine.
@@ -160,7 +187,7 @@ pub const ADD_BF16_BULK_ST: AddKernel =
 /// Every add kernel: the seed's family by dtype, naive to fastest, then bf16,
 /// then the cache-hint variants, the unrolled tile kernels, and the Hopper
 /// bulk-copy kernels.
-pub const ADD_KERNELS: [AddKernel; 24] = [
+pub const ADD_KERNELS: [AddKernel; 30] = [
     ADD_F32,
     ADD_F32X4,
     ADD_F16,
@@ -179,6 +206,12 @@ pub const ADD_KERNELS: [AddKernel; 24] = [
     ADD_F16X8_U4,
     ADD_BF16X8_U2,
     ADD_BF16X8_U4,
+    ADD_F32X4_NC,
+    ADD_F16X8_NC,
+    ADD_BF16X8_NC,
+    ADD_F32X4_L2,
+    ADD_F16X8_L2,
+    ADD_BF16X8_L2,
     ADD_F32_BULK,
     ADD_F16_BULK,
     ADD_BF16_BULK,
@@ -585,6 +618,34 @@ mod kernels {
                 unsafe { tile_add::<$op, $u>(a, b, c, n) }
             }
         )*};
+    }
+
+    /// Declares the load-hint kernels: the V2/V6 walk with `ld.global.nc` loads.
+    macro_rules! nc_kernels {
+        ($($name:ident: $op:ty, $t:ty;)*) => {$(
+            /// 128-bit pack add whose loads take the non-coherent path
+            /// (`ld.global.nc.v4`): what changed from V2/V6 is only the load.
+            ///
+            /// # Safety
+            /// 16-byte aligned operands of `n` elements, not written by anyone
+            /// during the launch; `c` overlaps neither input.
+            ///
+            /// # Parameters
+            /// As V1.
+            ///
+            /// # Thread mapping
+            /// As V2/V6: one pack per thread, grid-stride.
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $name(a: *const $t, b: *const $t, c: *mut $t, n: u64) {
+                unsafe { crate::pack::hinted_add::<$op, false>(a, b, c, n) }
+            }
+        )*};
+    }
+
+    nc_kernels! {
+        add_f32x4_nc: F32Add, f32;
+        add_f16x8_nc: F16Add, f16;
+        add_bf16x8_nc: Bf16Add, u16;
     }
 
     unrolled! {

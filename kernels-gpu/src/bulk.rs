@@ -224,6 +224,35 @@ mod kernels {
         )*};
     }
 
+    /// Declares the `.L2::256B` load-hint kernels (they need sm_80, so they live
+    /// in this module).
+    macro_rules! l2_kernels {
+        ($($name:ident: $op:ty, $t:ty;)*) => {$(
+            /// 128-bit pack add whose loads are `ld.global.nc.L2::256B.v4`: what
+            /// changed from `add_*_nc` is the hint to fetch 256-byte L2 sectors.
+            ///
+            /// # Safety
+            /// 16-byte aligned operands of `n` elements, not written by anyone
+            /// during the launch; `c` overlaps neither input.
+            ///
+            /// # Parameters
+            /// `a`, `b`: inputs; `c`: output; `n`: elements.
+            ///
+            /// # Thread mapping
+            /// One pack per thread, grid-stride (as V2/V6).
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $name(a: *const $t, b: *const $t, c: *mut $t, n: u64) {
+                unsafe { crate::pack::hinted_add::<$op, true>(a, b, c, n) }
+            }
+        )*};
+    }
+
+    l2_kernels! {
+        add_f32x4_l2: F32Add, f32;
+        add_f16x8_l2: F16Add, f16;
+        add_bf16x8_l2: Bf16Add, u16;
+    }
+
     bulk_kernels! {
         add_f32_bulk: F32Add, f32, false, "f32, 128-bit stores from registers";
         add_f16_bulk: F16Add, f16, false, "f16 (`add.rn.f16x2`), 128-bit stores from registers";

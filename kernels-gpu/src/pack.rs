@@ -197,3 +197,59 @@ pub unsafe fn tile_add<O: PackAdd, const U: usize>(a: *const O::T, b: *const O::
         _ => for_each_group::<8>(rest, group, tail),
     }
 }
+
+/// One 128-bit load through the non-coherent path, `ld.global.nc.v4`, with the
+/// `.L2::256B` prefetch hint when `L2` (sm_80 and later only).
+///
+/// # Safety
+/// `p` points to 16 readable, 16-byte aligned bytes of global memory that no
+/// one writes during the kernel.
+#[inline(always)]
+pub unsafe fn load128_nc<const L2: bool>(p: *const Pack16) -> Pack16 {
+    let (x0, x1, x2, x3): (u32, u32, u32, u32);
+    // SAFETY: per the contract.
+    unsafe {
+        if L2 {
+            core::arch::asm!(
+                "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.nc.L2::256B.v4.u32 {{{0}, {1}, {2}, {3}}}, [g]; }}",
+                out(reg32) x0, out(reg32) x1, out(reg32) x2, out(reg32) x3,
+                p = in(reg64) p,
+                options(pure, readonly, nostack, preserves_flags),
+            );
+        } else {
+            core::arch::asm!(
+                "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.nc.v4.u32 {{{0}, {1}, {2}, {3}}}, [g]; }}",
+                out(reg32) x0, out(reg32) x1, out(reg32) x2, out(reg32) x3,
+                p = in(reg64) p,
+                options(pure, readonly, nostack, preserves_flags),
+            );
+        }
+    }
+    Pack16([x0, x1, x2, x3])
+}
+
+/// The V2/V6 walk (one pack per thread, grid-stride) with non-coherent loads.
+///
+/// # Safety
+/// `a`, `b`, `c` hold `n` elements, 16-byte aligned; nobody writes `a` or `b`
+/// during the kernel; `c` overlaps neither.
+#[inline(always)]
+pub unsafe fn hinted_add<O: PackAdd, const L2: bool>(a: *const O::T, b: *const O::T, c: *mut O::T, n: u64) {
+    use crate::device::for_each_group;
+    let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
+    // SAFETY: group g lies below n.
+    let group = |g: u64| unsafe {
+        let (x, y) = (load128_nc::<L2>(pa.add(g as usize)), load128_nc::<L2>(pb.add(g as usize)));
+        *pc.add(g as usize) = O::pack(x, y);
+    };
+    let tail = |first: u64| {
+        for i in first..n {
+            // SAFETY: i < n.
+            unsafe { *c.add(i as usize) = O::one(*a.add(i as usize), *b.add(i as usize)) };
+        }
+    };
+    match O::LANES {
+        4 => for_each_group::<4>(n, group, tail),
+        _ => for_each_group::<8>(n, group, tail),
+    }
+}

@@ -56,7 +56,7 @@ const ST128: &[&str] = &["st.global.v4.b32", "st.global.v4.u32", "st.global.v4.f
 fn every_expected_entry_exists() {
     let names = ADD_KERNELS
         .iter()
-        .filter(|k| !k.is_bulk())
+        .filter(|k| !k.needs_sm90())
         .map(|k| k.name)
         .chain(CEILING)
         .chain(ADD_MANY)
@@ -235,10 +235,20 @@ fn strided_copy_takes_its_column_from_the_grid_and_divides_once() {
 
 #[test]
 fn hopper_module_holds_exactly_the_bulk_kernels() {
-    let bulk: Vec<&str> = ADD_KERNELS.iter().filter(|k| k.is_bulk()).map(|k| k.name).collect();
+    let bulk: Vec<&str> = ADD_KERNELS.iter().filter(|k| k.needs_sm90()).map(|k| k.name).collect();
     assert_eq!(
         bulk,
-        ["add_f32_bulk", "add_f16_bulk", "add_bf16_bulk", "add_f32_bulk_st", "add_f16_bulk_st", "add_bf16_bulk_st"]
+        [
+            "add_f32x4_l2",
+            "add_f16x8_l2",
+            "add_bf16x8_l2",
+            "add_f32_bulk",
+            "add_f16_bulk",
+            "add_bf16_bulk",
+            "add_f32_bulk_st",
+            "add_f16_bulk_st",
+            "add_bf16_bulk_st"
+        ]
     );
     let entries: Vec<&str> = PTX90.lines().filter_map(|l| l.strip_prefix(".visible .entry ")).collect();
     assert_eq!(entries.len(), bulk.len(), "{entries:?}");
@@ -343,5 +353,19 @@ fn unrolled_kernels_issue_every_load_of_a_tile_before_its_first_store() {
             "{}: loads interleaved with stores",
             k.name
         );
+    }
+}
+
+#[test]
+fn load_hint_kernels_use_non_coherent_128_bit_loads() {
+    for (name, l2) in [("add_f32x4_nc", false), ("add_f16x8_nc", false), ("add_bf16x8_nc", false)].into_iter().chain([
+        ("add_f32x4_l2", true),
+        ("add_f16x8_l2", true),
+        ("add_bf16x8_l2", true),
+    ]) {
+        let b = if l2 { body_in(PTX90, name) } else { body(name) };
+        let want = if l2 { "ld.global.nc.L2::256B.v4.u32" } else { "ld.global.nc.v4.u32" };
+        assert_eq!(b.iter().filter(|l| l.contains(want)).count(), 2, "{name}: two hinted 128-bit loads");
+        assert_eq!(b.iter().filter(|l| l.starts_with("st.global.v4")).count(), 1, "{name}: one 128-bit store");
     }
 }

@@ -232,7 +232,7 @@ pub fn check_launch(v: Variant, launch: Launch, n: usize, data: Data) -> Result<
 /// True when the variant can run on this GPU (the bulk-copy ones need sm_90).
 /// Tests skip the others and record why.
 pub fn runs_here(test: &str, v: Variant) -> bool {
-    let ok = !v.is_bulk() || gpu().info().has_sm90();
+    let ok = !v.needs_sm90() || gpu().info().has_sm90();
     if !ok {
         record_skip(test, v.name(), 0, "needs compute capability 9.0");
     }
