@@ -8,6 +8,7 @@ in 4x the L2 cache. GB/s counts 3 * n * element size per add.
 import argparse
 import json
 import statistics
+import time
 
 import torch
 
@@ -88,8 +89,9 @@ def main():
 
 def foreach_rows(args, dev, l2, types, spin_cycles):
     """torch._foreach_add(a_list, b_list) into fresh outputs, timed like the report's
-    add_many: a longer spin (the host builds the launches meanwhile), events around
-    the call, median; disjoint lists rotated until they span 4x the L2."""
+    add_many: a spin three times as long as the host needs to queue one call (at
+    least 300 us), events around the call, median; disjoint lists rotated until
+    they span 4x the L2."""
     rows = []
     for name in args.dtypes.split(","):
         dt = types[name]
@@ -106,11 +108,17 @@ def foreach_rows(args, dev, l2, types, spin_cycles):
                 a, b = lists[0]
                 out = torch._foreach_add(a, b)
                 assert all(torch.equal(o, (x.float() + y.float()).to(dt)) for o, x, y in zip(out, a, b))
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                torch._foreach_add(a, b)
+                host_s = time.perf_counter() - t0
+                torch.cuda.synchronize()
+                cycles = max(6 * spin_cycles, int(3 * host_s * spin_cycles / 50e-6))
                 times = []
                 for i in range(33):
                     a, b = lists[i % sets]
                     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    torch.cuda._sleep(6 * spin_cycles)
+                    torch.cuda._sleep(cycles)
                     s.record()
                     torch._foreach_add(a, b)
                     e.record()

@@ -5,8 +5,10 @@
 #                              writes OUT/tests.log, OUT/cases.jsonl, OUT/verify.json
 #   ./run.sh bench [OUT]       the Criterion benches (cargo bench's executable)
 #   ./run.sh report [ARGS]     the bandwidth report (see ./report --help)
-#   ./run.sh sanitize [OUT]    GPU tests under compute-sanitizer (memcheck,
-#                              initcheck, racecheck, synccheck); OUT/sanitizer.json
+#   ./run.sh sanitize [OUT] [TOOLS]
+#                              GPU tests under compute-sanitizer (TOOLS: a comma
+#                              list of memcheck, initcheck, racecheck, synccheck;
+#                              default all); OUT/sanitizer.json
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cmd=${1:-help}
@@ -52,17 +54,20 @@ sanitize)
     # purpose); they run in `test`. Each tool gets a time limit; a timeout is
     # recorded as incomplete, never as clean.
     out=${1:-$here/out}; mkdir -p "$out"
+    tools=${2:-memcheck,initcheck,racecheck,synccheck}
     export GPUKERN_SANITIZE=1
     skips=(--skip huge_n --skip kernel_fault --skip alloc_launch_free --skip concurrent_streams)
     # Provenance: which GPU, driver, commit and PTX the record belongs to.
     commit=$(grep -o '"git_commit": *"[0-9a-f]*"' "$here/manifest.json" 2>/dev/null | grep -o '[0-9a-f]\{40\}')
     ptx=$(sha256sum "$here/kernels_gpu.ptx" 2>/dev/null | cut -d' ' -f1)
+    ptx90=$(sha256sum "$here/kernels_gpu_sm90.ptx" 2>/dev/null | cut -d' ' -f1)
     smi=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i 0 2>/dev/null)
-    json="{\"gpu\": \"${smi%%,*}\", \"driver\": \"${smi##*, }\", \"git_commit\": \"$commit\", \"ptx_sha256\": \"$ptx\", "
+    json="{\"gpu\": \"${smi%%,*}\", \"driver\": \"${smi##*, }\", \"git_commit\": \"$commit\", \"ptx_sha256\": \"$ptx\", \"ptx_sm90_sha256\": \"$ptx90\", "
     sep=""
     rc=0
     run_tool() { # tool, time limit, binaries, extra sanitizer args...
         local tool=$1 limit=$2 bins=$3; shift 3
+        case ",$tools," in *",$tool,"*) ;; *) return 0 ;; esac
         local errors=0 status=complete
         for t in $bins; do
             [ -x "$here/tests/$t" ] || continue
@@ -87,10 +92,12 @@ sanitize)
         json+="$sep\"$tool\": {\"errors\": $errors, \"status\": \"$status\", \"binaries\": \"$bins\", \"args\": \"$*\"}"
         sep=", "
     }
-    run_tool memcheck 300 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors" --leak-check full --padding 512
-    run_tool initcheck 200 "gpukern-gpu_add gpukern-gpu_studies"
-    run_tool racecheck 200 "gpukern-gpu_studies"
-    run_tool synccheck 150 "gpukern-gpu_studies"
+    # racecheck and synccheck: the kernels with shared memory and barriers (the
+    # seed-003 studies; the bulk-copy kernels with their mbarriers, in gpu_hopper).
+    run_tool memcheck 240 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors gpukern-gpu_hopper" --leak-check full --padding 512
+    run_tool initcheck 150 "gpukern-gpu_add gpukern-gpu_studies gpukern-gpu_hopper"
+    run_tool racecheck 150 "gpukern-gpu_studies gpukern-gpu_hopper"
+    run_tool synccheck 120 "gpukern-gpu_studies gpukern-gpu_hopper"
     json+=", \"command\": \"compute-sanitizer --tool T [--leak-check full --padding 512] [--report-api-errors no for gpukern-errors, whose tests provoke API errors on purpose] --error-exitcode 1 <test binary> --include-ignored --test-threads 1 ${skips[*]} (GPUKERN_SANITIZE=1)\"}"
     echo "$json" | tee "$out/sanitizer.json"
     exit $rc

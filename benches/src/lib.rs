@@ -153,7 +153,8 @@ impl<T: ReferenceAdd> Workload<T> {
         match pick.into() {
             Pick::Variant(v) => gpu.add_with(v, cfg, a, b, out, stream),
             Pick::Bulk(v, bulk) => gpu.add_bulk_with(v, cfg, bulk, a, b, out, stream),
-            Pick::Auto => gpu.add_auto_with(cfg, a, b, out, stream).map(|_| ()),
+            // The automatic path as users call it: its own tuned launch settings.
+            Pick::Auto => gpu.add_auto(a, b, out, stream).map(|_| ()),
         }
     }
 

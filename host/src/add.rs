@@ -8,7 +8,7 @@ use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::raw::{self, BinaryLaunch};
-use crate::variant::{BulkConfig, LaunchConfig, Variant};
+use crate::variant::{AutoPlan, BulkConfig, LaunchConfig, Variant};
 
 /// A captured sequence of adds; see [`Gpu::add_graph`].
 pub struct AddGraph<'a> {
@@ -98,9 +98,9 @@ impl Gpu {
     /// Queues `out = a + b` with the fastest variant the operands allow, and returns
     /// the variant that does the bulk of the work.
     ///
-    /// On 16-byte aligned operands it launches [`Variant::auto_aligned`]: the
-    /// bulk-copy variant of `T`'s dtype on sm_90 devices for large n, else the
-    /// widest per-thread variant. When all three are misaligned by the same
+    /// On 16-byte aligned operands it launches the tuned [`AutoPlan`] (on sm_90
+    /// devices: bulk-copy kernels for large f32 and f16 adds, 1024-thread blocks
+    /// from 2^22 elements; elsewhere the seed's widest per-thread variant). When all three are misaligned by the same
     /// amount, a short head is done by the scalar kernel and the rest as if
     /// aligned. Otherwise it falls back to the widest variant whose alignment all
     /// three meet.
@@ -111,10 +111,12 @@ impl Gpu {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<Variant> {
-        self.add_auto_with(LaunchConfig::default(), a, b, out, stream)
+        self.add_auto_inner(None, a, b, out, stream)
     }
 
-    /// As [`Gpu::add_auto`], with explicit launch settings.
+    /// As [`Gpu::add_auto`], with explicit launch settings: `cfg`'s block size
+    /// and grid cap replace the tuned ones (a bulk kernel then gets one 16-byte
+    /// pack per thread per tile).
     pub fn add_auto_with<'a, T: Element>(
         &self,
         cfg: LaunchConfig,
@@ -123,24 +125,49 @@ impl Gpu {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<Variant> {
+        self.add_auto_inner(Some(cfg), a, b, out, stream)
+    }
+
+    fn add_auto_inner<'a, T: Element>(
+        &self,
+        user: Option<LaunchConfig>,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<Variant> {
         let (a, b, mut out) = (a.into_view(), b.into_view(), out.into_view_mut());
         let dtype = T::DTYPE;
         let n = a.len();
-        let widest = self.auto_choice(dtype, n, &[0]);
+        let plan = AutoPlan::new(dtype, n, self.info().has_sm90());
+        let (widest, cfg, bulk) = match user {
+            None => (plan.variant, LaunchConfig::with_block(plan.block), plan.bulk),
+            Some(cfg) => {
+                let tile_bytes = (cfg.block.max(1) * 16).min(BulkConfig::MAX_TILE_BYTES);
+                (plan.variant, cfg, BulkConfig { tile_bytes, stages: 1 })
+            }
+        };
         self.check_common(widest, cfg, &a, &b, &out, stream)?;
         let addrs = [a.addr(), b.addr(), out.addr()];
         let align = widest.align() as u64;
         let offset = addrs[0] % align;
+        let raw = stream.raw();
         if offset != 0 && addrs.iter().all(|x| x % align == offset) && n >= PEEL_MIN_ELEMENTS {
             // Same misalignment everywhere: after `head` elements all three are aligned.
             let head = ((align - offset) as usize) / dtype.size();
             let scalar = Variant::scalar(dtype);
             let (mut out_head, mut out_rest) = out.split_at_mut(head)?;
             self.launch_add(scalar, cfg, &a.slice(..head)?, &b.slice(..head)?, &mut out_head, stream)?;
-            self.launch_add(widest, cfg, &a.slice(head..)?, &b.slice(head..)?, &mut out_rest, stream)?;
+            self.launch_tiled(widest, cfg, bulk, &a.slice(head..)?, &b.slice(head..)?, &mut out_rest, raw)?;
             return Ok(widest);
         }
-        let variant = self.auto_choice(dtype, n, &addrs);
+        if addrs.iter().all(|x| x % align == 0) {
+            self.launch_tiled(widest, cfg, bulk, &a, &b, &mut out, raw)?;
+            return Ok(widest);
+        }
+        // Misaligned by different amounts: the widest per-thread variant they allow.
+        let variant = Variant::widest_for(dtype, &addrs);
+        let cfg = user.unwrap_or_default();
         self.launch_add(variant, cfg, &a, &b, &mut out, stream)?;
         Ok(variant)
     }

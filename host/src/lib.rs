@@ -43,7 +43,7 @@ pub use half;
 pub use kernels_gpu::Dtype;
 pub use many::{AddManyPlan, Triple, ADD_MANY_BLOCK};
 pub use studies::{CountVariant, MatmulVariant, TransposeVariant};
-pub use variant::{BulkConfig, LaunchConfig, Variant};
+pub use variant::{AutoPlan, BulkConfig, LaunchConfig, Variant};
 
 #[cfg(test)]
 mod send_sync {

@@ -2,7 +2,7 @@
 //! kernels (read-only, write-only, copy) and the visit markers of the bulk and
 //! foreach walks.
 
-use kernels_gpu::foreach::{ADD_MANY, MANY_BLOCK, MARK_MANY};
+use kernels_gpu::foreach::{ADD_MANY, ADD_MANY_INLINE, MANY_BLOCK, MARK_MANY};
 use kernels_gpu::verify::MARK_TILES;
 use kernels_gpu::Dtype;
 
@@ -16,12 +16,14 @@ use crate::variant::LaunchConfig;
 /// One operand triple of a foreach add: `out = a + b`.
 pub type Triple<'a, T> = (View<'a, T>, View<'a, T>, ViewMut<'a, T>);
 
-fn many_kernel(dtype: Dtype) -> &'static str {
-    match dtype {
-        Dtype::F32 => ADD_MANY[0],
-        Dtype::F16 => ADD_MANY[1],
-        Dtype::Bf16 => ADD_MANY[2],
-    }
+/// (table kernel, inline-list kernel) of a dtype.
+fn many_kernel(dtype: Dtype) -> (&'static str, &'static str) {
+    let i = match dtype {
+        Dtype::F32 => 0,
+        Dtype::F16 => 1,
+        Dtype::Bf16 => 2,
+    };
+    (ADD_MANY[i], ADD_MANY_INLINE[i])
 }
 
 /// A foreach add whose table is already on the device; see [`Gpu::add_many_plan`].
@@ -62,7 +64,9 @@ impl<'a> AddManyPlan<'a> {
 
 impl Gpu {
     /// Queues `out_i = a_i + b_i` for every triple of `ops` in **one** kernel
-    /// launch (plus one small upload of the list's table, all on `stream`).
+    /// launch, all on `stream`: up to 32 triples travel in the kernel's
+    /// parameters; a longer list's table (40 bytes per triple, 4 per chunk of
+    /// 4096 elements) is copied to stream-ordered device memory first.
     ///
     /// Lengths and alignments may differ between triples: each is walked with
     /// 128-bit accesses when its three operands are 16-byte aligned, element by
@@ -75,12 +79,12 @@ impl Gpu {
         ops: impl IntoIterator<Item = Triple<'a, T>>,
         stream: &Stream,
     ) -> Result<()> {
-        let name = many_kernel(T::DTYPE);
+        let (name, inline) = many_kernel(T::DTYPE);
         self.check_stream_owned(name, stream)?;
         let ops: Vec<Triple<'a, T>> = ops.into_iter().collect();
         let operands = self.many_operands(name, &ops)?;
         self.shared.bind()?;
-        raw::launch_many(self.shared.func(name)?, &operands, stream.raw())
+        raw::launch_many(self.shared.func(name)?, self.shared.func(inline)?, &operands, stream.raw())
     }
 
     /// As [`Gpu::add_many`], but the table is uploaded once now: the plan's
@@ -88,7 +92,7 @@ impl Gpu {
     /// be captured in a CUDA graph ([`AddManyPlan::graph`]). The plan borrows
     /// the operands for as long as it exists.
     pub fn add_many_plan<'a, T: Element>(&self, ops: Vec<Triple<'a, T>>) -> Result<AddManyPlan<'a>> {
-        let name = many_kernel(T::DTYPE);
+        let (name, _) = many_kernel(T::DTYPE);
         let operands = self.many_operands(name, &ops)?;
         self.shared.bind()?;
         let table = raw::many_table(&operands)?;
@@ -108,9 +112,10 @@ impl Gpu {
             .collect()
     }
 
-    /// Queues the foreach walk over `marks` lists with `lanes` (4: f32, 8: f16 and
+    /// Runs the foreach walk over `marks` lists with `lanes` (4: f32, 8: f16 and
     /// bf16) elements per group, adding 1 to every mark it visits; each list is
     /// one "triple". A correct walk leaves every mark raised by exactly one.
+    /// Blocks until the walk is done.
     pub fn mark_visits_many<'a>(&self, lanes: u32, marks: Vec<ViewMut<'a, i32>>, stream: &Stream) -> Result<()> {
         let Some(&(name, _)) = MARK_MANY.iter().find(|(_, l)| *l == lanes) else {
             return Err(Error::Shape {
@@ -121,7 +126,11 @@ impl Gpu {
         self.check_owned(name, marks.iter().map(|m| m.owner()), stream)?;
         let operands: Vec<raw::ManyOperand<'_>> = marks.iter().map(raw::many_marks).collect();
         self.shared.bind()?;
-        raw::launch_many(self.shared.func(name)?, &operands, stream.raw())
+        // Markers always walk a table in device memory (there is no inline marker).
+        let table = raw::many_table(&operands)?;
+        raw::launch_many_table(self.shared.func(name)?, &table, stream.raw())?;
+        // The table is freed at the end of this call; freeing waits for the walk.
+        stream.synchronize()
     }
 
     /// Queues the bulk kernels' tiled walk (whole tiles of `tile` elements by

@@ -10,6 +10,7 @@ use std::os::raw::c_char;
 
 use cust::sys as cu;
 use kernels_gpu::coalesce;
+use kernels_gpu::foreach::{ManyDesc, ManyInline};
 
 use crate::buffer::{Element, Pod, View, ViewMut};
 use crate::error::{DriverError, Error, Result};
@@ -681,60 +682,87 @@ pub(crate) fn many_marks<'a>(marks: &ViewMut<'a, i32>) -> ManyOperand<'a> {
     ManyOperand { a: addr, b: addr, c: addr, n, _views: std::marker::PhantomData }
 }
 
-/// The kernel's table for `ops` (empty triples left out) and its chunk count.
-fn many_descs(ops: &[ManyOperand]) -> (Vec<u64>, u64) {
-    let mut table = Vec::with_capacity(5 * ops.len());
+/// The kernel's view of `ops` (empty triples left out): descriptors, the owner
+/// of every chunk, and the chunk count.
+fn many_descs(ops: &[ManyOperand<'_>]) -> Result<(Vec<ManyDesc>, Vec<u32>, u64)> {
+    if ops.len() > u32::MAX as usize {
+        return Err(Error::Shape { kernel: "add_many", detail: format!("{} triples; at most 2^32 - 1", ops.len()) });
+    }
+    let mut descs = Vec::with_capacity(ops.len());
+    let mut owners = Vec::new();
     let mut chunks = 0u64;
     for op in ops.iter().filter(|op| op.n > 0) {
-        table.extend([op.a, op.b, op.c, op.n, chunks]);
-        chunks += kernels_gpu::foreach::chunks(op.n);
+        descs.push(ManyDesc { a: op.a, b: op.b, c: op.c, n: op.n, first_chunk: chunks });
+        let k = kernels_gpu::foreach::chunks(op.n);
+        owners.extend(std::iter::repeat_n((descs.len() - 1) as u32, k as usize));
+        chunks += k;
     }
-    (table, chunks)
+    Ok((descs, owners, chunks))
+}
+
+/// The descriptors and owners as one byte image (owners after the descriptors),
+/// and the owners' byte offset.
+fn many_image(descs: &[ManyDesc], owners: &[u32]) -> (Vec<u64>, usize) {
+    let mut image: Vec<u64> = descs.iter().flat_map(|d| [d.a, d.b, d.c, d.n, d.first_chunk]).collect();
+    let at = image.len() * 8;
+    image.extend(owners.chunks(2).map(|p| p[0] as u64 | (p.get(1).copied().unwrap_or(0) as u64) << 32));
+    (image, at)
 }
 
 /// Largest grid of a foreach launch (the chunk walk is grid-stride).
 const MANY_MAX_GRID: u64 = kernels_gpu::launch::MAX_GRID_X as u64;
 
+fn many_grid(chunks: u64) -> u32 {
+    chunks.min(MANY_MAX_GRID) as u32
+}
+
 /// Launches a foreach kernel over a table already in device memory.
 ///
 /// # Safety
-/// `table` holds `tensors` descriptors (5 u64 each) made by [`many_descs`] from
-/// operands whose views are alive until the kernel has finished.
-unsafe fn launch_many_raw(func: RawFn, table: u64, tensors: u32, chunks: u64, stream: cu::CUstream) -> Result<()> {
-    let grid = chunks.min(MANY_MAX_GRID) as u32;
-    let (mut pt, mut pn, mut pc) = (table, tensors, chunks);
-    let mut params = [arg(&mut pt), arg(&mut pn), arg(&mut pc)];
-    // SAFETY: the foreach kernels take (ptr, u32, u64); the table is valid per
+/// `table` holds an image made by [`many_image`] from [`many_descs`] of operands
+/// whose views are alive until the kernel has finished; `owners_at` and `chunks`
+/// are the image's.
+unsafe fn launch_many_raw(func: RawFn, table: u64, owners_at: usize, chunks: u64, stream: cu::CUstream) -> Result<()> {
+    let (mut pt, mut po, mut pc) = (table, table + owners_at as u64, chunks);
+    let mut params = [arg(&mut pt), arg(&mut po), arg(&mut pc)];
+    // SAFETY: the foreach kernels take (ptr, ptr, u64); the table is valid per
     // the caller's contract and every triple in it holds n elements per operand;
     // the walk touches only indices below each triple's n.
-    unsafe { launch(func, grid, kernels_gpu::foreach::MANY_BLOCK, stream, &mut params) }
+    unsafe { launch(func, many_grid(chunks), kernels_gpu::foreach::MANY_BLOCK, stream, &mut params) }
 }
 
-/// One foreach launch, table included, all queued on `stream`: the table goes
-/// to stream-ordered memory (`cuMemAllocAsync`), is copied there, used and freed
-/// in stream order, so concurrent calls on other streams never share it.
-pub(crate) fn launch_many(func: RawFn, ops: &[ManyOperand<'_>], stream: cu::CUstream) -> Result<()> {
+/// One foreach launch, all queued on `stream`. Up to `INLINE_MAX` triples go in
+/// the kernel's parameters (`inline`, no copy at all); longer lists go to
+/// stream-ordered memory (`cuMemAllocAsync`), are copied there, used and freed
+/// in stream order, so concurrent calls on other streams never share a table.
+pub(crate) fn launch_many(func: RawFn, inline: RawFn, ops: &[ManyOperand<'_>], stream: cu::CUstream) -> Result<()> {
     let driver = |context: &'static str| move |source| Error::Driver { context, source };
-    let (table, chunks) = many_descs(ops);
+    let (descs, owners, chunks) = many_descs(ops)?;
     if chunks == 0 {
         return Ok(());
     }
-    let tensors = u32::try_from(table.len() / 5).map_err(|_| Error::Shape {
-        kernel: "add_many",
-        detail: format!("{} triples; at most 2^32 - 1", table.len() / 5),
-    })?;
-    let bytes = std::mem::size_of_val(table.as_slice());
+    if descs.len() <= kernels_gpu::foreach::INLINE_MAX {
+        let mut list = ManyInline { tensors: descs.len() as u32, chunks, ..Default::default() };
+        list.descs[..descs.len()].copy_from_slice(&descs);
+        let mut params = [arg(&mut list)];
+        // SAFETY: the inline kernels take one ManyInline by value (a repr(C)
+        // struct shared with the kernel crate, under the 4 KiB parameter limit);
+        // its triples come from live views, each holding n elements per operand.
+        return unsafe { launch(inline, many_grid(chunks), kernels_gpu::foreach::MANY_BLOCK, stream, &mut params) };
+    }
+    let (image, owners_at) = many_image(&descs, &owners);
+    let bytes = std::mem::size_of_val(image.as_slice());
     let mut dev: cu::CUdeviceptr = 0;
     // SAFETY: writes one device pointer; the allocation is ordered on `stream`.
     check(unsafe { cu::cuMemAllocAsync(&mut dev, bytes, stream) }).map_err(driver("cuMemAllocAsync"))?;
-    // SAFETY: `dev` holds `bytes`; the host table is a live slice of that size. A
+    // SAFETY: `dev` holds `bytes`; the host image is a live slice of that size. A
     // copy from pageable memory is staged by the driver before the call returns,
     // so the Vec may be dropped afterwards.
-    let copied = check(unsafe { cu::cuMemcpyHtoDAsync_v2(dev, table.as_ptr() as *const c_void, bytes, stream) })
+    let copied = check(unsafe { cu::cuMemcpyHtoDAsync_v2(dev, image.as_ptr() as *const c_void, bytes, stream) })
         .map_err(driver("cuMemcpyHtoDAsync"));
-    // SAFETY: the table was just made by many_descs from `ops`, whose views the
-    // caller holds across this call; the kernel is ordered after the copy.
-    let launched = copied.and_then(|_| unsafe { launch_many_raw(func, dev, tensors, chunks, stream) });
+    // SAFETY: the image was just made from `ops`, whose views the caller holds
+    // across this call; the kernel is ordered after the copy.
+    let launched = copied.and_then(|_| unsafe { launch_many_raw(func, dev, owners_at, chunks, stream) });
     // SAFETY: frees the table after everything queued before it on the stream.
     let freed = check(unsafe { cu::cuMemFreeAsync(dev, stream) }).map_err(driver("cuMemFreeAsync"));
     launched.and(freed)
@@ -745,7 +773,7 @@ pub(crate) fn launch_many(func: RawFn, ops: &[ManyOperand<'_>], stream: cu::CUst
 /// longer than the views it was made from.
 pub(crate) struct ManyTable<'a> {
     ptr: u64,
-    tensors: u32,
+    owners_at: usize,
     chunks: u64,
     _views: std::marker::PhantomData<&'a ()>,
 }
@@ -760,19 +788,16 @@ impl Drop for ManyTable<'_> {
 
 /// Uploads the table of `ops` (synchronously).
 pub(crate) fn many_table<'a>(ops: &[ManyOperand<'a>]) -> Result<ManyTable<'a>> {
-    let (table, chunks) = many_descs(ops);
-    let tensors = u32::try_from(table.len() / 5).map_err(|_| Error::Shape {
-        kernel: "add_many",
-        detail: format!("{} triples; at most 2^32 - 1", table.len() / 5),
-    })?;
+    let (descs, owners, chunks) = many_descs(ops)?;
     if chunks == 0 {
-        return Ok(ManyTable { ptr: 0, tensors: 0, chunks: 0, _views: std::marker::PhantomData });
+        return Ok(ManyTable { ptr: 0, owners_at: 0, chunks: 0, _views: std::marker::PhantomData });
     }
-    let bytes = std::mem::size_of_val(table.as_slice());
+    let (image, owners_at) = many_image(&descs, &owners);
+    let bytes = std::mem::size_of_val(image.as_slice());
     let ptr = alloc(bytes)?;
-    let t = ManyTable { ptr, tensors, chunks, _views: std::marker::PhantomData };
-    // SAFETY: `ptr` holds `bytes`; the host table is a live slice of that size.
-    check(unsafe { cu::cuMemcpyHtoD_v2(ptr, table.as_ptr() as *const c_void, bytes) })
+    let t = ManyTable { ptr, owners_at, chunks, _views: std::marker::PhantomData };
+    // SAFETY: `ptr` holds `bytes`; the host image is a live slice of that size.
+    check(unsafe { cu::cuMemcpyHtoD_v2(ptr, image.as_ptr() as *const c_void, bytes) })
         .map_err(|source| Error::Driver { context: "cuMemcpyHtoD", source })?;
     Ok(t)
 }
@@ -785,7 +810,7 @@ pub(crate) fn launch_many_table(func: RawFn, t: &ManyTable<'_>, stream: cu::CUst
     // SAFETY: the table was made by many_descs from views that outlive it (its
     // lifetime), and freeing their buffers waits for queued work, as for every
     // launch of this crate.
-    unsafe { launch_many_raw(func, t.ptr, t.tensors, t.chunks, stream) }
+    unsafe { launch_many_raw(func, t.ptr, t.owners_at, t.chunks, stream) }
 }
 
 /// The ceiling kernels' operands (`u32` words, 16-byte aligned).

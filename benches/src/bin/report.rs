@@ -498,7 +498,13 @@ fn sweep_dtype<T: ReferenceAdd>(
         if n >= 1 << 20 {
             // The automatic path alone, timed exactly like the peers' rows.
             let ms = w.time(gpu, Pick::Auto, cfg, n, reps_for(bytes), 5, true, &stream).map_err(e)?;
-            c.lead_auto.push((dtype.name().into(), n, chosen.name().into(), gbps(bytes, ms)));
+            let plan = gpukern::AutoPlan::new(dtype, n, gpu.info().has_sm90());
+            let what = if plan.variant.is_bulk() {
+                format!("{} ({} threads, {} B tiles)", plan.variant, plan.block, plan.bulk.tile_bytes)
+            } else {
+                format!("{} ({} threads)", plan.variant, plan.block)
+            };
+            c.lead_auto.push((dtype.name().into(), n, what, gbps(bytes, ms)));
         }
         c.auto_rows.push(json!({"dtype": dtype.name(), "n": n, "chosen": chosen.name(), "median_us": auto_ms * 1e3, "gbps": gbps(bytes, auto_ms), "verified": ok, "best_kernel": best.0, "best_gbps": gbps(bytes, best_ms), "auto_vs_best_pct": 100.0 * best_ms / auto_ms}));
         bar.inc(1);
@@ -777,9 +783,10 @@ fn markdown(r: &Value) -> String {
     let _ = writeln!(s, "- Theoretical peak: **{:.0} GB/s** (2 × {} MHz × {} bit / 8). Measured device-to-device copy: **{:.0} GB/s** ({:.1}% of peak; bytes read + written, 1 GiB, median of 20).", f(&r["peak_gbps"]), d["memory_clock_khz"].as_u64().unwrap_or(0) / 1000, d["bus_width_bits"], f(&r["copy_gbps"]), 100.0 * f(&r["copy_gbps"]) / f(&r["peak_gbps"]));
     let _ = writeln!(
         s,
-        "- Commit `{}`, PTX sha256 `{}`.",
+        "- Commit `{}`, PTX sha256 `{}` (sm_70 module) and `{}` (sm_90 module).",
         r["git_commit"].as_str().unwrap_or(""),
-        r["ptx_sha256"].as_str().unwrap_or("")
+        r["ptx_sha256"].as_str().unwrap_or(""),
+        r["ptx_sm90_sha256"].as_str().unwrap_or("-")
     );
     let _ = writeln!(
         s,
@@ -1023,6 +1030,7 @@ fn verify_record(args: &[String]) -> Result<(), String> {
         "driver": driver_string(&gpu),
         "git_commit": git_commit(),
         "ptx_sha256": sha256_hex(gpukern::PTX.as_bytes()),
+        "ptx_sm90_sha256": sha256_hex(gpukern::PTX_SM90.as_bytes()),
         "ptx_sm90_sha256": sha256_hex(gpukern::PTX_SM90.as_bytes()),
         "command": command,
         "cases": cases.len(),
