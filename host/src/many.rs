@@ -64,9 +64,10 @@ impl<'a> AddManyPlan<'a> {
 
 impl Gpu {
     /// Queues `out_i = a_i + b_i` for every triple of `ops` in **one** kernel
-    /// launch, all on `stream`: up to 32 triples travel in the kernel's
-    /// parameters; a longer list's table (40 bytes per triple, 4 per chunk of
-    /// 4096 elements) is copied to stream-ordered device memory first.
+    /// launch, all on `stream`: a single triple is a plain [`Gpu::add_auto`]; up
+    /// to 32 triples travel in the kernel's parameters; a longer list's table (40
+    /// bytes per triple, 4 per chunk of 4096 elements) is copied to
+    /// stream-ordered device memory first.
     ///
     /// Lengths and alignments may differ between triples: each is walked with
     /// 128-bit accesses when its three operands are 16-byte aligned, element by
@@ -81,8 +82,14 @@ impl Gpu {
     ) -> Result<()> {
         let (name, inline) = many_kernel(T::DTYPE);
         self.check_stream_owned(name, stream)?;
-        let ops: Vec<Triple<'a, T>> = ops.into_iter().collect();
+        let mut ops: Vec<Triple<'a, T>> = ops.into_iter().collect();
         let operands = self.many_operands(name, &ops)?;
+        if ops.len() == 1 {
+            if let Some((a, b, out)) = ops.pop() {
+                // One triple: the plain add (same kernels, nothing to look up).
+                return self.add_auto(a, b, out, stream).map(|_| ());
+            }
+        }
         self.shared.bind()?;
         raw::launch_many(self.shared.func(name)?, self.shared.func(inline)?, &operands, stream.raw())
     }

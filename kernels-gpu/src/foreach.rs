@@ -277,17 +277,29 @@ mod inline_kernels {
     use crate::pack::{Bf16Add, F16Add, F32Add, PackAdd};
 
     /// The owner of chunk `j` by a scan with constant indices (every parameter
-    /// load at a fixed offset; a run-time index would copy the list to local memory).
+    /// load at a fixed offset; a run-time index would copy the list to local
+    /// memory). `first_chunk` increases, so the scan stops at the first triple
+    /// past `j`: a block reads only the entries up to its own.
     #[inline(always)]
     fn owner(list: &ManyInline, j: u64) -> ManyDesc {
-        let mut d = list.descs[0];
-        for k in 1..INLINE_MAX {
-            if (k as u32) < list.tensors && list.descs[k].first_chunk <= j {
-                d = list.descs[k];
-            }
+        // Written out with literal indices: a loop with an early exit is kept as
+        // a loop, whose run-time index copies the list to local memory.
+        macro_rules! scan {
+            ($($k:literal)*) => {{
+                let mut d = list.descs[0];
+                $(
+                    if $k >= list.tensors || list.descs[$k].first_chunk > j {
+                        return d;
+                    }
+                    d = list.descs[$k];
+                )*
+                d
+            }};
         }
-        d
+        scan!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31)
     }
+
+    const _: () = assert!(INLINE_MAX == 32, "the scan above lists indices 1..32");
 
     #[inline(always)]
     unsafe fn add_inline<O: PackAdd>(list: &ManyInline) {
