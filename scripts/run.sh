@@ -97,13 +97,18 @@ sanitize)
             echo "$tool $t: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1) ($(grep -E '^test result' "$log" | tail -1)) exit=$code"
         done
         [ "$errors" = 0 ] && [ "$status" = complete ] || rc=1
-        json+="$sep\"$tool\": {\"errors\": $errors, \"status\": \"$status\", \"binaries\": \"$bins\", \"args\": \"$*\"}"
+        json+="$sep\"$tool\": {\"errors\": $errors, \"status\": \"$status\", \"binaries\": \"$bins\", \"args\": \"$*\", \"note\": \"${TOOL_NOTE:-}\"}"
         sep=", "
     }
     # racecheck and synccheck: the kernels with shared memory and barriers (the
     # seed-003 studies; the bulk-copy kernels with their mbarriers, in gpu_hopper).
     run_tool memcheck 270 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors gpukern-gpu_hopper" --leak-check full --padding 512
-    run_tool initcheck 110 "gpukern-gpu_add gpukern-gpu_studies gpukern-gpu_hopper"
+    # initcheck does not see the global writes of the bulk-copy engine: every
+    # byte a cp.async.bulk shared->global store wrote reads as uninitialized to it.
+    export GPUKERN_NO_BULK_STORE=1
+    TOOL_NOTE="the add_*_bulk_st kernels (written back by cp.async.bulk) are left out: initcheck does not track the copy engine's global writes" \
+        run_tool initcheck 110 "gpukern-gpu_add gpukern-gpu_studies gpukern-gpu_hopper"
+    unset GPUKERN_NO_BULK_STORE
     run_tool racecheck 110 "gpukern-gpu_studies gpukern-gpu_hopper"
     run_tool synccheck 60 "gpukern-gpu_studies gpukern-gpu_hopper"
     json+=", \"command\": \"compute-sanitizer --tool T [--leak-check full --padding 512] [--report-api-errors no for gpukern-errors, whose tests provoke API errors on purpose] --error-exitcode 1 <test binary> --include-ignored --test-threads 1 ${skips[*]} (GPUKERN_SANITIZE=1)\"}"
