@@ -370,9 +370,18 @@ fn readme_results(dest: &Path) -> Res {
     let table: String = section.lines().skip(2).take_while(|l| l.starts_with('|')).collect::<Vec<_>>().join("\n");
     let rel = dest.strip_prefix(root()).unwrap_or(dest).display().to_string();
     let heading = section.lines().next().unwrap_or("").trim_start_matches("## ");
+    // The lead table (automatic path vs the best of CUB and torch), when the run had peers.
+    let lead = md
+        .find("## Lead at 2^24 and 2^28")
+        .map(|i| {
+            let t: Vec<&str> = md[i..].lines().skip(2).take_while(|l| l.starts_with('|')).collect();
+            format!("Lead of the automatic path over the best peer (CUB `DeviceTransform`, `torch.add`), same run:\n\n{}\n\n", t.join("\n"))
+        })
+        .unwrap_or_default();
     let block = format!(
         "<!-- results:begin (written by `cargo xtask import-results`; do not edit) -->\n\
-         Measured on **{}**, driver {}, commit `{}`; theoretical peak {:.0} GB/s, measured device-to-device copy {:.0} GB/s. {heading}:\n\n{table}\n\n\
+         Measured on **{}**, driver {}, commit `{}`; theoretical peak {:.0} GB/s, measured device-to-device copy {:.0} GB/s.\n\n\
+         {lead}{heading}:\n\n{table}\n\n\
          ![GB/s vs n]({rel}/report.svg)\n\nFull report: [{rel}/report.md]({rel}/report.md).\n<!-- results:end -->",
         json["gpu"].as_str().unwrap_or("?"),
         json["driver"].as_str().unwrap_or("?"),

@@ -800,6 +800,11 @@ fn markdown(r: &Value) -> String {
     if !lead.is_empty() {
         let _ = writeln!(
             s,
+            "## Lead at 2^24 and 2^28\n\n{}",
+            gpukern_benches::lead::table(&lead, &[1 << 24, 1 << 28], f(&r["peak_gbps"]))
+        );
+        let _ = writeln!(
+            s,
             "## Lead: the automatic path against the best peer\n\nCUB: {}.{} torch: {}.\n\n{}",
             r["cub_note"].as_str().unwrap_or("-"),
             r["cub_mismatch"]
