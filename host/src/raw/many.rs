@@ -1,0 +1,171 @@
+//! The foreach (`add_many`) launches: operand triples, tables in device memory
+//! or in the kernel's parameters.
+
+use std::ffi::c_void;
+
+use cust::sys as cu;
+use kernels_gpu::foreach::{ManyDesc, ManyInline};
+
+use super::{alloc, arg, check, free, launch, RawFn};
+use crate::buffer::{Element, View, ViewMut};
+use crate::error::{Error, Result};
+
+/// One triple of a foreach launch, made only from views by [`many_operand`] or
+/// [`many_marks`], so its addresses are valid for `n` elements while those views live.
+pub(crate) struct ManyOperand<'a> {
+    a: u64,
+    b: u64,
+    c: u64,
+    n: u64,
+    _views: std::marker::PhantomData<&'a ()>,
+}
+
+/// A foreach triple from views; errors unless the three lengths agree.
+pub(crate) fn many_operand<'a, T: Element>(
+    name: &'static str,
+    a: &View<'a, T>,
+    b: &View<'a, T>,
+    c: &ViewMut<'a, T>,
+) -> Result<ManyOperand<'a>> {
+    if a.len() != b.len() || a.len() != c.len() {
+        return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: c.len() });
+    }
+    Ok(ManyOperand { a: a.addr(), b: b.addr(), c: c.addr(), n: a.len() as u64, _views: std::marker::PhantomData })
+}
+
+/// A foreach "triple" for the visit marker: the marks stand in for all three.
+pub(crate) fn many_marks<'a>(marks: &ViewMut<'a, i32>) -> ManyOperand<'a> {
+    let (addr, n) = (marks.addr(), marks.len() as u64);
+    ManyOperand { a: addr, b: addr, c: addr, n, _views: std::marker::PhantomData }
+}
+
+/// The kernel's view of `ops` (empty triples left out): descriptors, the owner
+/// of every chunk, and the chunk count.
+fn many_descs(ops: &[ManyOperand<'_>]) -> Result<(Vec<ManyDesc>, Vec<u32>, u64)> {
+    if ops.len() > u32::MAX as usize {
+        return Err(Error::Shape { kernel: "add_many", detail: format!("{} triples; at most 2^32 - 1", ops.len()) });
+    }
+    let mut descs = Vec::with_capacity(ops.len());
+    let mut owners = Vec::new();
+    let mut chunks = 0u64;
+    for op in ops.iter().filter(|op| op.n > 0) {
+        descs.push(ManyDesc { a: op.a, b: op.b, c: op.c, n: op.n, first_chunk: chunks });
+        let k = kernels_gpu::foreach::chunks(op.n);
+        owners.extend(std::iter::repeat_n((descs.len() - 1) as u32, k as usize));
+        chunks += k;
+    }
+    Ok((descs, owners, chunks))
+}
+
+/// The descriptors and owners as one byte image (owners after the descriptors),
+/// and the owners' byte offset.
+fn many_image(descs: &[ManyDesc], owners: &[u32]) -> (Vec<u64>, usize) {
+    let mut image: Vec<u64> = descs.iter().flat_map(|d| [d.a, d.b, d.c, d.n, d.first_chunk]).collect();
+    let at = image.len() * 8;
+    image.extend(owners.chunks(2).map(|p| p[0] as u64 | (p.get(1).copied().unwrap_or(0) as u64) << 32));
+    (image, at)
+}
+
+/// Largest grid of a foreach launch (the chunk walk is grid-stride).
+const MANY_MAX_GRID: u64 = kernels_gpu::launch::MAX_GRID_X as u64;
+
+fn many_grid(chunks: u64) -> u32 {
+    chunks.min(MANY_MAX_GRID) as u32
+}
+
+/// Launches a foreach kernel over a table already in device memory.
+///
+/// # Safety
+/// `table` holds an image made by [`many_image`] from [`many_descs`] of operands
+/// whose views are alive until the kernel has finished; `owners_at` and `chunks`
+/// are the image's.
+unsafe fn launch_many_raw(func: RawFn, table: u64, owners_at: usize, chunks: u64, stream: cu::CUstream) -> Result<()> {
+    let (mut pt, mut po, mut pc) = (table, table + owners_at as u64, chunks);
+    let mut params = [arg(&mut pt), arg(&mut po), arg(&mut pc)];
+    // SAFETY: the foreach kernels take (ptr, ptr, u64); the table is valid per
+    // the caller's contract and every triple in it holds n elements per operand;
+    // the walk touches only indices below each triple's n.
+    unsafe { launch(func, many_grid(chunks), kernels_gpu::foreach::MANY_BLOCK, stream, &mut params) }
+}
+
+/// One foreach launch, all queued on `stream`. Up to `INLINE_MAX` triples go in
+/// the kernel's parameters (`inline`, no copy at all); longer lists go to
+/// stream-ordered memory (`cuMemAllocAsync`), are copied there, used and freed
+/// in stream order, so concurrent calls on other streams never share a table.
+pub(crate) fn launch_many(func: RawFn, inline: RawFn, ops: &[ManyOperand<'_>], stream: cu::CUstream) -> Result<()> {
+    let driver = |context: &'static str| move |source| Error::Driver { context, source };
+    let (descs, owners, chunks) = many_descs(ops)?;
+    if chunks == 0 {
+        return Ok(());
+    }
+    if descs.len() <= kernels_gpu::foreach::INLINE_MAX {
+        let mut list = ManyInline { tensors: descs.len() as u32, chunks, ..Default::default() };
+        list.descs[..descs.len()].copy_from_slice(&descs);
+        let mut params = [arg(&mut list)];
+        // SAFETY: the inline kernels take one ManyInline by value (a repr(C)
+        // struct shared with the kernel crate, under the 4 KiB parameter limit);
+        // its triples come from live views, each holding n elements per operand.
+        return unsafe { launch(inline, many_grid(chunks), kernels_gpu::foreach::MANY_BLOCK, stream, &mut params) };
+    }
+    let (image, owners_at) = many_image(&descs, &owners);
+    let bytes = std::mem::size_of_val(image.as_slice());
+    let mut dev: cu::CUdeviceptr = 0;
+    // SAFETY: writes one device pointer; the allocation is ordered on `stream`.
+    check(unsafe { cu::cuMemAllocAsync(&mut dev, bytes, stream) }).map_err(driver("cuMemAllocAsync"))?;
+    // SAFETY: `dev` holds `bytes`; the host image is a live slice of that size. A
+    // copy from pageable memory is staged by the driver before the call returns,
+    // so the Vec may be dropped afterwards.
+    let copied = check(unsafe { cu::cuMemcpyHtoDAsync_v2(dev, image.as_ptr() as *const c_void, bytes, stream) })
+        .map_err(driver("cuMemcpyHtoDAsync"));
+    // SAFETY: the image was just made from `ops`, whose views the caller holds
+    // across this call; the kernel is ordered after the copy.
+    let launched = copied.and_then(|_| unsafe { launch_many_raw(func, dev, owners_at, chunks, stream) });
+    // SAFETY: frees the table after everything queued before it on the stream.
+    let freed = check(unsafe { cu::cuMemFreeAsync(dev, stream) }).map_err(driver("cuMemFreeAsync"));
+    launched.and(freed)
+}
+
+/// A foreach table in ordinary device memory, for launching the same list again
+/// (and for graph capture, where no host copy may be queued). It lives no
+/// longer than the views it was made from.
+pub(crate) struct ManyTable<'a> {
+    ptr: u64,
+    owners_at: usize,
+    chunks: u64,
+    _views: std::marker::PhantomData<&'a ()>,
+}
+
+impl Drop for ManyTable<'_> {
+    fn drop(&mut self) {
+        if self.ptr != 0 {
+            free(self.ptr);
+        }
+    }
+}
+
+/// Uploads the table of `ops` (synchronously).
+pub(crate) fn many_table<'a>(ops: &[ManyOperand<'a>]) -> Result<ManyTable<'a>> {
+    let (descs, owners, chunks) = many_descs(ops)?;
+    if chunks == 0 {
+        return Ok(ManyTable { ptr: 0, owners_at: 0, chunks: 0, _views: std::marker::PhantomData });
+    }
+    let (image, owners_at) = many_image(&descs, &owners);
+    let bytes = std::mem::size_of_val(image.as_slice());
+    let ptr = alloc(bytes)?;
+    let t = ManyTable { ptr, owners_at, chunks, _views: std::marker::PhantomData };
+    // SAFETY: `ptr` holds `bytes`; the host image is a live slice of that size.
+    check(unsafe { cu::cuMemcpyHtoD_v2(ptr, image.as_ptr() as *const c_void, bytes) })
+        .map_err(|source| Error::Driver { context: "cuMemcpyHtoD", source })?;
+    Ok(t)
+}
+
+/// Launches a foreach kernel over an uploaded table.
+pub(crate) fn launch_many_table(func: RawFn, t: &ManyTable<'_>, stream: cu::CUstream) -> Result<()> {
+    if t.chunks == 0 {
+        return Ok(());
+    }
+    // SAFETY: the table was made by many_descs from views that outlive it (its
+    // lifetime), and freeing their buffers waits for queued work, as for every
+    // launch of this crate.
+    unsafe { launch_many_raw(func, t.ptr, t.owners_at, t.chunks, stream) }
+}

@@ -1,0 +1,176 @@
+//! Launches of the seed-003 study kernels (matmul, count, strided copy, transpose, fusion).
+
+use cust::sys as cu;
+use kernels_gpu::coalesce;
+
+use super::{arg, launch_2d, need, Geometry, RawFn};
+use crate::buffer::{View, ViewMut};
+use crate::error::{Error, Result};
+
+/// Matrix product launch `(a, b, c, m, n, k)`; checks a ≥ m·k, b ≥ k·n, c ≥ m·n.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_matmul(
+    name: &'static str,
+    func: RawFn,
+    g: Geometry,
+    a: &View<'_, f32>,
+    b: &View<'_, f32>,
+    c: &mut ViewMut<'_, f32>,
+    (m, n, k): (u32, u32, u32),
+    stream: cu::CUstream,
+) -> Result<()> {
+    let (m64, n64, k64) = (m as u64, n as u64, k as u64);
+    need(name, "a", a.len(), m64 * k64)?;
+    need(name, "b", b.len(), k64 * n64)?;
+    need(name, "c", c.len(), m64 * n64)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let (mut pa, mut pb, mut pc, mut pm, mut pn, mut pk) = (a.addr(), b.addr(), c.addr(), m, n, k);
+    let mut params = [arg(&mut pa), arg(&mut pb), arg(&mut pc), arg(&mut pm), arg(&mut pn), arg(&mut pk)];
+    // SAFETY: (ptr, ptr, ptr, u32, u32, u32) matches every matmul kernel; the views
+    // hold what an m×k by k×n product reads and writes; c is exclusive. The
+    // kernels guard every index against m, n, k, and the caller's geometry gives
+    // them the shared memory they declare.
+    unsafe { launch_2d(func, g, stream, &mut params) }
+}
+
+/// Count launch `(x, n, key, counter)`.
+pub(crate) fn launch_count_eq(
+    func: RawFn,
+    g: Geometry,
+    x: &View<'_, i32>,
+    key: i32,
+    counter: &mut ViewMut<'_, u64>,
+    stream: cu::CUstream,
+) -> Result<()> {
+    need("count_eq", "counter", counter.len(), 1)?;
+    if x.is_empty() {
+        return Ok(());
+    }
+    let (mut px, mut pn, mut pk, mut pc) = (x.addr(), x.len() as u64, key, counter.addr());
+    let mut params = [arg(&mut px), arg(&mut pn), arg(&mut pk), arg(&mut pc)];
+    // SAFETY: (ptr, u64, i32, ptr) matches the count kernels; x holds n elements;
+    // the counter is one exclusive, 8-byte aligned u64.
+    unsafe { launch_2d(func, g, stream, &mut params) }
+}
+
+/// Strided copy launch `(src, dst, n, stride)`; checks lengths and that `stride`
+/// divides n (the kernel's index map is a permutation only then).
+pub(crate) fn launch_strided_copy(
+    func: RawFn,
+    g: Geometry,
+    src: &View<'_, f32>,
+    dst: &mut ViewMut<'_, f32>,
+    stride: u64,
+    stream: cu::CUstream,
+) -> Result<()> {
+    let n = src.len() as u64;
+    if dst.len() != src.len() {
+        return Err(Error::Shape {
+            kernel: "copy_strided",
+            detail: format!("src has {} elements, dst {}", src.len(), dst.len()),
+        });
+    }
+    if stride == 0 || !n.is_multiple_of(stride) {
+        return Err(Error::Shape {
+            kernel: "copy_strided",
+            detail: format!("stride {stride} must be at least 1 and divide n = {n}"),
+        });
+    }
+    if stride > coalesce::MAX_STRIDE || g.grid.1 as u64 != stride {
+        return Err(Error::Shape {
+            kernel: "copy_strided",
+            detail: format!("stride {stride} must be at most {} (one grid row per column)", coalesce::MAX_STRIDE),
+        });
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    let (mut ps, mut pd, mut pn, mut pst) = (src.addr(), dst.addr(), n, stride);
+    let mut params = [arg(&mut ps), arg(&mut pd), arg(&mut pn), arg(&mut pst)];
+    // SAFETY: (ptr, ptr, u64, u64); every index the kernel forms is < n.
+    unsafe { launch_2d(func, g, stream, &mut params) }
+}
+
+/// Transpose launch `(input, output, rows, cols)`.
+pub(crate) fn launch_transpose(
+    name: &'static str,
+    func: RawFn,
+    g: Geometry,
+    input: &View<'_, f32>,
+    output: &mut ViewMut<'_, f32>,
+    (rows, cols): (u32, u32),
+    stream: cu::CUstream,
+) -> Result<()> {
+    let total = rows as u64 * cols as u64;
+    need(name, "input", input.len(), total)?;
+    need(name, "output", output.len(), total)?;
+    if total == 0 {
+        return Ok(());
+    }
+    let (mut pi, mut po, mut pr, mut pc) = (input.addr(), output.addr(), rows, cols);
+    let mut params = [arg(&mut pi), arg(&mut po), arg(&mut pr), arg(&mut pc)];
+    // SAFETY: (ptr, ptr, u32, u32); indices are guarded by rows and cols.
+    unsafe { launch_2d(func, g, stream, &mut params) }
+}
+
+/// One operand list of a fused/unfused element-wise kernel.
+pub(crate) enum Elementwise<'v, 'i, 'o> {
+    /// `scale_f32(x, alpha, y, n)`
+    Scale { x: &'v View<'i, f32>, alpha: f32, y: &'v mut ViewMut<'o, f32> },
+    /// `add_scale_f32(a, b, alpha, d, n)`
+    AddScale { a: &'v View<'i, f32>, b: &'v View<'i, f32>, alpha: f32, d: &'v mut ViewMut<'o, f32> },
+    /// `saxpy_f32(alpha, x, b, y, n)`
+    Saxpy { alpha: f32, x: &'v View<'i, f32>, b: &'v View<'i, f32>, y: &'v mut ViewMut<'o, f32> },
+}
+
+/// Launches a fusion-study kernel over all elements; checks equal lengths.
+pub(crate) fn launch_elementwise(
+    name: &'static str,
+    func: RawFn,
+    g: Geometry,
+    op: Elementwise<'_, '_, '_>,
+    stream: cu::CUstream,
+) -> Result<()> {
+    let lens: Vec<usize> = match &op {
+        Elementwise::Scale { x, y, .. } => vec![x.len(), y.len()],
+        Elementwise::AddScale { a, b, d, .. } => vec![a.len(), b.len(), d.len()],
+        Elementwise::Saxpy { x, b, y, .. } => vec![x.len(), b.len(), y.len()],
+    };
+    if lens.iter().any(|&l| l != lens[0]) {
+        return Err(Error::Shape { kernel: name, detail: format!("operand lengths differ: {lens:?}") });
+    }
+    if lens[0] == 0 {
+        return Ok(());
+    }
+    let mut n = lens[0] as u64;
+    // SAFETY (all arms): parameter lists match the kernels in kernels-gpu's
+    // fusion.rs; every view holds n elements; outputs are exclusive borrows.
+    unsafe {
+        match op {
+            Elementwise::Scale { x, mut alpha, y } => {
+                let (mut px, mut py) = (x.addr(), y.addr());
+                launch_2d(func, g, stream, &mut [arg(&mut px), arg(&mut alpha), arg(&mut py), arg(&mut n)])
+            }
+            Elementwise::AddScale { a, b, mut alpha, d } => {
+                let (mut pa, mut pb, mut pd) = (a.addr(), b.addr(), d.addr());
+                launch_2d(
+                    func,
+                    g,
+                    stream,
+                    &mut [arg(&mut pa), arg(&mut pb), arg(&mut alpha), arg(&mut pd), arg(&mut n)],
+                )
+            }
+            Elementwise::Saxpy { mut alpha, x, b, y } => {
+                let (mut px, mut pb, mut py) = (x.addr(), b.addr(), y.addr());
+                launch_2d(
+                    func,
+                    g,
+                    stream,
+                    &mut [arg(&mut alpha), arg(&mut px), arg(&mut pb), arg(&mut py), arg(&mut n)],
+                )
+            }
+        }
+    }
+}
