@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{check_all_sizes, check_explicit, check_variant, gpu, record, Data, Launch, CANARY};
+use common::{
+    canaries_hold, check_all_sizes, check_explicit, check_variant, gpu, marks_problem, record, Data, Launch, CANARY,
+};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
 use gpukern::{CountVariant, Error, LaunchConfig, Variant};
@@ -218,14 +220,6 @@ fn sizes_that_fit(
     fit
 }
 
-/// True when the `CANARY` elements on each side of `band[CANARY..CANARY + n]`
-/// all pass `intact` (downloads only those, so it suits bands of any size).
-fn canaries_hold<T: gpukern::Pod>(band: &gpukern::DeviceVec<T>, n: usize, intact: impl Fn(&T) -> bool) -> bool {
-    [0..CANARY, CANARY + n..2 * CANARY + n]
-        .into_iter()
-        .all(|r| band.slice(r).unwrap().to_vec().unwrap().iter().all(&intact))
-}
-
 /// n ∈ {2^31−1, 2^31+1, 2^32+2^20}: every variant of the dtype, and the scalar
 /// one with one thread per block so that its grid is clamped at the hardware
 /// limit. Each result is compared in full on the device with an uploaded CPU
@@ -326,17 +320,6 @@ fn huge_n_past_2_31_and_2_32_f16() {
 #[ignore = "needs a CUDA GPU"]
 fn huge_n_past_2_31_and_2_32_bf16() {
     huge::<bf16>();
-}
-
-/// Why a downloaded mark band is wrong, if it is: every one of the `n` marks
-/// after the leading canary band must be 1 and every canary 0.
-fn marks_problem(band: &[i32], n: usize) -> Option<String> {
-    let (head, rest) = band.split_at(CANARY);
-    let (marks, tail) = rest.split_at(n);
-    if let Some(i) = head.iter().chain(&tail[..CANARY]).position(|&m| m != 0) {
-        return Some(format!("canary {i} was written"));
-    }
-    marks.iter().position(|&m| m != 1).map(|i| format!("element {i} visited {} times", marks[i]))
 }
 
 /// The walk every add kernel uses, for each lane width and launch settings from

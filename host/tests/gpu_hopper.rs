@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{check_launch, gpu, record, record_skip, Data, Launch, CANARY, POISONS};
+use common::{canaries_hold, check_launch, gpu, marks_problem, record, record_skip, Data, Launch, CANARY, POISONS};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
 use gpukern::{BulkConfig, CountVariant, Dtype, Error, LaunchConfig, Triple, Variant, View, ViewMut};
@@ -101,16 +101,6 @@ fn bulk_settings_are_checked() {
     record("bulk_settings", "errors", 1024, true);
 }
 
-/// Why a downloaded mark band is wrong, if it is.
-fn marks_problem(band: &[i32], n: usize) -> Option<String> {
-    let (head, rest) = band.split_at(CANARY);
-    let (marks, tail) = rest.split_at(n);
-    if let Some(i) = head.iter().chain(&tail[..CANARY]).position(|&m| m != 0) {
-        return Some(format!("canary {i} was written"));
-    }
-    marks.iter().position(|&m| m != 1).map(|i| format!("element {i} visited {} times", marks[i]))
-}
-
 /// The bulk kernels' tiled walk, at many tile sizes and grids: every index once.
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -179,9 +169,7 @@ fn huge_n_tiled_walk_visits_every_index_exactly_once() {
         stream.synchronize().unwrap();
         let once =
             gpu.count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
-        let canaries = [0..CANARY, CANARY + n..2 * CANARY + n]
-            .into_iter()
-            .all(|r| band.slice(r).unwrap().to_vec().unwrap().iter().all(|&m| m == 0));
+        let canaries = canaries_hold(&band, n, |&m| m == 0);
         let ok = once == n as u64 && canaries;
         record("huge_n_tiled_walk", &format!("lanes={lanes} tile={tile} grid=1000 once={once}"), n, ok);
         if !ok {

@@ -266,3 +266,22 @@ pub fn check_variant(test: &str, v: Variant, cfg: LaunchConfig) {
         Dtype::Bf16 => check_all_sizes::<bf16>(test, Launch::Explicit(v, cfg)),
     }
 }
+
+/// Why a downloaded mark band is wrong, if it is: every one of the `n` marks
+/// after the leading canary band must be 1 and every canary 0.
+pub fn marks_problem(band: &[i32], n: usize) -> Option<String> {
+    let (head, rest) = band.split_at(CANARY);
+    let (marks, tail) = rest.split_at(n);
+    if let Some(i) = head.iter().chain(&tail[..CANARY]).position(|&m| m != 0) {
+        return Some(format!("canary {i} was written"));
+    }
+    marks.iter().position(|&m| m != 1).map(|i| format!("element {i} visited {} times", marks[i]))
+}
+
+/// True when the `CANARY` elements on each side of `band[CANARY..CANARY + n]`
+/// all pass `intact` (downloads only those, so it suits bands of any size).
+pub fn canaries_hold<T: gpukern::Pod>(band: &gpukern::DeviceVec<T>, n: usize, intact: impl Fn(&T) -> bool) -> bool {
+    [0..CANARY, CANARY + n..2 * CANARY + n]
+        .into_iter()
+        .all(|r| band.slice(r).unwrap().to_vec().unwrap().iter().all(&intact))
+}
