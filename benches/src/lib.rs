@@ -14,8 +14,8 @@ use rayon::prelude::*;
 pub mod cub;
 pub mod hopper;
 pub mod lead;
+pub mod report;
 pub mod studies;
-pub mod svg;
 
 /// Random u32 words (for the ceiling kernels, where only the bytes count).
 pub fn random_words(n: usize, seed: u64) -> Vec<u32> {

@@ -351,8 +351,8 @@ impl Gpu {
     /// Test support: launches a kernel that dereferences null, to check that faults
     /// come back as [`Error::KernelFault`] at the next synchronisation. The context
     /// is unusable afterwards.
-    #[doc(hidden)]
-    pub fn __launch_faulting_kernel(&self, stream: &Stream) -> Result<()> {
+    #[cfg(feature = "test-hooks")]
+    pub fn launch_faulting_kernel(&self, stream: &Stream) -> Result<()> {
         self.shared.bind()?;
         raw::launch_faulting(self.shared.func(kernels_gpu::add::ADD_F32.name)?, stream.raw())
     }

@@ -159,7 +159,7 @@ fn kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly() {
     let gpu = Gpu::new(0).unwrap();
     let stream = gpu.stream().unwrap();
     let keep = gpu.upload(&[1.0f32; 1024]).unwrap();
-    gpu.__launch_faulting_kernel(&stream).unwrap();
+    gpu.launch_faulting_kernel(&stream).unwrap();
     let e = stream.synchronize().unwrap_err();
     assert!(matches!(e, Error::KernelFault(_)), "{e:?}");
     assert!(e.to_string().starts_with("a kernel faulted on this stream (reported at synchronize): CUDA_ERROR_"), "{e}");

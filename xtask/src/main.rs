@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+use clap::{Parser, Subcommand};
 use sha2::{Digest, Sha256};
 
 const PTX_TARGET: &str = "nvptx64-nvidia-cuda";
@@ -44,26 +45,77 @@ const MODULES: [PtxModule; 2] = [
 
 type Res<T = ()> = Result<T, String>;
 
+/// The project's automation (`cargo xtask <command>`).
+#[derive(Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Compile the kernels to PTX (sm_70 and sm_90 modules) and write the tracked files.
+    BuildPtx {
+        /// Only compare with the tracked PTX; fail if it is stale.
+        #[arg(long)]
+        check: bool,
+    },
+    /// The tests: make libcuda available, then `cargo test --workspace [ARGS]`.
+    #[command(disable_help_flag = true)]
+    Test {
+        /// Passed to cargo test (e.g. `-- --include-ignored` on a GPU machine).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// What CI runs: fmt, clippy, build-ptx --check, test.
+    Ci,
+    /// The main job: `cargo run --release --bin report -- [ARGS]` (`cargo xtask
+    /// report --help` shows the report's own options).
+    #[command(disable_help_flag = true)]
+    Report {
+        /// Passed to the report binary.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Release test, bench and report executables, the PTX and run.sh in one
+    /// folder that runs on a GPU machine without Rust.
+    Bundle {
+        /// Where the bundle goes.
+        #[arg(long, default_value = "bundle")]
+        out: PathBuf,
+    },
+    /// Copy a GPU run's files into results/<gpu>/ and regenerate the README's results block.
+    ImportResults {
+        /// Folders of the run (the report's --out, run.sh test's OUT, ...).
+        #[arg(required = true)]
+        dirs: Vec<String>,
+    },
+    /// Print the folder used as CUDA_LIBRARY_PATH.
+    Libcuda,
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (cmd, rest) = args.split_first().map(|(c, r)| (c.as_str(), r)).unwrap_or(("help", &[]));
-    let result = match cmd {
-        "build-ptx" => build_ptx(rest.iter().any(|a| a == "--check")),
-        "test" => test(rest),
-        "ci" => ci(),
-        "report" => report(rest),
-        "bundle" => bundle(rest),
-        "libcuda" => libcuda().map(|p| println!("{}", p.display())),
-        "import-results" => import_results(rest),
-        _ => {
-            eprintln!("usage: cargo xtask <build-ptx [--check] | test [args] | ci | report [args] | bundle [--out DIR] | import-results DIR... | libcuda>");
-            return ExitCode::from(if cmd == "help" { 0 } else { 2 });
-        }
+    // `test` and `report` hand their arguments on untouched (a `--` included),
+    // as cargo test and the report binary expect them.
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let result = match raw.split_first() {
+        Some((cmd, rest)) if cmd == "test" => test(rest),
+        Some((cmd, rest)) if cmd == "report" => report(rest),
+        _ => match Cli::parse().command {
+            Cmd::BuildPtx { check } => build_ptx(check),
+            Cmd::Test { args } => test(&args),
+            Cmd::Ci => ci(),
+            Cmd::Report { args } => report(&args),
+            Cmd::Bundle { out } => bundle(&out),
+            Cmd::ImportResults { dirs } => import_results(&dirs),
+            Cmd::Libcuda => libcuda().map(|p| println!("{}", p.display())),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
-            eprintln!("xtask {cmd}: {msg}");
+            eprintln!("xtask: {msg}");
             ExitCode::FAILURE
         }
     }
@@ -250,11 +302,8 @@ fn artifact_name(v: &serde_json::Value) -> String {
     format!("{pkg}-{}", v["target"]["name"].as_str().unwrap_or("bin"))
 }
 
-fn bundle(args: &[String]) -> Res {
-    let out = match args.iter().position(|a| a == "--out") {
-        Some(i) => PathBuf::from(args.get(i + 1).ok_or("--out needs a folder")?),
-        None => root().join("bundle"),
-    };
+fn bundle(out: &Path) -> Res {
+    let out = if out.is_absolute() { out.to_path_buf() } else { root().join(out) };
     build_ptx(true)?;
     let _ = std::fs::remove_dir_all(&out);
     for sub in ["tests", "bench"] {
@@ -313,8 +362,17 @@ fn bundle(args: &[String]) -> Res {
 }
 
 /// Files a GPU run may produce that belong under `results/<gpu>/`.
-const RESULT_FILES: [&str; 7] =
-    ["report.json", "report.md", "report.svg", "verify.json", "sanitizer.json", "cases.jsonl", "bench.log"];
+const RESULT_FILES: [&str; 9] = [
+    "report.json",
+    "report.md",
+    "report.svg",
+    "roofline.svg",
+    "bars.svg",
+    "verify.json",
+    "sanitizer.json",
+    "cases.jsonl",
+    "bench.log",
+];
 
 fn import_results(dirs: &[String]) -> Res {
     if dirs.is_empty() {
@@ -344,6 +402,9 @@ fn import_results(dirs: &[String]) -> Res {
     std::fs::create_dir_all(&dest).map_err(|e| e.to_string())?;
     for (name, from) in &files {
         let to = dest.join(name);
+        if to.canonicalize().ok() == from.canonicalize().ok() {
+            continue; // importing the results folder itself: nothing to copy
+        }
         if to.exists() {
             // Copies of read-only fetched files are read-only too; replace them.
             std::fs::remove_file(&to).map_err(|e| format!("{}: {e}", to.display()))?;
@@ -378,11 +439,18 @@ fn readme_results(dest: &Path) -> Res {
             format!("Lead of the automatic path over the best peer (CUB `DeviceTransform`, `torch.add`), same run:\n\n{}\n\n", t.join("\n"))
         })
         .unwrap_or_default();
+    // The other plots, when the run drew them.
+    let extra: String =
+        [("roofline.svg", "Roofline"), ("bars.svg", "Every variant at the largest n, beside the peers")]
+            .iter()
+            .filter(|(f, _)| dest.join(f).is_file())
+            .map(|(f, alt)| format!("![{alt}]({rel}/{f})\n\n"))
+            .collect();
     let block = format!(
         "<!-- results:begin (written by `cargo xtask import-results`; do not edit) -->\n\
          Measured on **{}**, driver {}, commit `{}`; theoretical peak {:.0} GB/s, measured device-to-device copy {:.0} GB/s.\n\n\
          {lead}{heading}:\n\n{table}\n\n\
-         ![GB/s vs n]({rel}/report.svg)\n\nFull report: [{rel}/report.md]({rel}/report.md).\n<!-- results:end -->",
+         ![GB/s vs n]({rel}/report.svg)\n\n{extra}Full report: [{rel}/report.md]({rel}/report.md).\n<!-- results:end -->",
         json["gpu"].as_str().unwrap_or("?"),
         json["driver"].as_str().unwrap_or("?"),
         json["git_commit"].as_str().unwrap_or("?").get(..12).unwrap_or("?"),

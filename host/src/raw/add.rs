@@ -147,7 +147,7 @@ pub(crate) fn launch_spin(func: RawFn, ns: u64, stream: cu::CUstream) -> Result<
 
 /// Test-only: launches an add kernel on a null output so that it faults, to check
 /// that faults surface as errors at the next synchronisation.
-#[doc(hidden)]
+#[cfg(feature = "test-hooks")]
 pub(crate) fn launch_faulting(func: RawFn, stream: cu::CUstream) -> Result<()> {
     let (mut pa, mut pb, mut pc, mut pn) = (0u64, 0u64, 0u64, 1024u64);
     let mut params = [

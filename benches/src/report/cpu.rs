@@ -1,0 +1,116 @@
+//! The CPU baseline (seed 002's CPU-vs-GPU table), with a CPU that tries: all
+//! cores through rayon, f32 in a loop the compiler vectorises, f16 and bf16
+//! converted to f32 in blocks with `half`'s slice conversions (F16C on x86 where
+//! the CPU has it), added in f32 and rounded once back, which is the correctly
+//! rounded sum (24 ≥ 2·11 + 2 and 2·8 + 2).
+
+use std::time::Instant;
+
+use gpukern::half::slice::HalfFloatSliceExt;
+use gpukern::half::{bf16, f16};
+use gpukern::reference::ReferenceAdd;
+use gpukern::Dtype;
+use rayon::prelude::*;
+
+use crate::{add_bytes, gbps, median};
+
+/// Elements per block of conversion work (two f32 scratch blocks on the stack).
+const BLOCK: usize = 4096;
+
+/// An element type the CPU adds block by block.
+pub trait CpuAdd: ReferenceAdd {
+    /// `c = a + b` for slices of equal length (at most `BLOCK` for the 16-bit types).
+    fn add_block(a: &[Self], b: &[Self], c: &mut [Self]);
+}
+
+impl CpuAdd for f32 {
+    fn add_block(a: &[f32], b: &[f32], c: &mut [f32]) {
+        for ((c, a), b) in c.iter_mut().zip(a).zip(b) {
+            *c = *a + *b;
+        }
+    }
+}
+
+macro_rules! via_f32 {
+    ($($t:ty),*) => {$(
+        impl CpuAdd for $t {
+            fn add_block(a: &[$t], b: &[$t], c: &mut [$t]) {
+                let (mut x, mut y) = ([0f32; BLOCK], [0f32; BLOCK]);
+                let n = a.len();
+                a.convert_to_f32_slice(&mut x[..n]);
+                b.convert_to_f32_slice(&mut y[..n]);
+                for (x, y) in x[..n].iter_mut().zip(&y[..n]) {
+                    *x += *y;
+                }
+                c.convert_from_f32_slice(&x[..n]);
+            }
+        }
+    )*};
+}
+via_f32!(f16, bf16);
+
+/// What the CPU did, for the table.
+pub fn method(dtype: Dtype) -> String {
+    let threads = rayon::current_num_threads();
+    let f16c = cfg!(any(target_arch = "x86", target_arch = "x86_64")) && has_f16c();
+    match dtype {
+        Dtype::F32 => format!("loop vectorised by the compiler, {threads} threads (rayon)"),
+        Dtype::F16 => format!(
+            "blocks of {BLOCK}: half's slice conversion to f32 ({}), f32 add, back; {threads} threads",
+            if f16c { "F16C" } else { "software" }
+        ),
+        Dtype::Bf16 => format!("blocks of {BLOCK}: widen by shift, f32 add, round back; {threads} threads"),
+    }
+}
+
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+fn has_f16c() -> bool {
+    std::arch::is_x86_feature_detected!("f16c")
+}
+
+#[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+fn has_f16c() -> bool {
+    false
+}
+
+/// CPU add of `n` elements: (one thread GB/s, all cores GB/s, bit-exact), median
+/// of runs.
+pub fn measure<T: CpuAdd>(n: usize) -> (f64, f64, bool) {
+    let a = crate::random_inputs::<T>(n, 1);
+    let b = crate::random_inputs::<T>(n, 2);
+    let mut c = vec![T::from_bits32(0); n];
+    let bytes = add_bytes(T::DTYPE, n);
+    let reps = ((1usize << 26) / n.max(1)).clamp(3, 1000);
+    let mut time = |par: bool| {
+        let mut t = Vec::new();
+        for _ in 0..reps {
+            let t0 = Instant::now();
+            if par {
+                c.par_chunks_mut(BLOCK)
+                    .zip(a.par_chunks(BLOCK))
+                    .zip(b.par_chunks(BLOCK))
+                    .for_each(|((c, a), b)| T::add_block(a, b, c));
+            } else {
+                c.chunks_mut(BLOCK)
+                    .zip(a.chunks(BLOCK))
+                    .zip(b.chunks(BLOCK))
+                    .for_each(|((c, a), b)| T::add_block(a, b, c));
+            }
+            std::hint::black_box(&mut c);
+            t.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+        gbps(bytes, median(&mut t))
+    };
+    let (one, all) = (time(false), time(true));
+    let exact = crate::first_mismatch_par(&c, &crate::reference_par(&a, &b)).is_none();
+    (one, all, exact)
+}
+
+/// [`measure`] for a dtype.
+pub fn gbps_of(dtype: Dtype, n: usize) -> (f64, f64, bool) {
+    match dtype {
+        Dtype::F32 => measure::<f32>(n),
+        Dtype::F16 => measure::<f16>(n),
+        Dtype::Bf16 => measure::<bf16>(n),
+    }
+}

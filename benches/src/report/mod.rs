@@ -1,0 +1,410 @@
+//! The report (`cargo xtask report`): how close each add variant comes to the
+//! memory wall, and how it compares with its peers.
+//!
+//! [`measure`] runs every section on the GPU and returns the report's JSON; the
+//! sections live one per module: [`sweep`] (bandwidth vs n, the automatic
+//! choice, block and grid sweeps, launch-bound sizes, tuning), [`cpu`] (the CPU
+//! baseline), [`peers`] (torch through `peers.py`; CUB is [`crate::cub`]),
+//! [`crate::studies`] (seed 003), [`crate::hopper`] (ceiling, `add_many`).
+//! [`markdown`] and [`plots`] render a report's JSON (also without a GPU:
+//! `report render`), [`record`] writes `verify.json` from a test run.
+
+pub mod cpu;
+pub mod markdown;
+pub mod peers;
+pub mod plots;
+pub mod record;
+mod studies_md;
+pub mod sweep;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use gpukern::half::{bf16, f16};
+use gpukern::{Dtype, Gpu, LaunchConfig, Variant};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::{copy_gbps, median};
+
+/// What to measure (the report's command line; see `report --help`).
+#[derive(Clone, Debug, clap::Args)]
+pub struct Opts {
+    /// Smallest n = 2^N of the main sweep.
+    #[arg(long = "min-log2", default_value_t = 10)]
+    pub min_log2: u32,
+    /// Largest n = 2^N of the main sweep (at most 31).
+    #[arg(long = "max-log2", default_value_t = 28)]
+    pub max_log2: u32,
+    /// Dtypes, comma-separated: f32,f16,bf16.
+    #[arg(long = "dtype", value_delimiter = ',', value_parser = parse_dtype, default_values = ["f32", "f16", "bf16"])]
+    pub dtypes: Vec<Dtype>,
+    /// Kernels, comma-separated (e.g. add_f32x4,add_f16x8_pack); default all.
+    #[arg(long = "variant", value_delimiter = ',', value_parser = parse_variant)]
+    pub variants: Vec<Variant>,
+    /// CUDA device index.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    /// Threads per block for the main sweep.
+    #[arg(long, default_value_t = 256)]
+    pub block: u32,
+    /// Also time the peers: torch.add and torch._foreach_add through peers.py (if
+    /// python3 has torch) and CUB's DeviceTransform (if nvcc is here).
+    #[arg(long)]
+    pub peers: bool,
+    /// Skip the CPU baseline.
+    #[arg(long = "no-cpu", action = clap::ArgAction::SetFalse)]
+    pub cpu: bool,
+    /// Skip the block-size and grid-size sweeps.
+    #[arg(long = "no-sweep", action = clap::ArgAction::SetFalse)]
+    pub sweep: bool,
+    /// Skip the seed-003 studies (matmul, count, coalescing, transpose, fusion).
+    #[arg(long = "no-studies", action = clap::ArgAction::SetFalse)]
+    pub studies: bool,
+    /// Skip the lead sections (tuning sweep, ceiling, add_many).
+    #[arg(long = "no-lead", action = clap::ArgAction::SetFalse)]
+    pub lead: bool,
+    /// A first look: the main sweep at 2^20, 2^24 and 2^28 only, no other section
+    /// (peers only if --peers is given too).
+    #[arg(long)]
+    pub quick: bool,
+    /// Where report.{md,json,svg} and the other plots go.
+    #[arg(long, default_value = "report-out")]
+    pub out: PathBuf,
+}
+
+fn parse_dtype(s: &str) -> Result<Dtype, String> {
+    Dtype::ALL.into_iter().find(|d| d.name() == s).ok_or(format!("unknown dtype {s} (f32, f16, bf16)"))
+}
+
+fn parse_variant(s: &str) -> Result<Variant, String> {
+    Variant::from_name(s).ok_or(format!("unknown variant {s}"))
+}
+
+impl Opts {
+    /// Checks the size range and applies `--quick` and the defaults that depend
+    /// on other options.
+    pub fn normalized(mut self) -> Result<Opts, String> {
+        if self.min_log2 > self.max_log2 || self.max_log2 > 31 {
+            return Err(format!("bad size range 2^{}..2^{}", self.min_log2, self.max_log2));
+        }
+        if self.variants.is_empty() {
+            self.variants = Variant::ALL.to_vec();
+        }
+        self.variants.retain(|v| self.dtypes.contains(&v.dtype()));
+        if self.quick {
+            (self.cpu, self.sweep, self.studies, self.lead) = (false, false, false, false);
+        }
+        Ok(self)
+    }
+
+    /// The n of the main sweep.
+    pub fn sizes(&self) -> Vec<usize> {
+        if self.quick {
+            [20u32, 24, 28]
+                .into_iter()
+                .filter(|&k| (self.min_log2..=self.max_log2).contains(&k))
+                .map(|k| 1 << k)
+                .collect()
+        } else {
+            (self.min_log2..=self.max_log2).map(|k| 1usize << k).collect()
+        }
+    }
+}
+
+pub fn sha256_hex(b: &[u8]) -> String {
+    Sha256::digest(b).iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Driver version as nvidia-smi prints it (e.g. 580.159.04), else the CUDA version.
+fn driver_string(gpu: &Gpu) -> String {
+    let smi =
+        std::process::Command::new("nvidia-smi").args(["--query-gpu=driver_version", "--format=csv,noheader"]).output();
+    let cuda = gpu.info().driver_version;
+    let cuda = format!("CUDA {}.{}", cuda / 1000, (cuda % 1000) / 10);
+    match smi {
+        Ok(o) if o.status.success() => {
+            format!("{} ({cuda})", String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").trim())
+        }
+        _ => cuda,
+    }
+}
+
+/// The commit this binary was built from: manifest.json beside the executable (GPU
+/// bundle), else `git rev-parse HEAD`.
+fn git_commit() -> String {
+    let beside = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("manifest.json")));
+    if let Some(m) =
+        beside.and_then(|p| std::fs::read_to_string(p).ok()).and_then(|t| serde_json::from_str::<Value>(&t).ok())
+    {
+        let dirty = if m["git_dirty"] == true { "-dirty" } else { "" };
+        return format!("{}{dirty}", m["git_commit"].as_str().unwrap_or("unknown"));
+    }
+    std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn open_gpu(index: usize) -> Result<Gpu, String> {
+    Gpu::new(index).map_err(|e| e.to_string())
+}
+
+fn reps_for(bytes: u64) -> usize {
+    match bytes {
+        b if b <= 1 << 24 => 200,
+        b if b <= 1 << 28 => 60,
+        _ => 25,
+    }
+}
+
+/// One row of the main sweep.
+#[derive(Clone)]
+pub struct Row {
+    pub kernel: String,
+    pub v: Option<u8>,
+    pub dtype: Dtype,
+    pub n: usize,
+    pub block: u32,
+    pub median_us: f64,
+    pub gbps: f64,
+    pub verified: bool,
+    pub sets: usize,
+}
+
+/// Everything the per-dtype sweeps collect.
+#[derive(Default)]
+pub struct Collected {
+    pub rows: Vec<Row>,
+    pub auto_rows: Vec<Value>,
+    pub block_rows: Vec<Value>,
+    pub batched: Vec<Value>,
+    pub grid_rows: Vec<Value>,
+    pub failures: Vec<String>,
+    /// (dtype, n, kernel, GB/s) of the automatic path, timed like the peers.
+    pub lead_auto: Vec<(String, usize, String, f64)>,
+    pub tuning: Vec<crate::hopper::TuneRow>,
+}
+
+/// Runs every section and returns the report as JSON, with the failures
+/// (results that differ from the CPU reference).
+pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
+    let gpu = open_gpu(o.device)?;
+    let info = gpu.info().clone();
+    let peak = info.peak_gbps();
+    let cfg = LaunchConfig::with_block(o.block);
+    let stream = gpu.stream().map_err(|e| e.to_string())?;
+    eprintln!(
+        "device {}: {} (sm_{}{}, {} SMs, L2 {} MiB, peak {:.0} GB/s)",
+        o.device,
+        info.name,
+        info.compute_capability.0,
+        info.compute_capability.1,
+        info.sm_count,
+        info.l2_bytes >> 20,
+        peak
+    );
+    let started = Instant::now();
+    let e = |e: gpukern::Error| e.to_string();
+
+    // Ceilings and floors.
+    let copy = copy_gbps(&gpu, 1 << 30, 20).map_err(e)?;
+    let floor_b2b = {
+        let mut t = Vec::new();
+        for _ in 0..20 {
+            t.push(stream.time(|s| (0..1000).try_for_each(|_| gpu.launch_empty(s))).map_err(e)? as f64 * 1e3 / 1000.0);
+        }
+        median(&mut t)
+    };
+    let floor_sync = {
+        let mut t = Vec::new();
+        for _ in 0..500 {
+            let t0 = Instant::now();
+            gpu.launch_empty(&stream).map_err(e)?;
+            stream.synchronize().map_err(e)?;
+            t.push(t0.elapsed().as_secs_f64() * 1e6);
+        }
+        median(&mut t)
+    };
+    eprintln!("copy {copy:.0} GB/s; empty kernel {floor_b2b:.2} us back-to-back, {floor_sync:.2} us launch+sync");
+
+    let sizes = o.sizes();
+    let max_n = *sizes.last().unwrap_or(&1);
+    let sweep_blocks = [32u32, 64, 128, 256, 512, 1024];
+    let steps =
+        o.variants.len() * (sizes.len() + if o.sweep { sweep_blocks.len() } else { 0 }) + o.dtypes.len() * sizes.len();
+    let bar = indicatif::ProgressBar::new(steps as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+
+    let mut c = Collected::default();
+    for &dtype in &o.dtypes {
+        match dtype {
+            Dtype::F32 => sweep::sweep_dtype::<f32>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?,
+            Dtype::F16 => sweep::sweep_dtype::<f16>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?,
+            Dtype::Bf16 => sweep::sweep_dtype::<bf16>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?,
+        }
+    }
+    let Collected { rows, auto_rows, block_rows, batched, grid_rows, mut failures, lead_auto, tuning } = c;
+    bar.finish_and_clear();
+    for r in tuning.iter().filter(|r| !r.verified && r.n == tuning[0].n) {
+        failures.push(format!("{} block {} tile {}: differs from the CPU reference", r.kernel, r.block, r.tile_bytes));
+    }
+
+    // Where the ceiling is, and many small adds in one launch.
+    let (ceiling, mut foreach) = if o.lead {
+        let stream = gpu.stream().map_err(e)?;
+        eprintln!("ceiling: read-only, write-only and copy kernels at 2^{} words ...", max_n.trailing_zeros());
+        let ceiling = crate::hopper::ceiling(&gpu, max_n, &stream)?;
+        eprintln!("add_many: 1..1000 triples of 2^10..2^16 elements ...");
+        let foreach = crate::hopper::foreach_all(&gpu, &o.dtypes, &stream)?;
+        (ceiling, foreach)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    for r in foreach.iter().filter(|r| !r.verified) {
+        failures.push(format!("add_many {} {}x{}: differs from the CPU reference", r.dtype, r.tensors, r.elements));
+    }
+
+    // Kernel resources and occupancy at the chosen block size.
+    let mut kernels = Vec::new();
+    for &v in &o.variants {
+        let r = gpu.kernel_resources(v.name()).map_err(e)?;
+        let blocks = gpu.blocks_per_sm(v.name(), o.block).map_err(e)?;
+        let occ = (blocks * o.block) as f64 / info.max_threads_per_sm as f64;
+        kernels.push(json!({"kernel": v.name(), "registers": r.registers, "local_bytes": r.local_bytes, "shared_bytes": r.shared_bytes, "block": o.block, "blocks_per_sm": blocks, "occupancy": occ}));
+    }
+
+    // CPU baseline.
+    let mut cpu_rows = Vec::new();
+    if o.cpu {
+        eprintln!("CPU baseline ({} threads)...", rayon::current_num_threads());
+        for &dtype in &o.dtypes {
+            for &n in sizes.iter().filter(|&&n| n.trailing_zeros() % 2 == 0 || n == max_n) {
+                let (one, all, exact) = cpu::gbps_of(dtype, n);
+                if !exact {
+                    failures.push(format!("CPU baseline {} n={n}: differs from the reference", dtype.name()));
+                }
+                let best = rows.iter().filter(|r| r.dtype == dtype && r.n == n).map(|r| r.gbps).fold(0.0, f64::max);
+                cpu_rows.push(json!({"dtype": dtype.name(), "n": n, "cpu_1t_gbps": one, "cpu_all_gbps": all, "threads": rayon::current_num_threads(), "method": cpu::method(dtype), "verified": exact, "gpu_best_gbps": best, "speedup_vs_1t": best / one, "speedup_vs_all": best / all}));
+            }
+        }
+    }
+
+    // The seed-003 studies.
+    let mut studies: Vec<Value> = Vec::new();
+    if o.studies {
+        let stream = gpu.stream().map_err(e)?;
+        let big = 1usize << o.max_log2.clamp(20, 26);
+        let mm: Vec<usize> =
+            [1024usize, 2048, 4096].into_iter().filter(|&s| s * s <= 1 << o.max_log2.max(20)).collect();
+        let side = (big as f64).sqrt() as usize;
+        eprintln!("studies: matmul {mm:?}, count/coalesce/fusion n = {big}, transpose {side}^2 ...");
+        studies.extend(crate::studies::matmul(&gpu, &stream, &mm)?);
+        studies.extend(crate::studies::count(&gpu, &stream, big)?);
+        studies.extend(crate::studies::coalesce(&gpu, &stream, big)?);
+        studies.extend(crate::studies::transpose(&gpu, &stream, side)?);
+        studies.extend(crate::studies::fusion(&gpu, &stream, big, copy)?);
+        for s in &studies {
+            if s["verified"] != true {
+                failures.push(format!("{} {}: not verified", s["family"], s["kernel"]));
+            }
+        }
+    }
+
+    // Peers (torch.add, torch._foreach_add, torch.matmul; CUB) in the same run.
+    let (peers, peers_note, peer_matmul, torch_foreach) = if o.peers {
+        peers::run_peers(o, &sizes)
+    } else {
+        (BTreeMap::new(), "not requested (pass --peers)".to_string(), Vec::new(), Vec::new())
+    };
+    for r in &mut foreach {
+        r.torch_us_per_add = torch_foreach
+            .iter()
+            .find(|t| t["dtype"] == r.dtype.as_str() && t["tensors"] == r.tensors && t["elements"] == r.elements)
+            .and_then(|t| t["us_per_add"].as_f64());
+    }
+    let cub = if o.peers {
+        let out = o.out.join("cub");
+        let _ = std::fs::create_dir_all(&out);
+        crate::cub::run(o.min_log2, o.max_log2, info.compute_capability, &out)
+    } else {
+        crate::cub::CubPeer { note: "not requested (pass --peers)".into(), ..Default::default() }
+    };
+    // A peer that is not bit-exact is reported, not counted as our failure.
+    for (d, why) in &cub.mismatch {
+        eprintln!("peers: CUB {d} is not bit-exact: {why}");
+    }
+    let lead = crate::lead::rows(&lead_auto, &cub.gbps, &peers);
+
+    // Roofline: 1 FLOP per element; bytes per element 3 * size.
+    let add_gflops = info.peak_fp32_add_gflops();
+    let roofline: Vec<Value> = o
+        .dtypes
+        .iter()
+        .map(|d| {
+            let ai = 1.0 / (3.0 * d.size() as f64);
+            let mem_bound = ai * copy; // GFLOP/s the memory system allows
+            json!({"dtype": d.name(), "flops_per_byte": ai, "bandwidth_bound_gflops": mem_bound, "fp32_add_peak_gflops": add_gflops, "ridge_flops_per_byte": add_gflops / copy, "memory_bound_by": add_gflops / mem_bound})
+        })
+        .collect();
+
+    let json_rows: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            let mut v = json!({"kernel": r.kernel, "v": r.v, "dtype": r.dtype.name(), "n": r.n, "block": r.block, "median_us": r.median_us, "gbps": r.gbps, "pct_peak": 100.0 * r.gbps / peak, "pct_copy": 100.0 * r.gbps / copy, "verified": r.verified, "input_sets": r.sets, "cache": if r.sets > 1 { "L2-sized: inputs rotate" } else { "DRAM" }});
+            if let Some(t) = peers.get(&(r.dtype.name().to_string(), r.n)) {
+                v["torch_gbps"] = json!(t);
+                v["ratio_vs_torch"] = json!(r.gbps / t);
+            }
+            if let Some(c) = cub.gbps.get(&(r.dtype.name().to_string(), r.n)) {
+                v["cub_gbps"] = json!(c);
+                v["ratio_vs_cub"] = json!(r.gbps / c);
+            }
+            if let Some(best) = ceiling.iter().map(|c| c.gbps).reduce(f64::max) {
+                v["pct_stream"] = json!(100.0 * r.gbps / best);
+            }
+            v
+        })
+        .collect();
+    let report = json!({
+        "gpu": info.name,
+        "driver": driver_string(&gpu),
+        "git_commit": git_commit(),
+        "ptx_sha256": sha256_hex(gpukern::PTX.as_bytes()),
+        "ptx_sm90_sha256": sha256_hex(gpukern::PTX_SM90.as_bytes()),
+        "device": {"index": o.device, "compute_capability": format!("{}.{}", info.compute_capability.0, info.compute_capability.1), "sm_count": info.sm_count, "l2_bytes": info.l2_bytes, "memory_clock_khz": info.memory_clock_khz, "bus_width_bits": info.bus_width_bits, "total_memory": info.total_memory, "sm_clock_khz": info.sm_clock_khz},
+        "peak_gbps": peak,
+        "copy_gbps": copy,
+        "block": o.block,
+        "launch_floor_us": {"back_to_back": floor_b2b, "launch_and_sync": floor_sync},
+        "kernels": kernels,
+        "roofline": roofline,
+        "rows": json_rows,
+        "auto": auto_rows,
+        "block_sweep": block_rows,
+        "batched": batched,
+        "grid_sweep": grid_rows,
+        "cpu": cpu_rows,
+        "peers": peers.iter().map(|((d, n), g)| json!({"dtype": d, "n": n, "torch_gbps": g})).collect::<Vec<_>>(),
+        "peers_note": peers_note,
+        "cub_note": cub.note,
+        "cub_verified": cub.verified,
+        "cub_mismatch": cub.mismatch,
+        "lead": lead,
+        "foreach": foreach,
+        "ceiling": ceiling,
+        "tuning": tuning,
+        "peer_matmul": peer_matmul,
+        "studies": studies,
+        "failures": failures,
+        "elapsed_s": started.elapsed().as_secs_f64(),
+    });
+    Ok((report, failures))
+}
