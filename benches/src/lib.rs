@@ -116,6 +116,8 @@ pub struct Workload<T: Element> {
     pub host_b: Vec<T>,
     /// Reference for the whole capacity (prefixes serve every n).
     pub want: Vec<T>,
+    /// The reference on the device, so large results are compared there.
+    pub dwant: DeviceVec<T>,
 }
 
 impl<T: ReferenceAdd> Workload<T> {
@@ -127,7 +129,8 @@ impl<T: ReferenceAdd> Workload<T> {
         let a = gpu.upload(&host_a)?;
         let b = gpu.upload(&host_b)?;
         let out = gpu.alloc::<T>(capacity)?;
-        Ok(Workload { a, b, out, host_a, host_b, want })
+        let dwant = gpu.upload(&want)?;
+        Ok(Workload { a, b, out, host_a, host_b, want, dwant })
     }
 
     /// How many disjoint input sets of n elements to rotate through so that the
@@ -171,6 +174,11 @@ impl<T: ReferenceAdd> Workload<T> {
         self.out.slice_mut(..n)?.fill_bits(0xdead_beef)?;
         self.launch(gpu, v, cfg, n, 0, stream)?;
         stream.synchronize()?;
+        // Large results: count differences on the device (NaN matching NaN, as
+        // the host comparison); only a failure is downloaded, to name the index.
+        if n >= 1 << 22 && gpu.count_mismatches(self.out.slice(..n)?, self.dwant.slice(..n)?, stream)? == 0 {
+            return Ok(Ok(()));
+        }
         let got = self.out.slice(..n)?.to_vec()?;
         Ok(match first_mismatch_par(&got, &self.want[..n]) {
             None => Ok(()),
