@@ -75,6 +75,10 @@ fn benches(c: &mut Criterion) {
         gpu.info().l2_bytes >> 20,
         gpu.info().peak_gbps()
     );
+    eprintln!(
+        "timing: GPU time from CUDA events around each sample's back-to-back launches, queued behind a spin \
+         kernel (not host time); thrpt in GB/s = 10^9 bytes/s (read a and b, write c)"
+    );
     for dtype in Dtype::ALL {
         match dtype {
             Dtype::F32 => bench_dtype::<f32>(c, &gpu),
