@@ -10,16 +10,16 @@ use std::sync::Arc;
 use half::{bf16, f16};
 use kernels_gpu::Dtype;
 
+use crate::context::Shared;
 use crate::error::{Error, Result};
-use crate::gpu::Shared;
-use crate::raw;
+use crate::raw::{self, DevRead, DevWrite};
 
 mod sealed {
     pub trait Sealed {}
 }
 
 /// Plain data that can live in device memory: any bit pattern is a valid value.
-pub trait Pod: Copy + Send + Sync + 'static + sealed::Sealed {
+pub trait Pod: raw::AnyBits + sealed::Sealed {
     /// The all-zero-bits value.
     const ZERO: Self;
 }
@@ -345,3 +345,36 @@ impl<'a, T: Pod> AsViewMut<'a, T> for ViewMut<'a, T> {
         self
     }
 }
+
+// What raw may read and write: the views and buffers of this module, whose
+// borrows keep the memory alive (and exclusive, for the writable ones).
+impl<T: Pod> DevRead<T> for View<'_, T> {
+    fn addr(&self) -> u64 {
+        self.addr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl<T: Pod> DevRead<T> for ViewMut<'_, T> {
+    fn addr(&self) -> u64 {
+        self.addr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl<T: Pod> DevWrite<T> for ViewMut<'_, T> {}
+
+impl<T: Pod> DevRead<T> for DeviceVec<T> {
+    fn addr(&self) -> u64 {
+        self.addr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl<T: Pod> DevWrite<T> for DeviceVec<T> {}

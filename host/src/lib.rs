@@ -28,6 +28,7 @@
 mod add;
 pub use add::AddGraph;
 mod buffer;
+mod context;
 mod error;
 mod gpu;
 mod many;

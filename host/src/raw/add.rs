@@ -6,8 +6,8 @@ use std::ffi::c_void;
 
 use cust::sys as cu;
 
-use super::{arg, launch, launch_2d, need, Geometry, RawFn};
-use crate::buffer::{Element, Pod, View, ViewMut};
+use super::{arg, launch, launch_2d, need, AnyBits, Geometry, RawFn};
+use super::{DevRead, DevWrite};
 use crate::error::{Error, Result};
 
 /// Geometry of one binary element-wise launch; made by `add.rs` from the variant.
@@ -34,11 +34,11 @@ pub(crate) struct BulkLaunch {
 ///
 /// Checks the three views hold at least `n` elements and meet `align`, so the
 /// kernel reads and writes only inside them.
-pub(crate) fn launch_binary<T: Element>(
+pub(crate) fn launch_binary<T: AnyBits>(
     l: &BinaryLaunch,
-    a: &View<'_, T>,
-    b: &View<'_, T>,
-    out: &mut ViewMut<'_, T>,
+    a: &impl DevRead<T>,
+    b: &impl DevRead<T>,
+    out: &mut impl DevWrite<T>,
     n: usize,
     stream: cu::CUstream,
 ) -> Result<()> {
@@ -85,13 +85,13 @@ pub(crate) fn launch_binary<T: Element>(
 
 /// Launches a mismatch counter `(x, y, n, counter)`: adds to `counter[0]` the
 /// number of elements that differ (NaN equal to NaN).
-pub(crate) fn launch_mismatch_count<T: Pod>(
+pub(crate) fn launch_mismatch_count<T: AnyBits>(
     func: RawFn,
     grid: u32,
     block: u32,
-    x: &View<'_, T>,
-    y: &View<'_, T>,
-    counter: &mut ViewMut<'_, u64>,
+    x: &impl DevRead<T>,
+    y: &impl DevRead<T>,
+    counter: &mut impl DevWrite<u64>,
     stream: cu::CUstream,
 ) -> Result<()> {
     if x.len() != y.len() || counter.len() != 1 {
@@ -117,7 +117,7 @@ pub(crate) fn launch_mark_visits(
     func: RawFn,
     grid: u32,
     block: u32,
-    marks: &mut ViewMut<'_, i32>,
+    marks: &mut impl DevWrite<i32>,
     stream: cu::CUstream,
 ) -> Result<()> {
     if marks.is_empty() || grid == 0 {
@@ -162,13 +162,13 @@ pub(crate) fn launch_faulting(func: RawFn, stream: cu::CUstream) -> Result<()> {
 }
 
 /// The ceiling kernels' operands (`u32` words, 16-byte aligned).
-pub(crate) enum Ceiling<'v, 'i, 'o> {
+pub(crate) enum Ceiling<'v> {
     /// `ceiling_read(a, b, n, sink, key)`
-    Read { a: &'v View<'i, u32>, b: &'v View<'i, u32>, sink: &'v mut ViewMut<'o, u32>, key: u32 },
+    Read { a: &'v dyn DevRead<u32>, b: &'v dyn DevRead<u32>, sink: &'v mut dyn DevWrite<u32>, key: u32 },
     /// `ceiling_fill(c, n, value)`
-    Fill { c: &'v mut ViewMut<'o, u32>, value: u32 },
+    Fill { c: &'v mut dyn DevWrite<u32>, value: u32 },
     /// `ceiling_copy(a, c, n)`
-    Copy { a: &'v View<'i, u32>, c: &'v mut ViewMut<'o, u32> },
+    Copy { a: &'v dyn DevRead<u32>, c: &'v mut dyn DevWrite<u32> },
 }
 
 /// Launches a ceiling kernel; checks lengths, 16-byte alignment and the sink.
@@ -176,7 +176,7 @@ pub(crate) fn launch_ceiling(
     name: &'static str,
     func: RawFn,
     block: u32,
-    op: Ceiling<'_, '_, '_>,
+    op: Ceiling<'_>,
     stream: cu::CUstream,
 ) -> Result<()> {
     let (addrs, n): (Vec<u64>, usize) = match &op {
@@ -242,7 +242,7 @@ pub(crate) fn launch_mark_tiles(
     block: u32,
     tile: u64,
     lanes: u32,
-    marks: &mut ViewMut<'_, i32>,
+    marks: &mut impl DevWrite<i32>,
     stream: cu::CUstream,
 ) -> Result<()> {
     if tile == 0 || !tile.is_multiple_of(lanes as u64) {

@@ -7,7 +7,7 @@ use cust::sys as cu;
 use kernels_gpu::foreach::{ManyDesc, ManyInline};
 
 use super::{alloc, arg, check, free, launch, RawFn};
-use crate::buffer::{Element, View, ViewMut};
+use super::{DevRead, DevWrite};
 use crate::error::{Error, Result};
 
 /// One triple of a foreach launch, made only from views by [`many_operand`] or
@@ -21,11 +21,11 @@ pub(crate) struct ManyOperand<'a> {
 }
 
 /// A foreach triple from views; errors unless the three lengths agree.
-pub(crate) fn many_operand<'a, T: Element>(
+pub(crate) fn many_operand<'a, T>(
     name: &'static str,
-    a: &View<'a, T>,
-    b: &View<'a, T>,
-    c: &ViewMut<'a, T>,
+    a: &(impl DevRead<T> + 'a),
+    b: &(impl DevRead<T> + 'a),
+    c: &(impl DevWrite<T> + 'a),
 ) -> Result<ManyOperand<'a>> {
     if a.len() != b.len() || a.len() != c.len() {
         return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: c.len() });
@@ -34,7 +34,7 @@ pub(crate) fn many_operand<'a, T: Element>(
 }
 
 /// A foreach "triple" for the visit marker: the marks stand in for all three.
-pub(crate) fn many_marks<'a>(marks: &ViewMut<'a, i32>) -> ManyOperand<'a> {
+pub(crate) fn many_marks<'a>(marks: &(impl DevWrite<i32> + 'a)) -> ManyOperand<'a> {
     let (addr, n) = (marks.addr(), marks.len() as u64);
     ManyOperand { a: addr, b: addr, c: addr, n, _views: std::marker::PhantomData }
 }

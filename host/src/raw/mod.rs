@@ -10,7 +10,6 @@ use std::os::raw::c_char;
 
 use cust::sys as cu;
 
-use crate::buffer::{Pod, View, ViewMut};
 use crate::error::{DriverError, Error, Result};
 
 mod add;
@@ -63,6 +62,50 @@ pub(crate) fn from_cust(e: cust::error::CudaError) -> DriverError {
     DriverError { code, name: format!("{e:?}"), message: e.to_string() }
 }
 
+/// Plain data that device bytes may be copied into: every bit pattern is a
+/// valid value and there is no padding. Sealed by being declared here, in a
+/// private module; `buffer::Pod` builds on it.
+///
+/// # Safety
+/// Implement only for types with the property above.
+pub unsafe trait AnyBits: Copy + Send + Sync + 'static {}
+
+// SAFETY: IEEE binary formats and integers: every bit pattern is a value, no padding.
+unsafe impl AnyBits for f32 {}
+// SAFETY: as above (a 16-bit IEEE format).
+unsafe impl AnyBits for half::f16 {}
+// SAFETY: as above (the top half of an f32).
+unsafe impl AnyBits for half::bf16 {}
+// SAFETY: integers.
+unsafe impl AnyBits for u8 {}
+// SAFETY: integers.
+unsafe impl AnyBits for u16 {}
+// SAFETY: integers.
+unsafe impl AnyBits for u32 {}
+// SAFETY: integers.
+unsafe impl AnyBits for u64 {}
+// SAFETY: integers.
+unsafe impl AnyBits for i32 {}
+
+/// A range of device memory raw may read: its address and its length in
+/// elements of `T`. Implemented by `buffer`'s views and buffers, whose borrows
+/// keep the memory alive while raw uses it; raw checks lengths and alignment
+/// against what each launch needs.
+pub(crate) trait DevRead<T> {
+    /// Device address of the first element.
+    fn addr(&self) -> u64;
+    /// Elements.
+    fn len(&self) -> usize;
+    /// True when empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A range raw may write: implemented only by exclusive borrows, so an output
+/// never aliases an input.
+pub(crate) trait DevWrite<T>: DevRead<T> {}
+
 /// A resolved kernel handle. CUDA function handles may be used from any thread.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RawFn(pub(crate) cu::CUfunction);
@@ -94,7 +137,7 @@ pub(crate) fn free(ptr: u64) {
 }
 
 /// Host to device copy of a whole view.
-pub(crate) fn upload<T: Pod>(dst: &mut ViewMut<'_, T>, src: &[T]) -> Result<()> {
+pub(crate) fn upload<T: AnyBits>(dst: &mut impl DevWrite<T>, src: &[T]) -> Result<()> {
     if dst.len() != src.len() {
         return Err(Error::CopyLength { host: src.len(), device: dst.len() });
     }
@@ -105,19 +148,23 @@ pub(crate) fn upload<T: Pod>(dst: &mut ViewMut<'_, T>, src: &[T]) -> Result<()> 
 }
 
 /// Device to host copy of a whole view.
-pub(crate) fn download<T: Pod>(dst: &mut [T], src: &View<'_, T>) -> Result<()> {
+pub(crate) fn download<T: AnyBits>(dst: &mut [T], src: &impl DevRead<T>) -> Result<()> {
     if dst.len() != src.len() {
         return Err(Error::CopyLength { host: dst.len(), device: src.len() });
     }
     let bytes = std::mem::size_of_val(dst);
     // SAFETY: src is a live device range of `bytes`; dst is a host slice of that size,
-    // and every bit pattern is a valid Element.
+    // and every bit pattern is a valid T (AnyBits).
     check(unsafe { cu::cuMemcpyDtoH_v2(dst.as_mut_ptr() as *mut c_void, src.addr(), bytes) })
         .map_err(|source| Error::Driver { context: "cuMemcpyDtoH", source })
 }
 
 /// Device to device copy between views of equal length, on a stream.
-pub(crate) fn copy_async<T: Pod>(dst: &mut ViewMut<'_, T>, src: &View<'_, T>, stream: cu::CUstream) -> Result<()> {
+pub(crate) fn copy_async<T: AnyBits>(
+    dst: &mut impl DevWrite<T>,
+    src: &impl DevRead<T>,
+    stream: cu::CUstream,
+) -> Result<()> {
     if dst.len() != src.len() {
         return Err(Error::CopyLength { host: src.len(), device: dst.len() });
     }
@@ -128,7 +175,7 @@ pub(crate) fn copy_async<T: Pod>(dst: &mut ViewMut<'_, T>, src: &View<'_, T>, st
 }
 
 /// Fills a view with one bit pattern (of the element's width).
-pub(crate) fn fill_bits<T: Pod>(dst: &mut ViewMut<'_, T>, bits: u32) -> Result<()> {
+pub(crate) fn fill_bits<T: AnyBits>(dst: &mut impl DevWrite<T>, bits: u32) -> Result<()> {
     let n = dst.len();
     // SAFETY: dst is a live device range of n elements of T's width.
     let r = unsafe {

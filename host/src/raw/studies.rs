@@ -4,7 +4,7 @@ use cust::sys as cu;
 use kernels_gpu::coalesce;
 
 use super::{arg, launch_2d, need, Geometry, RawFn};
-use crate::buffer::{View, ViewMut};
+use super::{DevRead, DevWrite};
 use crate::error::{Error, Result};
 
 /// Matrix product launch `(a, b, c, m, n, k)`; checks a ≥ m·k, b ≥ k·n, c ≥ m·n.
@@ -13,9 +13,9 @@ pub(crate) fn launch_matmul(
     name: &'static str,
     func: RawFn,
     g: Geometry,
-    a: &View<'_, f32>,
-    b: &View<'_, f32>,
-    c: &mut ViewMut<'_, f32>,
+    a: &impl DevRead<f32>,
+    b: &impl DevRead<f32>,
+    c: &mut impl DevWrite<f32>,
     (m, n, k): (u32, u32, u32),
     stream: cu::CUstream,
 ) -> Result<()> {
@@ -39,9 +39,9 @@ pub(crate) fn launch_matmul(
 pub(crate) fn launch_count_eq(
     func: RawFn,
     g: Geometry,
-    x: &View<'_, i32>,
+    x: &impl DevRead<i32>,
     key: i32,
-    counter: &mut ViewMut<'_, u64>,
+    counter: &mut impl DevWrite<u64>,
     stream: cu::CUstream,
 ) -> Result<()> {
     need("count_eq", "counter", counter.len(), 1)?;
@@ -60,8 +60,8 @@ pub(crate) fn launch_count_eq(
 pub(crate) fn launch_strided_copy(
     func: RawFn,
     g: Geometry,
-    src: &View<'_, f32>,
-    dst: &mut ViewMut<'_, f32>,
+    src: &impl DevRead<f32>,
+    dst: &mut impl DevWrite<f32>,
     stride: u64,
     stream: cu::CUstream,
 ) -> Result<()> {
@@ -98,8 +98,8 @@ pub(crate) fn launch_transpose(
     name: &'static str,
     func: RawFn,
     g: Geometry,
-    input: &View<'_, f32>,
-    output: &mut ViewMut<'_, f32>,
+    input: &impl DevRead<f32>,
+    output: &mut impl DevWrite<f32>,
     (rows, cols): (u32, u32),
     stream: cu::CUstream,
 ) -> Result<()> {
@@ -116,13 +116,13 @@ pub(crate) fn launch_transpose(
 }
 
 /// One operand list of a fused/unfused element-wise kernel.
-pub(crate) enum Elementwise<'v, 'i, 'o> {
+pub(crate) enum Elementwise<'v> {
     /// `scale_f32(x, alpha, y, n)`
-    Scale { x: &'v View<'i, f32>, alpha: f32, y: &'v mut ViewMut<'o, f32> },
+    Scale { x: &'v dyn DevRead<f32>, alpha: f32, y: &'v mut dyn DevWrite<f32> },
     /// `add_scale_f32(a, b, alpha, d, n)`
-    AddScale { a: &'v View<'i, f32>, b: &'v View<'i, f32>, alpha: f32, d: &'v mut ViewMut<'o, f32> },
+    AddScale { a: &'v dyn DevRead<f32>, b: &'v dyn DevRead<f32>, alpha: f32, d: &'v mut dyn DevWrite<f32> },
     /// `saxpy_f32(alpha, x, b, y, n)`
-    Saxpy { alpha: f32, x: &'v View<'i, f32>, b: &'v View<'i, f32>, y: &'v mut ViewMut<'o, f32> },
+    Saxpy { alpha: f32, x: &'v dyn DevRead<f32>, b: &'v dyn DevRead<f32>, y: &'v mut dyn DevWrite<f32> },
 }
 
 /// Launches a fusion-study kernel over all elements; checks equal lengths.
@@ -130,7 +130,7 @@ pub(crate) fn launch_elementwise(
     name: &'static str,
     func: RawFn,
     g: Geometry,
-    op: Elementwise<'_, '_, '_>,
+    op: Elementwise<'_>,
     stream: cu::CUstream,
 ) -> Result<()> {
     let lens: Vec<usize> = match &op {

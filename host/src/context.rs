@@ -1,0 +1,102 @@
+//! The loaded device: its context, the resolved kernels and the device's facts.
+//! Shared by every handle, buffer and stream of one [`crate::Gpu`]; builds only on
+//! `raw` and `error`, so `buffer` and `gpu` can both build on it without a circle.
+
+use std::collections::HashMap;
+
+use cust::context::{Context, CurrentContext};
+use cust::module::Module;
+
+use crate::error::{Error, Result};
+use crate::raw::{self, RawFn};
+
+/// Facts about the device, read from the driver.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceInfo {
+    /// CUDA ordinal.
+    pub index: usize,
+    /// Marketing name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// (major, minor).
+    pub compute_capability: (u32, u32),
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    /// L2 cache size in bytes.
+    pub l2_bytes: u64,
+    /// Device memory in bytes.
+    pub total_memory: u64,
+    /// Peak memory clock in kHz.
+    pub memory_clock_khz: u64,
+    /// Memory bus width in bits.
+    pub bus_width_bits: u64,
+    /// Resident threads per SM.
+    pub max_threads_per_sm: u32,
+    /// 32-bit registers per SM.
+    pub registers_per_sm: u32,
+    /// Peak SM clock in kHz.
+    pub sm_clock_khz: u64,
+    /// CUDA version the driver supports, e.g. 13000 for 13.0.
+    pub driver_version: i32,
+    /// Most dynamic shared memory one block may use once a kernel opts in, bytes.
+    pub shared_per_block_optin: u32,
+}
+
+impl DeviceInfo {
+    /// True when the Hopper module is loaded (compute capability 9.0 or later), so
+    /// the bulk-copy variants can run.
+    pub fn has_sm90(&self) -> bool {
+        self.compute_capability.0 >= 9
+    }
+}
+
+impl DeviceInfo {
+    /// Theoretical DRAM bandwidth in GB/s (10^9 bytes): 2 transfers per memory clock
+    /// (double data rate) times the bus width in bytes.
+    pub fn peak_gbps(&self) -> f64 {
+        2.0 * self.memory_clock_khz as f64 * 1e3 * (self.bus_width_bits as f64 / 8.0) / 1e9
+    }
+
+    /// FP32 lanes per SM by architecture: 64 on sm_70 and sm_80, 128 on sm_86 and
+    /// later (Ampere consumer parts, Ada, Hopper).
+    pub fn fp32_lanes_per_sm(&self) -> u32 {
+        match self.compute_capability {
+            (7, _) | (8, 0) => 64,
+            _ => 128,
+        }
+    }
+
+    /// Peak rate of independent f32 adds (one per lane per clock), in GFLOP/s.
+    pub fn peak_fp32_add_gflops(&self) -> f64 {
+        self.sm_count as f64 * self.fp32_lanes_per_sm() as f64 * self.sm_clock_khz as f64 * 1e3 / 1e9
+    }
+}
+
+/// What every handle of one GPU shares.
+pub(crate) struct Shared {
+    pub(crate) ctx: Context,
+    // Kept alive: the RawFn handles below point into them.
+    pub(crate) _module: Module,
+    pub(crate) _module_sm90: Option<Module>,
+    pub(crate) funcs: HashMap<&'static str, RawFn>,
+    pub(crate) info: DeviceInfo,
+}
+
+impl Shared {
+    /// Makes this context current on the calling thread (cheap; done before every
+    /// driver call so any thread can use any handle).
+    pub(crate) fn bind(&self) -> Result<()> {
+        CurrentContext::set_current(&self.ctx)
+            .map_err(|e| Error::Driver { context: "cuCtxSetCurrent", source: raw::from_cust(e) })
+    }
+
+    pub(crate) fn func(&self, name: &'static str) -> Result<RawFn> {
+        self.funcs.get(name).copied().ok_or(Error::MissingKernel {
+            name,
+            source: crate::error::DriverError {
+                code: 500,
+                name: "CUDA_ERROR_NOT_FOUND".into(),
+                message: "not resolved at load".into(),
+            },
+        })
+    }
+}
