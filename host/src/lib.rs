@@ -20,7 +20,7 @@
 //!   [`half::f16`] and [`half::bf16`].
 //! * [`Variant`]: one entry per add kernel; [`Gpu::add`] runs one, [`Gpu::add_auto`]
 //!   picks by dtype, alignment and length.
-//! * [`reference`]: the CPU reference the tests and benches verify against.
+//! * [`reference`](mod@reference): the CPU reference the tests and benches verify against.
 //!
 //! All `unsafe` code (driver calls, launches) lives in one private module, `raw`.
 //! Errors are [`Error`] values; the library does not panic on bad input.
