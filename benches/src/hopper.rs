@@ -1,17 +1,18 @@
-//! The report's lead sections: the bulk-copy tiling sweep, where the memory
-//! ceiling is (read-only, write-only, copy), and many small adds in one launch.
+//! The report's lead sections: the tuning sweep (block sizes, unrolling, load
+//! hints, bulk-copy tilings) and where the memory ceiling is (read-only,
+//! write-only, copy); the Markdown of those and of [`crate::foreach`].
 //!
 //! Each section has a measure step that fills serde structs (they are the JSON
 //! schema of `report.json`) and a render step that writes Markdown from them.
 
 use std::fmt::Write as _;
 
-use gpukern::half::{bf16, f16};
 use gpukern::reference::ReferenceAdd;
-use gpukern::{BulkConfig, Dtype, Gpu, LaunchConfig, Stream, Triple, Variant};
+use gpukern::{BulkConfig, Dtype, Gpu, LaunchConfig, Stream, Variant};
 use serde::{Deserialize, Serialize};
 
-use crate::{add_bytes, gbps, median, Pick, Workload, SPIN_NS};
+use crate::foreach::ForeachRow;
+use crate::{add_bytes, gbps, Pick, Workload};
 
 type Res<T> = Result<T, String>;
 
@@ -161,154 +162,6 @@ pub fn ceiling(gpu: &Gpu, words: usize, stream: &Stream) -> Res<Vec<CeilingRow>>
     }
     let ms = crate::time_op(gpu, stream, 20, 3, |s| s.copy(&mut c.view_mut(), &a.view())).map_err(e)?;
     push("copy", "cuMemcpyDtoDAsync", 0, 2 * w4, ms);
-    Ok(rows)
-}
-
-/// One list size of the foreach add.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ForeachRow {
-    pub dtype: String,
-    pub tensors: usize,
-    pub elements: usize,
-    /// `add_many`: table upload and one launch, device time per add.
-    pub us_per_add: f64,
-    /// The same list from a plan (table already on the device): one launch.
-    pub plan_us_per_add: f64,
-    /// One `add_auto` launch per triple, back to back on the stream.
-    pub loop_us_per_add: f64,
-    /// `torch._foreach_add` on the same lists, when torch is present.
-    pub torch_us_per_add: Option<f64>,
-    pub verified: bool,
-    pub input_sets: usize,
-}
-
-/// Shortest spin before a foreach timing; it grows to three times what the host
-/// needs to queue one call, so the events time the GPU's work, not the host's.
-const FOREACH_SPIN_NS: u64 = 300_000;
-
-/// Times `add_many` over lists of `tensors` triples of `elements` each, rotating
-/// disjoint lists so that one list never finds the last one's data in L2.
-pub fn foreach<T: ReferenceAdd>(gpu: &Gpu, tensors: usize, elements: usize, stream: &Stream) -> Res<ForeachRow> {
-    let list = tensors * elements;
-    let bytes = add_bytes(T::DTYPE, list);
-    let sets = ((4 * gpu.info().l2_bytes).div_ceil(bytes) as usize).clamp(1, 8);
-    let host_a = crate::random_inputs::<T>(list * sets, 11);
-    let host_b = crate::random_inputs::<T>(list * sets, 12);
-    let a = gpu.upload(&host_a).map_err(e)?;
-    let b = gpu.upload(&host_b).map_err(e)?;
-    let mut c = gpu.alloc::<T>(list * sets).map_err(e)?;
-    fn triples<'a, T: gpukern::Element>(
-        a: &'a gpukern::DeviceVec<T>,
-        b: &'a gpukern::DeviceVec<T>,
-        c: &'a mut gpukern::DeviceVec<T>,
-        set: usize,
-        tensors: usize,
-        elements: usize,
-    ) -> gpukern::Result<Vec<Triple<'a, T>>> {
-        let base = set * tensors * elements;
-        let mut rest = c.slice_mut(base..base + tensors * elements)?;
-        let mut out = Vec::with_capacity(tensors);
-        for i in 0..tensors {
-            let (mine, tail) = rest.into_split_at(elements)?;
-            let r = base + i * elements..base + (i + 1) * elements;
-            out.push((a.slice(r.clone())?, b.slice(r)?, mine));
-            rest = tail;
-        }
-        Ok(out)
-    }
-    // Verify set 0 bit for bit.
-    c.fill_bits(0xdead_beef).map_err(e)?;
-    gpu.add_many(triples(&a, &b, &mut c, 0, tensors, elements).map_err(e)?, stream).map_err(e)?;
-    stream.synchronize().map_err(e)?;
-    let got = c.slice(..list).map_err(e)?.to_vec().map_err(e)?;
-    let want = crate::reference_par(&host_a[..list], &host_b[..list]);
-    let verified = crate::first_mismatch_par(&got, &want).is_none();
-    let reps = 30;
-    let host = std::time::Instant::now();
-    gpu.add_many(triples(&a, &b, &mut c, 0, tensors, elements).map_err(e)?, stream).map_err(e)?;
-    let spin = FOREACH_SPIN_NS.max(3 * host.elapsed().as_nanos() as u64);
-    stream.synchronize().map_err(e)?;
-    let mut t = Vec::with_capacity(reps);
-    for i in 0..reps + 3 {
-        let ops = triples(&a, &b, &mut c, i % sets, tensors, elements).map_err(e)?;
-        gpu.spin(stream, spin).map_err(e)?;
-        let ms = stream.time(|s| gpu.add_many(ops, s)).map_err(e)?;
-        if i >= 3 {
-            t.push(ms as f64 * 1e3 / tensors as f64);
-        }
-    }
-    let us = median(&mut t);
-    let mut plans = Vec::new();
-    let mut tp = Vec::with_capacity(reps);
-    let mut tl = Vec::with_capacity(reps);
-    {
-        // Plans: one per set, tables uploaded once.
-        let mut rest = c.view_mut();
-        for set in 0..sets {
-            let (head, tail) = rest.into_split_at(list).map_err(e)?;
-            let mut h = head;
-            let mut ops = Vec::with_capacity(tensors);
-            for i in 0..tensors {
-                let (mine, t2) = h.into_split_at(elements).map_err(e)?;
-                let r = set * list + i * elements..set * list + (i + 1) * elements;
-                ops.push((a.slice(r.clone()).map_err(e)?, b.slice(r).map_err(e)?, mine));
-                h = t2;
-            }
-            plans.push(gpu.add_many_plan(ops).map_err(e)?);
-            rest = tail;
-        }
-        for i in 0..reps + 3 {
-            gpu.spin(stream, SPIN_NS).map_err(e)?;
-            let ms = stream.time(|s| plans[i % sets].launch(s)).map_err(e)?;
-            if i >= 3 {
-                tp.push(ms as f64 * 1e3 / tensors as f64);
-            }
-        }
-    }
-    drop(plans);
-    let host = std::time::Instant::now();
-    for (x, y, z) in triples(&a, &b, &mut c, 0, tensors, elements).map_err(e)? {
-        gpu.add_auto(x, y, z, stream).map_err(e)?;
-    }
-    let spin = FOREACH_SPIN_NS.max(3 * host.elapsed().as_nanos() as u64);
-    stream.synchronize().map_err(e)?;
-    for i in 0..reps.min(10) + 1 {
-        let ops = triples(&a, &b, &mut c, i % sets, tensors, elements).map_err(e)?;
-        gpu.spin(stream, spin).map_err(e)?;
-        let ms = stream
-            .time(|s| ops.into_iter().try_for_each(|(x, y, z)| gpu.add_auto(x, y, z, s).map(|_| ())))
-            .map_err(e)?;
-        if i >= 1 {
-            tl.push(ms as f64 * 1e3 / tensors as f64);
-        }
-    }
-    Ok(ForeachRow {
-        dtype: T::DTYPE.name().into(),
-        tensors,
-        elements,
-        us_per_add: us,
-        plan_us_per_add: median(&mut tp),
-        loop_us_per_add: median(&mut tl),
-        torch_us_per_add: None,
-        verified,
-        input_sets: sets,
-    })
-}
-
-/// Every list size of the issue: 1, 10, 100, 1000 triples of 2^10, 2^13, 2^16.
-pub fn foreach_all(gpu: &Gpu, dtypes: &[Dtype], stream: &Stream) -> Res<Vec<ForeachRow>> {
-    let mut rows = Vec::new();
-    for &d in dtypes {
-        for elements in [1usize << 10, 1 << 13, 1 << 16] {
-            for tensors in [1usize, 10, 100, 1000] {
-                rows.push(match d {
-                    Dtype::F32 => foreach::<f32>(gpu, tensors, elements, stream)?,
-                    Dtype::F16 => foreach::<f16>(gpu, tensors, elements, stream)?,
-                    Dtype::Bf16 => foreach::<bf16>(gpu, tensors, elements, stream)?,
-                });
-            }
-        }
-    }
     Ok(rows)
 }
 

@@ -12,6 +12,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 pub mod cub;
+pub mod foreach;
 pub mod hopper;
 pub mod lead;
 pub mod report;

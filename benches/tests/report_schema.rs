@@ -2,7 +2,8 @@
 //! typed sections and renders: a change to their serde structs or to the
 //! Markdown/plots that no longer fits the JSON a GPU run wrote fails here, in CI.
 
-use gpukern_benches::hopper::{CeilingRow, ForeachRow, TuneRow};
+use gpukern_benches::foreach::ForeachRow;
+use gpukern_benches::hopper::{CeilingRow, TuneRow};
 use gpukern_benches::lead::LeadRow;
 use gpukern_benches::report::{markdown, plots};
 use serde_json::Value;

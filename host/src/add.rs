@@ -8,7 +8,8 @@ use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::raw::{self, BinaryLaunch};
-use crate::variant::{AutoPlan, BulkConfig, LaunchConfig, Variant};
+use crate::tuning::{AutoPlan, BulkConfig};
+use crate::variant::{LaunchConfig, Variant};
 
 /// A captured sequence of adds; see [`Gpu::add_graph`].
 pub struct AddGraph<'a> {
@@ -174,11 +175,11 @@ impl Gpu {
 
     /// The variant [`Gpu::add_auto`] launches for `n` elements of `dtype` at
     /// operand addresses `addrs` (when it does not split off a head): on 16-byte
-    /// aligned operands [`Variant::auto_aligned`], else the widest variant whose
+    /// aligned operands the [`AutoPlan`]'s variant, else the widest variant whose
     /// alignment every address meets.
     pub fn auto_choice(&self, dtype: Dtype, n: usize, addrs: &[u64]) -> Variant {
         if addrs.iter().all(|x| x % 16 == 0) {
-            Variant::auto_aligned(dtype, n, self.info().has_sm90())
+            AutoPlan::new(dtype, n, self.info().has_sm90()).variant
         } else {
             Variant::widest_for(dtype, addrs)
         }

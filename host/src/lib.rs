@@ -35,6 +35,7 @@ mod many;
 mod raw;
 pub mod reference;
 mod studies;
+mod tuning;
 mod variant;
 
 pub use buffer::{AsView, AsViewMut, DeviceVec, Element, Pod, View, ViewMut};
@@ -42,9 +43,10 @@ pub use error::{DriverError, Error, Result};
 pub use gpu::{kernel_names, sm90_kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX, PTX_SM90};
 pub use half;
 pub use kernels_gpu::Dtype;
-pub use many::{AddManyPlan, Triple, ADD_MANY_BLOCK};
+pub use many::{AddManyPlan, Triple};
 pub use studies::{CountVariant, MatmulVariant, TransposeVariant};
-pub use variant::{AutoPlan, BulkConfig, LaunchConfig, Variant};
+pub use tuning::{AutoPlan, BulkConfig};
+pub use variant::{LaunchConfig, Variant};
 
 #[cfg(test)]
 mod send_sync {

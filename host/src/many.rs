@@ -2,7 +2,7 @@
 //! kernels (read-only, write-only, copy) and the visit markers of the bulk and
 //! foreach walks.
 
-use kernels_gpu::foreach::{ADD_MANY, ADD_MANY_INLINE, MANY_BLOCK, MARK_MANY};
+use kernels_gpu::foreach::{ADD_MANY, ADD_MANY_INLINE, MARK_MANY};
 use kernels_gpu::verify::MARK_TILES;
 use kernels_gpu::Dtype;
 
@@ -221,6 +221,3 @@ impl Gpu {
         raw::launch_ceiling(name, self.shared.func(name)?, block, Ceiling::Copy { a: &a, c: &mut c }, stream.raw())
     }
 }
-
-/// Threads per block of the foreach kernels (for reports).
-pub const ADD_MANY_BLOCK: u32 = MANY_BLOCK;

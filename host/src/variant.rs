@@ -1,7 +1,6 @@
 //! The add variants, one per kernel of `kernels_gpu::add`, and launch settings.
 
 use kernels_gpu::add::{AddKernel, Pattern, ADD_KERNELS};
-use kernels_gpu::bulk::MAX_STAGES;
 use kernels_gpu::launch::{DEFAULT_BLOCK, MAX_BLOCK, MAX_GRID_X};
 use kernels_gpu::Dtype;
 
@@ -210,17 +209,11 @@ impl Variant {
         best.unwrap_or(Self::of_dtype(dtype).next().unwrap_or(Variant::F32))
     }
 
-    /// The widest variant of `dtype` regardless of alignment (what the automatic
-    /// choice uses on aligned operands): `add_f32x4`, `add_f16x8_pack`,
-    /// `add_bf16x8_pack`.
+    /// The widest per-thread variant of `dtype` regardless of alignment (what the
+    /// automatic choice uses on aligned operands where `AutoPlan` does not pick a
+    /// bulk kernel): `add_f32x4`, `add_f16x8_pack`, `add_bf16x8_pack`.
     pub fn widest(dtype: Dtype) -> Variant {
         Self::auto_candidates(dtype).last().unwrap_or(Variant::F32)
-    }
-
-    /// What the automatic choice launches on 16-byte aligned operands of `n`
-    /// elements (see [`AutoPlan`]).
-    pub fn auto_aligned(dtype: Dtype, n: usize, sm90: bool) -> Variant {
-        AutoPlan::new(dtype, n, sm90).variant
     }
 
     /// The one-element-per-thread variant of `dtype`.
@@ -270,94 +263,6 @@ impl LaunchConfig {
     }
 }
 
-/// Tiling of the bulk-copy variants: bytes per operand per tile and tiles in
-/// flight per block (shared memory per block: `kernels_gpu::bulk::shared_bytes`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BulkConfig {
-    /// Bytes of each operand per tile: a multiple of 16, 16..=2^18.
-    pub tile_bytes: u32,
-    /// Shared-memory slots per block, 1..=16.
-    pub stages: u32,
-}
-
-impl Default for BulkConfig {
-    /// One 4 KiB tile per operand per block, one block per tile: the best
-    /// setting at the default 256 threads in the report's tuning sweep on an H200
-    /// (one 16-byte pack per thread; pipelines of 2–4 stages in persistent
-    /// blocks were 4–6% slower).
-    fn default() -> Self {
-        BulkConfig { tile_bytes: 4096, stages: 1 }
-    }
-}
-
-/// How the automatic choice launches 16-byte aligned operands: kernel, block
-/// size and (bulk kernels) tiling. The table is the report's tuning sweep on an
-/// H200 (`results/nvidia-h200/report.md`, "Tuning sweep"); block sizes other
-/// than the seed's 256 are only used where that sweep ran, on sm_90.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AutoPlan {
-    pub variant: Variant,
-    pub block: u32,
-    pub bulk: BulkConfig,
-}
-
-impl AutoPlan {
-    /// From this many elements the bulk-copy kernels (f32, f16) lead on sm_90.
-    pub const BULK_MIN: usize = 1 << 26;
-    /// From this many elements 1024-thread blocks lead on sm_90.
-    pub const WIDE_BLOCK_MIN: usize = 1 << 22;
-
-    /// The plan for `n` aligned elements of `dtype`.
-    pub fn new(dtype: Dtype, n: usize, sm90: bool) -> AutoPlan {
-        // One pack per thread: a 2 KiB tile per operand for 128 threads.
-        let small_tiles = BulkConfig { tile_bytes: 2048, stages: 1 };
-        let plain = |block| AutoPlan { variant: Variant::widest(dtype), block, bulk: BulkConfig::default() };
-        match dtype {
-            Dtype::F32 if sm90 && n >= Self::BULK_MIN => {
-                AutoPlan { variant: Variant::F32BulkSt, block: 128, bulk: small_tiles }
-            }
-            Dtype::F16 if sm90 && n >= Self::BULK_MIN => {
-                AutoPlan { variant: Variant::F16Bulk, block: 128, bulk: small_tiles }
-            }
-            Dtype::F32 | Dtype::F16 if sm90 && n >= Self::WIDE_BLOCK_MIN => plain(1024),
-            Dtype::Bf16 if sm90 && n >= Self::BULK_MIN => plain(1024),
-            _ => plain(kernels_gpu::launch::DEFAULT_BLOCK),
-        }
-    }
-}
-
-impl BulkConfig {
-    /// Largest tile: both tiles of a slot count against one barrier phase, whose
-    /// transaction count must stay below 2^20 bytes.
-    pub const MAX_TILE_BYTES: u32 = 1 << 18;
-
-    /// Errors unless the tiling is valid and fits in `shared_limit` bytes of
-    /// shared memory per block.
-    pub(crate) fn check(self, kernel: &'static str, bulk_store: bool, shared_limit: u32) -> Result<()> {
-        let shape = |detail: String| Err(Error::Shape { kernel, detail });
-        if self.tile_bytes == 0 || !self.tile_bytes.is_multiple_of(16) || self.tile_bytes > Self::MAX_TILE_BYTES {
-            return shape(format!(
-                "tile of {} bytes; must be a non-zero multiple of 16 up to {}",
-                self.tile_bytes,
-                Self::MAX_TILE_BYTES
-            ));
-        }
-        if self.stages == 0 || self.stages > MAX_STAGES {
-            return shape(format!("{} stages; must be 1..={MAX_STAGES}", self.stages));
-        }
-        let need = kernels_gpu::bulk::shared_bytes(self.tile_bytes, self.stages, bulk_store);
-        if need > shared_limit as u64 {
-            return shape(format!(
-                "{} stages of {} {}-byte tiles need {need} bytes of shared memory per block; the device allows {shared_limit}",
-                self.stages,
-                if bulk_store { "three" } else { "two" },
-                self.tile_bytes
-            ));
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,24 +287,5 @@ mod tests {
         assert_eq!(Variant::scalar(Dtype::F16), Variant::F16);
         assert_eq!(Variant::widest(Dtype::F32), Variant::F32x4);
         assert_eq!(Variant::bulk(Dtype::Bf16), Variant::Bf16Bulk);
-    }
-
-    #[test]
-    fn bulk_config_limits() {
-        let ok = |c: BulkConfig| c.check("k", false, 227 * 1024).is_ok();
-        assert!(ok(BulkConfig::default()));
-        assert!(ok(BulkConfig { tile_bytes: 16, stages: 1 }));
-        assert!(!ok(BulkConfig { tile_bytes: 24, stages: 1 }));
-        assert!(!ok(BulkConfig { tile_bytes: 0, stages: 1 }));
-        assert!(!ok(BulkConfig { tile_bytes: 4096, stages: 0 }));
-        assert!(!ok(BulkConfig { tile_bytes: 4096, stages: 17 }));
-        assert!(!ok(BulkConfig { tile_bytes: 1 << 19, stages: 1 }));
-        assert!(BulkConfig { tile_bytes: 32768, stages: 3 }.check("k", false, 227 * 1024).is_ok());
-        assert!(BulkConfig { tile_bytes: 32768, stages: 3 }.check("k", true, 227 * 1024).is_err());
-        let e = BulkConfig { tile_bytes: 65536, stages: 2 }.check("k", false, 227 * 1024).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "k: 2 stages of two 65536-byte tiles need 262272 bytes of shared memory per block; the device allows 232448"
-        );
     }
 }

@@ -397,7 +397,7 @@ fn auto_takes_bulk_for_large_aligned_adds() {
         assert!(!hopper() || dtype == Dtype::Bf16 || want.is_bulk(), "large f32/f16 adds take a bulk kernel on sm_90");
         record("auto_bulk", &format!("{dtype:?} chose {r}"), n, r == want);
         assert_eq!(r, want);
-        let small = Variant::auto_aligned(dtype, 1000, hopper());
+        let small = gpukern::AutoPlan::new(dtype, 1000, hopper()).variant;
         assert_eq!(small, Variant::widest(dtype));
     }
 }

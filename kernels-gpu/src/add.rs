@@ -227,7 +227,7 @@ pub use kernels::*;
 mod kernels {
     use crate::bits::bf16_add;
     use crate::device::for_each_group;
-    use crate::pack::{bf16x2_add, half2_add, tile_add, Bf16Add, F16Add, F32Add, Pack16};
+    use crate::pack::{bf16x2_add, half2_add, load128_cs, store128_cs, tile_add, Bf16Add, F16Add, F32Add, Pack16};
 
     /// 16 bytes of f32, 16-byte aligned (`float4`).
     #[derive(Clone, Copy)]
@@ -484,43 +484,6 @@ mod kernels {
         );
     }
 
-    /// One 128-bit global load marked evict-first (`ld.global.cs.v4`).
-    ///
-    /// # Safety
-    /// `p` must point to 16 readable, 16-byte aligned bytes of global memory.
-    #[inline(always)]
-    unsafe fn load_cs(p: *const Pack16) -> Pack16 {
-        let (x0, x1, x2, x3): (u32, u32, u32, u32);
-        // SAFETY: per the contract; the generic address is converted to the global
-        // window first, as the ISA asks for `ld.global`.
-        unsafe {
-            core::arch::asm!(
-                "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.cs.v4.u32 {{{0}, {1}, {2}, {3}}}, [g]; }}",
-                out(reg32) x0, out(reg32) x1, out(reg32) x2, out(reg32) x3,
-                p = in(reg64) p,
-                options(readonly, nostack, preserves_flags),
-            );
-        }
-        Pack16([x0, x1, x2, x3])
-    }
-
-    /// One 128-bit global store marked evict-first (`st.global.cs.v4`).
-    ///
-    /// # Safety
-    /// `p` must point to 16 writable, 16-byte aligned bytes of global memory.
-    #[inline(always)]
-    unsafe fn store_cs(p: *mut Pack16, v: Pack16) {
-        // SAFETY: per the contract.
-        unsafe {
-            core::arch::asm!(
-                "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; st.global.cs.v4.u32 [g], {{{0}, {1}, {2}, {3}}}; }}",
-                in(reg32) v.0[0], in(reg32) v.0[1], in(reg32) v.0[2], in(reg32) v.0[3],
-                p = in(reg64) p,
-                options(nostack, preserves_flags),
-            );
-        }
-    }
-
     /// f32x4 with streaming cache hints: what changed from V2 is that the 128-bit
     /// loads and the store are evict-first (`.cs`), since each byte is used once.
     ///
@@ -538,9 +501,9 @@ mod kernels {
         for_each_group::<4>(
             n,
             |g| unsafe {
-                let (x, y) = (load_cs(pa.add(g as usize)), load_cs(pb.add(g as usize)));
+                let (x, y) = (load128_cs(pa.add(g as usize)), load128_cs(pb.add(g as usize)));
                 let add = |i: usize| (f32::from_bits(x.0[i]) + f32::from_bits(y.0[i])).to_bits();
-                store_cs(pc.add(g as usize), Pack16([add(0), add(1), add(2), add(3)]));
+                store128_cs(pc.add(g as usize), Pack16([add(0), add(1), add(2), add(3)]));
             },
             scalar_tail!(a, b, c, n, f32_add),
         );
@@ -563,9 +526,9 @@ mod kernels {
         for_each_group::<8>(
             n,
             |g| unsafe {
-                let (x, y) = (load_cs(pa.add(g as usize)), load_cs(pb.add(g as usize)));
+                let (x, y) = (load128_cs(pa.add(g as usize)), load128_cs(pb.add(g as usize)));
                 let s = |i: usize| half2_add(x.0[i], y.0[i]);
-                store_cs(pc.add(g as usize), Pack16([s(0), s(1), s(2), s(3)]));
+                store128_cs(pc.add(g as usize), Pack16([s(0), s(1), s(2), s(3)]));
             },
             scalar_tail!(a, b, c, n, f16_add),
         );
@@ -588,9 +551,9 @@ mod kernels {
         for_each_group::<8>(
             n,
             |g| unsafe {
-                let (x, y) = (load_cs(pa.add(g as usize)), load_cs(pb.add(g as usize)));
+                let (x, y) = (load128_cs(pa.add(g as usize)), load128_cs(pb.add(g as usize)));
                 let s = |i: usize| bf16x2_add(x.0[i], y.0[i]);
-                store_cs(pc.add(g as usize), Pack16([s(0), s(1), s(2), s(3)]));
+                store128_cs(pc.add(g as usize), Pack16([s(0), s(1), s(2), s(3)]));
             },
             scalar_tail!(a, b, c, n, bf16_add),
         );

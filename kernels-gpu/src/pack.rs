@@ -87,6 +87,34 @@ impl PackAdd for Bf16Add {
     }
 }
 
+/// One 128-bit global load with the instruction `$ld` (e.g. `ld.global.cs.v4.u32`),
+/// the generic address converted to the global window first, as the ISA asks.
+macro_rules! ld128 {
+    ($ld:literal, $p:expr, $($opt:ident),*) => {{
+        let (x0, x1, x2, x3): (u32, u32, u32, u32);
+        core::arch::asm!(
+            concat!("{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ", $ld, " {{{0}, {1}, {2}, {3}}}, [g]; }}"),
+            out(reg32) x0, out(reg32) x1, out(reg32) x2, out(reg32) x3,
+            p = in(reg64) $p,
+            options($($opt),*),
+        );
+        Pack16([x0, x1, x2, x3])
+    }};
+}
+
+/// One 128-bit global store with the instruction `$st` (e.g. `st.global.cs.v4.u32`).
+macro_rules! st128 {
+    ($st:literal, $p:expr, $v:expr) => {{
+        let v: Pack16 = $v;
+        core::arch::asm!(
+            concat!("{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ", $st, " [g], {{{0}, {1}, {2}, {3}}}; }}"),
+            in(reg32) v.0[0], in(reg32) v.0[1], in(reg32) v.0[2], in(reg32) v.0[3],
+            p = in(reg64) $p,
+            options(nostack, preserves_flags),
+        );
+    }};
+}
+
 /// One 128-bit global load, spelled out: a plain `*p` of a [`Pack16`] that is only
 /// moved (never computed on) may be split into two 64-bit loads.
 ///
@@ -94,17 +122,8 @@ impl PackAdd for Bf16Add {
 /// `p` points to 16 readable, 16-byte aligned bytes of global memory.
 #[inline(always)]
 pub unsafe fn load128(p: *const Pack16) -> Pack16 {
-    let (x0, x1, x2, x3): (u32, u32, u32, u32);
-    // SAFETY: per the contract; the generic address is converted to the global window.
-    unsafe {
-        core::arch::asm!(
-            "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.v4.u32 {{{0}, {1}, {2}, {3}}}, [g]; }}",
-            out(reg32) x0, out(reg32) x1, out(reg32) x2, out(reg32) x3,
-            p = in(reg64) p,
-            options(readonly, nostack, preserves_flags),
-        );
-    }
-    Pack16([x0, x1, x2, x3])
+    // SAFETY: per the contract.
+    unsafe { ld128!("ld.global.v4.u32", p, readonly, nostack, preserves_flags) }
 }
 
 /// One 128-bit global store, spelled out (see [`load128`]).
@@ -114,14 +133,27 @@ pub unsafe fn load128(p: *const Pack16) -> Pack16 {
 #[inline(always)]
 pub unsafe fn store128(p: *mut Pack16, v: Pack16) {
     // SAFETY: per the contract.
-    unsafe {
-        core::arch::asm!(
-            "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; st.global.v4.u32 [g], {{{0}, {1}, {2}, {3}}}; }}",
-            in(reg32) v.0[0], in(reg32) v.0[1], in(reg32) v.0[2], in(reg32) v.0[3],
-            p = in(reg64) p,
-            options(nostack, preserves_flags),
-        );
-    }
+    unsafe { st128!("st.global.v4.u32", p, v) }
+}
+
+/// One 128-bit global load marked evict-first (`ld.global.cs.v4`).
+///
+/// # Safety
+/// As [`load128`].
+#[inline(always)]
+pub unsafe fn load128_cs(p: *const Pack16) -> Pack16 {
+    // SAFETY: per the contract.
+    unsafe { ld128!("ld.global.cs.v4.u32", p, readonly, nostack, preserves_flags) }
+}
+
+/// One 128-bit global store marked evict-first (`st.global.cs.v4`).
+///
+/// # Safety
+/// As [`store128`].
+#[inline(always)]
+pub unsafe fn store128_cs(p: *mut Pack16, v: Pack16) {
+    // SAFETY: per the contract.
+    unsafe { st128!("st.global.cs.v4.u32", p, v) }
 }
 
 /// Calls `f(0) … f(U - 1)` with constant arguments, so arrays indexed by `k` stay
@@ -206,26 +238,14 @@ pub unsafe fn tile_add<O: PackAdd, const U: usize>(a: *const O::T, b: *const O::
 /// one writes during the kernel.
 #[inline(always)]
 pub unsafe fn load128_nc<const L2: bool>(p: *const Pack16) -> Pack16 {
-    let (x0, x1, x2, x3): (u32, u32, u32, u32);
     // SAFETY: per the contract.
     unsafe {
         if L2 {
-            core::arch::asm!(
-                "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.nc.L2::256B.v4.u32 {{{0}, {1}, {2}, {3}}}, [g]; }}",
-                out(reg32) x0, out(reg32) x1, out(reg32) x2, out(reg32) x3,
-                p = in(reg64) p,
-                options(pure, readonly, nostack, preserves_flags),
-            );
+            ld128!("ld.global.nc.L2::256B.v4.u32", p, pure, readonly, nostack, preserves_flags)
         } else {
-            core::arch::asm!(
-                "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.nc.v4.u32 {{{0}, {1}, {2}, {3}}}, [g]; }}",
-                out(reg32) x0, out(reg32) x1, out(reg32) x2, out(reg32) x3,
-                p = in(reg64) p,
-                options(pure, readonly, nostack, preserves_flags),
-            );
+            ld128!("ld.global.nc.v4.u32", p, pure, readonly, nostack, preserves_flags)
         }
     }
-    Pack16([x0, x1, x2, x3])
 }
 
 /// The V2/V6 walk (one pack per thread, grid-stride) with non-coherent loads.

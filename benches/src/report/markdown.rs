@@ -275,7 +275,7 @@ pub fn markdown(r: &Value) -> String {
     super::studies_md::studies_markdown(&mut s, r);
     let bulk: Vec<crate::hopper::TuneRow> = serde_json::from_value(r["tuning"].clone()).unwrap_or_default();
     let ceiling: Vec<crate::hopper::CeilingRow> = serde_json::from_value(r["ceiling"].clone()).unwrap_or_default();
-    let foreach: Vec<crate::hopper::ForeachRow> = serde_json::from_value(r["foreach"].clone()).unwrap_or_default();
+    let foreach: Vec<crate::foreach::ForeachRow> = serde_json::from_value(r["foreach"].clone()).unwrap_or_default();
     crate::hopper::render(&mut s, &bulk, &ceiling, &foreach, f(&r["copy_gbps"]), f(&r["peak_gbps"]));
     let _ = writeln!(s, "\n## Peers\n\n{}\n", r["peers_note"].as_str().unwrap_or(""));
     let _ = writeln!(s, "## All sizes\n\n{}", main_table(r, None));
