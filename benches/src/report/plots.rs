@@ -48,6 +48,19 @@ fn svg(draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -
     }
 }
 
+/// A chart on `root` with the report's caption style and label areas of
+/// `x_area` and `y_area` pixels.
+fn builder<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    x_area: u32,
+    y_area: u32,
+) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, ("sans-serif", 22)).margin(12).x_label_area_size(x_area).y_label_area_size(y_area);
+    b
+}
+
 /// GB/s vs n, log–log, one line per kernel of the seed's family, the fastest
 /// Hopper kernels and the automatic path, with the peak and copy lines.
 pub fn gbps_vs_n(r: &Value) -> String {
@@ -66,11 +79,7 @@ pub fn gbps_vs_n(r: &Value) -> String {
     let title = format!("Element-wise add on {}: GB/s vs n", r["gpu"].as_str().unwrap_or("GPU"));
     svg(|root| {
         let e = |e: plotters::drawing::DrawingAreaErrorKind<std::io::Error>| e.to_string();
-        let mut c = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 22))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
+        let mut c = builder(root, &title, 40, 60)
             .build_cartesian_2d(lo.min(hi)..hi.max(lo + 1.0), (1f64..peak * 1.25).log_scale())
             .map_err(e)?;
         c.configure_mesh()
@@ -145,11 +154,7 @@ pub fn roofline(r: &Value) -> String {
     let title = format!("Roofline on {} (FP32; bandwidth = measured copy)", r["gpu"].as_str().unwrap_or("GPU"));
     svg(|root| {
         let e = |e: plotters::drawing::DrawingAreaErrorKind<std::io::Error>| e.to_string();
-        let mut c = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 22))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
+        let mut c = builder(root, &title, 40, 70)
             .build_cartesian_2d((0.01f64..2000.0).log_scale(), (10f64..fma_peak * 2.0).log_scale())
             .map_err(e)?;
         c.configure_mesh().x_desc("arithmetic intensity (FLOP/byte)").y_desc("GFLOP/s").draw().map_err(e)?;
@@ -213,11 +218,7 @@ pub fn bars(r: &Value) -> String {
     let names: Vec<String> = bars.iter().map(|b| format!("{} {:.0}", b.0, b.1)).collect();
     svg(|root| {
         let e = |e: plotters::drawing::DrawingAreaErrorKind<std::io::Error>| e.to_string();
-        let mut c = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 22))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(230)
+        let mut c = builder(root, &title, 40, 230)
             .build_cartesian_2d(0f64..peak * 1.02, (0..bars.len()).into_segmented())
             .map_err(e)?;
         c.configure_mesh()
