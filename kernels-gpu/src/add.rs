@@ -223,401 +223,160 @@ pub const ADD_KERNELS: [AddKernel; 30] = [
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 pub use kernels::*;
 
+/// Declares add entry points `(a, b, c, n)`, each one generic access pattern of
+/// [`crate::patterns`] instantiated with [`crate::lanes::Add`] on one dtype.
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
+macro_rules! add_kernels {
+    ($($(#[$doc:meta])* $name:ident: $e:ident => $pattern:ident $(::<$($arg:tt),*>)?;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// `a`, `b`, `c` each hold `n` elements, aligned to the access width of
+        /// the table (`AddKernel::align`); `c` overlaps neither input.
+        ///
+        /// # Parameters
+        /// `a`, `b`: inputs (bf16 as `u16` bits). `c`: output, the correctly
+        /// rounded sum (round to nearest even, no flush-to-zero). `n`: elements,
+        /// any value.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(
+            a: *const <$e as Elem>::T,
+            b: *const <$e as Elem>::T,
+            c: *mut <$e as Elem>::T,
+            n: u64,
+        ) {
+            unsafe { $pattern::<$e, Add $($(, $arg)*)?>(Add, a, b, c, n) }
+        }
+    )*};
+}
+
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
-    use crate::bits::bf16_add;
-    use crate::device::for_each_group;
-    use crate::pack::{bf16x2_add, half2_add, load128_cs, store128_cs, tile_add, Bf16Add, F16Add, F32Add, Pack16};
+    use crate::lanes::{Add, Bf16, Elem, F16, F32};
+    use crate::patterns::{pack, pair, scalar, tile, words4, CS, NC, PLAIN};
 
-    /// 16 bytes of f32, 16-byte aligned (`float4`).
-    #[derive(Clone, Copy)]
-    #[repr(C, align(16))]
-    struct F32x4([f32; 4]);
-
-    /// Scalar tail shared by every variant of one dtype: elements `first..n`.
-    macro_rules! scalar_tail {
-        ($a:ident, $b:ident, $c:ident, $n:ident, $op:expr) => {
-            |first: u64| {
-                let mut i = first;
-                while i < $n {
-                    let i_ = i as usize;
-                    // SAFETY: i < n and the caller guarantees n elements per operand.
-                    unsafe { *$c.add(i_) = $op(*$a.add(i_), *$b.add(i_)) };
-                    i += 1;
-                }
-            }
-        };
-    }
-
-    #[inline(always)]
-    fn f32_add(x: f32, y: f32) -> f32 {
-        x + y
-    }
-
-    #[inline(always)]
-    fn f16_add(x: f16, y: f16) -> f16 {
-        x + y
-    }
-
-    /// **V1.** f32, one element per thread: the baseline.
-    ///
-    /// One 32-bit load per operand and one 32-bit store per element; a warp moves
-    /// 128 bytes per load instruction.
-    ///
-    /// # Safety
-    /// `a`, `b` and `c` must each point to `n` valid f32 in global memory, 4-byte
-    /// aligned; `c` must not overlap `a` or `b`.
-    ///
-    /// # Parameters
-    /// `a`, `b`: inputs. `c`: output, `c[i] = a[i] + b[i]` (round to nearest even,
-    /// no flush-to-zero). `n`: element count, any value.
-    ///
-    /// # Thread mapping
-    /// Global thread `t` handles element `t`, then `t + gridDim.x * blockDim.x`, …
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_f32(a: *const f32, b: *const f32, c: *mut f32, n: u64) {
-        for_each_group::<1>(
-            n,
-            |g| unsafe { *c.add(g as usize) = *a.add(g as usize) + *b.add(g as usize) },
-            scalar_tail!(a, b, c, n, f32_add),
-        );
-    }
-
-    /// **V2.** f32x4: what changed from V1 is one 128-bit load per operand and one
-    /// 128-bit store for four elements, a quarter of the memory instructions.
-    ///
-    /// # Safety
-    /// As V1, and `a`, `b`, `c` must be 16-byte aligned.
-    ///
-    /// # Parameters
-    /// As V1.
-    ///
-    /// # Thread mapping
-    /// Global thread `t` handles elements `4t .. 4t + 4` (grid-stride); the thread
-    /// owning the partial last group adds its 1–3 elements one by one.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_f32x4(a: *const f32, b: *const f32, c: *mut f32, n: u64) {
-        let (va, vb, vc) = (a as *const F32x4, b as *const F32x4, c as *mut F32x4);
-        for_each_group::<4>(
-            n,
-            |g| unsafe {
-                let (x, y) = (*va.add(g as usize), *vb.add(g as usize));
-                *vc.add(g as usize) = F32x4([x.0[0] + y.0[0], x.0[1] + y.0[1], x.0[2] + y.0[2], x.0[3] + y.0[3]]);
-            },
-            scalar_tail!(a, b, c, n, f32_add),
-        );
-    }
-
-    /// **V3.** f16 scalar: what changed from V1 is the dtype; half the bytes per
-    /// element, one 16-bit load per operand and `add.rn.f16`.
-    ///
-    /// # Safety
-    /// `a`, `b` and `c` must each point to `n` valid f16, 2-byte aligned; `c` must not
-    /// overlap `a` or `b`.
-    ///
-    /// # Parameters
-    /// `a`, `b`: inputs. `c`: output, the correctly rounded f16 sum (overflow gives
-    /// ±inf). `n`: element count, any value.
-    ///
-    /// # Thread mapping
-    /// Global thread `t` handles element `t` (grid-stride).
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_f16(a: *const f16, b: *const f16, c: *mut f16, n: u64) {
-        for_each_group::<1>(
-            n,
-            |g| unsafe { *c.add(g as usize) = *a.add(g as usize) + *b.add(g as usize) },
-            scalar_tail!(a, b, c, n, f16_add),
-        );
-    }
-
-    /// **V4.** f16x2: what changed from V3 is one 32-bit load per operand for two
-    /// halves and one packed `add.rn.f16x2`.
-    ///
-    /// # Safety
-    /// As V3, and `a`, `b`, `c` must be 4-byte aligned.
-    ///
-    /// # Parameters
-    /// As V3.
-    ///
-    /// # Thread mapping
-    /// Global thread `t` handles elements `2t, 2t + 1` (grid-stride); an odd last
-    /// element is added on its own.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_f16x2(a: *const f16, b: *const f16, c: *mut f16, n: u64) {
-        let (wa, wb, wc) = (a as *const u32, b as *const u32, c as *mut u32);
-        for_each_group::<2>(
-            n,
-            |g| unsafe { *wc.add(g as usize) = half2_add(*wa.add(g as usize), *wb.add(g as usize)) },
-            scalar_tail!(a, b, c, n, f16_add),
-        );
-    }
-
-    /// **V5.** f16x8 unrolled: what changed from V4 is eight halves per thread, as
-    /// four independent 32-bit half2 loads per operand, so four loads are in flight
-    /// before the first add. Still 32-bit instructions: the seed's intermediate step.
-    ///
-    /// # Safety
-    /// As V4 (4-byte alignment is enough).
-    ///
-    /// # Parameters
-    /// As V3.
-    ///
-    /// # Thread mapping
-    /// Global thread `t` handles elements `8t .. 8t + 8` (grid-stride); the partial
-    /// last group is added element by element.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_f16x8(a: *const f16, b: *const f16, c: *mut f16, n: u64) {
-        let (wa, wb, wc) = (a as *const u32, b as *const u32, c as *mut u32);
-        for_each_group::<8>(
-            n,
-            |g| unsafe {
-                let w = g as usize * 4;
-                let (a0, a1, a2, a3) = (*wa.add(w), *wa.add(w + 1), *wa.add(w + 2), *wa.add(w + 3));
-                let (b0, b1, b2, b3) = (*wb.add(w), *wb.add(w + 1), *wb.add(w + 2), *wb.add(w + 3));
-                *wc.add(w) = half2_add(a0, b0);
-                *wc.add(w + 1) = half2_add(a1, b1);
-                *wc.add(w + 2) = half2_add(a2, b2);
-                *wc.add(w + 3) = half2_add(a3, b3);
-            },
-            scalar_tail!(a, b, c, n, f16_add),
-        );
-    }
-
-    /// **V6.** f16x8 pack: what changed from V5 is one 128-bit load per operand for
-    /// all eight halves, four `add.rn.f16x2`, and one 128-bit store.
-    ///
-    /// # Safety
-    /// As V3, and `a`, `b`, `c` must be 16-byte aligned.
-    ///
-    /// # Parameters
-    /// As V3.
-    ///
-    /// # Thread mapping
-    /// As V5.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_f16x8_pack(a: *const f16, b: *const f16, c: *mut f16, n: u64) {
-        let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
-        for_each_group::<8>(
-            n,
-            |g| unsafe {
-                let (x, y) = (*pa.add(g as usize), *pb.add(g as usize));
-                *pc.add(g as usize) = Pack16([
-                    half2_add(x.0[0], y.0[0]),
-                    half2_add(x.0[1], y.0[1]),
-                    half2_add(x.0[2], y.0[2]),
-                    half2_add(x.0[3], y.0[3]),
-                ]);
-            },
-            scalar_tail!(a, b, c, n, f16_add),
-        );
-    }
-
-    /// bf16 scalar: each element widened to f32, added with `add.rn.f32` and rounded
-    /// once to bf16 (ties to even), which is the correctly rounded bf16 sum (see
-    /// [`crate::bits::bf16_add`]); works from sm_70 up, where no bf16 add exists.
-    ///
-    /// # Safety
-    /// `a`, `b` and `c` must each point to `n` valid bf16 (as `u16` bits), 2-byte
-    /// aligned; `c` must not overlap `a` or `b`.
-    ///
-    /// # Parameters
-    /// `a`, `b`: inputs as bf16 bits. `c`: output bits. `n`: element count.
-    ///
-    /// # Thread mapping
-    /// Global thread `t` handles element `t` (grid-stride).
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_bf16(a: *const u16, b: *const u16, c: *mut u16, n: u64) {
-        for_each_group::<1>(
-            n,
-            |g| unsafe { *c.add(g as usize) = bf16_add(*a.add(g as usize), *b.add(g as usize)) },
-            scalar_tail!(a, b, c, n, bf16_add),
-        );
-    }
-
-    /// bf16x2: what changed from `add_bf16` is one 32-bit load per operand for two
-    /// values.
-    ///
-    /// # Safety
-    /// As `add_bf16`, and 4-byte aligned.
-    ///
-    /// # Parameters
-    /// As `add_bf16`.
-    ///
-    /// # Thread mapping
-    /// Global thread `t` handles elements `2t, 2t + 1` (grid-stride).
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_bf16x2(a: *const u16, b: *const u16, c: *mut u16, n: u64) {
-        let (wa, wb, wc) = (a as *const u32, b as *const u32, c as *mut u32);
-        for_each_group::<2>(
-            n,
-            |g| unsafe { *wc.add(g as usize) = bf16x2_add(*wa.add(g as usize), *wb.add(g as usize)) },
-            scalar_tail!(a, b, c, n, bf16_add),
-        );
-    }
-
-    /// bf16x8 pack: what changed from `add_bf16x2` is one 128-bit load per operand
-    /// for eight values and one 128-bit store.
-    ///
-    /// # Safety
-    /// As `add_bf16`, and 16-byte aligned.
-    ///
-    /// # Parameters
-    /// As `add_bf16`.
-    ///
-    /// # Thread mapping
-    /// Global thread `t` handles elements `8t .. 8t + 8` (grid-stride).
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_bf16x8_pack(a: *const u16, b: *const u16, c: *mut u16, n: u64) {
-        let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
-        for_each_group::<8>(
-            n,
-            |g| unsafe {
-                let (x, y) = (*pa.add(g as usize), *pb.add(g as usize));
-                *pc.add(g as usize) = Pack16([
-                    bf16x2_add(x.0[0], y.0[0]),
-                    bf16x2_add(x.0[1], y.0[1]),
-                    bf16x2_add(x.0[2], y.0[2]),
-                    bf16x2_add(x.0[3], y.0[3]),
-                ]);
-            },
-            scalar_tail!(a, b, c, n, bf16_add),
-        );
-    }
-
-    /// f32x4 with streaming cache hints: what changed from V2 is that the 128-bit
-    /// loads and the store are evict-first (`.cs`), since each byte is used once.
-    ///
-    /// # Safety
-    /// As V2 (16-byte aligned operands of `n` elements; `c` not overlapping).
-    ///
-    /// # Parameters
-    /// As V1.
-    ///
-    /// # Thread mapping
-    /// As V2.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_f32x4_cs(a: *const f32, b: *const f32, c: *mut f32, n: u64) {
-        let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
-        for_each_group::<4>(
-            n,
-            |g| unsafe {
-                let (x, y) = (load128_cs(pa.add(g as usize)), load128_cs(pb.add(g as usize)));
-                let add = |i: usize| (f32::from_bits(x.0[i]) + f32::from_bits(y.0[i])).to_bits();
-                store128_cs(pc.add(g as usize), Pack16([add(0), add(1), add(2), add(3)]));
-            },
-            scalar_tail!(a, b, c, n, f32_add),
-        );
-    }
-
-    /// f16x8 with streaming cache hints: what changed from V6 is that the 128-bit
-    /// loads and the store are evict-first (`.cs`).
-    ///
-    /// # Safety
-    /// As V6.
-    ///
-    /// # Parameters
-    /// As V3.
-    ///
-    /// # Thread mapping
-    /// As V5.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_f16x8_cs(a: *const f16, b: *const f16, c: *mut f16, n: u64) {
-        let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
-        for_each_group::<8>(
-            n,
-            |g| unsafe {
-                let (x, y) = (load128_cs(pa.add(g as usize)), load128_cs(pb.add(g as usize)));
-                let s = |i: usize| half2_add(x.0[i], y.0[i]);
-                store128_cs(pc.add(g as usize), Pack16([s(0), s(1), s(2), s(3)]));
-            },
-            scalar_tail!(a, b, c, n, f16_add),
-        );
-    }
-
-    /// bf16x8 with streaming cache hints: what changed from `add_bf16x8_pack` is
-    /// that the 128-bit loads and the store are evict-first (`.cs`).
-    ///
-    /// # Safety
-    /// As `add_bf16x8_pack`.
-    ///
-    /// # Parameters
-    /// As `add_bf16`.
-    ///
-    /// # Thread mapping
-    /// As `add_bf16x8_pack`.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_bf16x8_cs(a: *const u16, b: *const u16, c: *mut u16, n: u64) {
-        let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
-        for_each_group::<8>(
-            n,
-            |g| unsafe {
-                let (x, y) = (load128_cs(pa.add(g as usize)), load128_cs(pb.add(g as usize)));
-                let s = |i: usize| bf16x2_add(x.0[i], y.0[i]);
-                store128_cs(pc.add(g as usize), Pack16([s(0), s(1), s(2), s(3)]));
-            },
-            scalar_tail!(a, b, c, n, bf16_add),
-        );
-    }
-
-    /// Declares the unrolled tile kernels, one generic definition each.
-    macro_rules! unrolled {
-        ($($name:ident: $op:ty, $t:ty, $u:literal;)*) => {$(
-            /// Unrolled tile add (see `pack::tile_add`): what changed from the
-            /// 128-bit pack kernel is that each thread loads several packs of both
-            /// inputs before it stores any, so more bytes are in flight per thread.
-            ///
-            /// # Safety
-            /// 16-byte aligned operands of `n` elements; `c` overlaps neither input.
-            ///
-            /// # Parameters
-            /// As V1.
-            ///
-            /// # Thread mapping
-            /// Block `b` takes tiles `b, b + gridDim, …` of `U × blockDim` packs;
-            /// thread `t` packs `t, t + blockDim, …` of each; then the remainder in
-            /// lane groups, grid-stride.
-            #[no_mangle]
-            pub unsafe extern "ptx-kernel" fn $name(a: *const $t, b: *const $t, c: *mut $t, n: u64) {
-                unsafe { tile_add::<$op, $u>(a, b, c, n) }
-            }
-        )*};
-    }
-
-    /// Declares the load-hint kernels: the V2/V6 walk with `ld.global.nc` loads.
-    macro_rules! nc_kernels {
-        ($($name:ident: $op:ty, $t:ty;)*) => {$(
-            /// 128-bit pack add whose loads take the non-coherent path
-            /// (`ld.global.nc.v4`): what changed from V2/V6 is only the load.
-            ///
-            /// # Safety
-            /// 16-byte aligned operands of `n` elements, not written by anyone
-            /// during the launch; `c` overlaps neither input.
-            ///
-            /// # Parameters
-            /// As V1.
-            ///
-            /// # Thread mapping
-            /// As V2/V6: one pack per thread, grid-stride.
-            #[no_mangle]
-            pub unsafe extern "ptx-kernel" fn $name(a: *const $t, b: *const $t, c: *mut $t, n: u64) {
-                unsafe { crate::pack::hinted_add::<$op, false>(a, b, c, n) }
-            }
-        )*};
-    }
-
-    nc_kernels! {
-        add_f32x4_nc: F32Add, f32;
-        add_f16x8_nc: F16Add, f16;
-        add_bf16x8_nc: Bf16Add, u16;
-    }
-
-    unrolled! {
-        add_f32x4_u2: F32Add, f32, 2;
-        add_f32x4_u4: F32Add, f32, 4;
-        add_f16x8_u2: F16Add, f16, 2;
-        add_f16x8_u4: F16Add, f16, 4;
-        add_bf16x8_u2: Bf16Add, u16, 2;
-        add_bf16x8_u4: Bf16Add, u16, 4;
+    add_kernels! {
+        /// **V1.** f32, one element per thread: the baseline. One 32-bit load per
+        /// operand and one 32-bit store; a warp moves 128 bytes per instruction.
+        ///
+        /// # Thread mapping
+        /// Thread `t` handles element `t`, then `t + gridDim.x * blockDim.x`, …
+        add_f32: F32 => scalar;
+        /// **V2.** f32x4: what changed from V1 is one 128-bit load per operand and
+        /// one 128-bit store for four elements, a quarter of the instructions.
+        ///
+        /// # Thread mapping
+        /// Thread `t` handles elements `4t .. 4t + 4` (grid-stride); the thread
+        /// owning the partial last group adds its 1–3 elements one by one.
+        add_f32x4: F32 => pack::<PLAIN>;
+        /// **V3.** f16 scalar: what changed from V1 is the dtype; half the bytes
+        /// per element, one 16-bit load per operand and `add.rn.f16`.
+        ///
+        /// # Thread mapping
+        /// As V1.
+        add_f16: F16 => scalar;
+        /// **V4.** f16x2: what changed from V3 is one 32-bit load per operand for
+        /// two halves and one packed `add.rn.f16x2`.
+        ///
+        /// # Thread mapping
+        /// Thread `t` handles elements `2t, 2t + 1`; an odd last element alone.
+        add_f16x2: F16 => pair;
+        /// **V5.** f16x8 unrolled: what changed from V4 is eight halves per thread,
+        /// as four independent 32-bit loads per operand, so four loads are in
+        /// flight before the first add. Still 32-bit instructions: the seed's
+        /// intermediate step.
+        ///
+        /// # Thread mapping
+        /// Thread `t` handles elements `8t .. 8t + 8`; the partial last group
+        /// element by element.
+        add_f16x8: F16 => words4;
+        /// **V6.** f16x8 pack: what changed from V5 is one 128-bit load per operand
+        /// for all eight halves, four `add.rn.f16x2`, and one 128-bit store.
+        ///
+        /// # Thread mapping
+        /// As V5.
+        add_f16x8_pack: F16 => pack::<PLAIN>;
+        /// bf16 scalar: each element widened to f32, added with `add.rn.f32` and
+        /// rounded once to bf16 (ties to even), which is the correctly rounded
+        /// bf16 sum (see [`crate::bits::bf16_add`]); sm_70 has no bf16 add.
+        ///
+        /// # Thread mapping
+        /// As V1.
+        add_bf16: Bf16 => scalar;
+        /// bf16x2: one 32-bit load per operand for two values.
+        ///
+        /// # Thread mapping
+        /// As V4.
+        add_bf16x2: Bf16 => pair;
+        /// bf16x8 pack: one 128-bit load per operand for eight values.
+        ///
+        /// # Thread mapping
+        /// As V5.
+        add_bf16x8_pack: Bf16 => pack::<PLAIN>;
+        /// f32x4 with evict-first (`.cs`) loads and store, since each byte is
+        /// used once.
+        ///
+        /// # Thread mapping
+        /// As V2.
+        add_f32x4_cs: F32 => pack::<CS>;
+        /// f16x8 pack with evict-first (`.cs`) loads and store.
+        ///
+        /// # Thread mapping
+        /// As V5.
+        add_f16x8_cs: F16 => pack::<CS>;
+        /// bf16x8 pack with evict-first (`.cs`) loads and store.
+        ///
+        /// # Thread mapping
+        /// As V5.
+        add_bf16x8_cs: Bf16 => pack::<CS>;
+        /// f32x4 with `ld.global.nc` loads (inputs not written during the launch).
+        ///
+        /// # Thread mapping
+        /// As V2.
+        add_f32x4_nc: F32 => pack::<NC>;
+        /// f16x8 with `ld.global.nc` loads.
+        ///
+        /// # Thread mapping
+        /// As V5.
+        add_f16x8_nc: F16 => pack::<NC>;
+        /// bf16x8 with `ld.global.nc` loads.
+        ///
+        /// # Thread mapping
+        /// As V5.
+        add_bf16x8_nc: Bf16 => pack::<NC>;
+        /// f32x4 unrolled: two packs per thread per tile, every load of a tile
+        /// before its first store ([`crate::patterns::tile`]).
+        ///
+        /// # Thread mapping
+        /// Block `b` takes tiles `b, b + gridDim, …` of `U × blockDim` packs;
+        /// thread `t` packs `t, t + blockDim, …` of each; then the remainder in
+        /// lane groups, grid-stride.
+        add_f32x4_u2: F32 => tile::<2>;
+        /// As `add_f32x4_u2` with four packs per thread per tile.
+        ///
+        /// # Thread mapping
+        /// As `add_f32x4_u2`.
+        add_f32x4_u4: F32 => tile::<4>;
+        /// f16x8, two packs per thread per tile.
+        ///
+        /// # Thread mapping
+        /// As `add_f32x4_u2`.
+        add_f16x8_u2: F16 => tile::<2>;
+        /// f16x8, four packs per thread per tile.
+        ///
+        /// # Thread mapping
+        /// As `add_f32x4_u2`.
+        add_f16x8_u4: F16 => tile::<4>;
+        /// bf16x8, two packs per thread per tile.
+        ///
+        /// # Thread mapping
+        /// As `add_f32x4_u2`.
+        add_bf16x8_u2: Bf16 => tile::<2>;
+        /// bf16x8, four packs per thread per tile.
+        ///
+        /// # Thread mapping
+        /// As `add_f32x4_u2`.
+        add_bf16x8_u4: Bf16 => tile::<4>;
     }
 }
 

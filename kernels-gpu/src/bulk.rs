@@ -70,14 +70,17 @@ pub use kernels::*;
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
 mod kernels {
     use super::BARRIER_BYTES;
-    use crate::device::{block_tiles, for_each_group, for_each_pack_in_tile, is_block_leader, shared, sync_threads};
+    use crate::device::{block_tiles, for_each_pack_in_tile, is_block_leader, shared, sync_threads};
     use crate::hopper::{
         bulk_load, bulk_store, bulk_wait_read, fence_async_shared, fence_barrier_init, mbar_arrive_expect_tx,
         mbar_init, mbar_inval, mbar_wait, shared_addr,
     };
-    use crate::pack::{Bf16Add, F16Add, F32Add, Pack16, PackAdd};
+    use crate::lanes::{Add, Bf16, Elem, Op, F16, F32};
+    use crate::pack::Pack16;
+    use crate::patterns::{pack, NC_L2, PLAIN};
 
-    /// The bulk-copy add over any dtype (see the module docs for the walk).
+    /// The bulk-copy walk of a two-input operation over any dtype (see the module
+    /// docs for the walk).
     ///
     /// # Safety
     /// `a`, `b`, `c` hold `n` elements each, 16-byte aligned, `c` not overlapping
@@ -85,15 +88,15 @@ mod kernels {
     /// <= MAX_STAGES`; the launch gives `shared_bytes(tile_bytes, stages)` of dynamic
     /// shared memory and a 1-D block.
     #[inline(always)]
-    unsafe fn bulk_add<O: PackAdd, const STORE: bool>(
-        a: *const O::T,
-        b: *const O::T,
-        c: *mut O::T,
+    unsafe fn bulk_map<E: Elem, O: Op<E> + Default, const STORE: bool>(
+        a: *const E::T,
+        b: *const E::T,
+        c: *mut E::T,
         n: u64,
         tile_bytes: u32,
         stages: u32,
     ) {
-        let elem = core::mem::size_of::<O::T>() as u64;
+        let elem = core::mem::size_of::<E::T>() as u64;
         let tile = tile_bytes as u64 / elem; // elements per tile
         let packs = tile_bytes as u64 / 16;
         let tiles = n / tile;
@@ -152,7 +155,7 @@ mod kernels {
                 // the slot's output tile, which no bulk store reads any more (the
                 // leader waited for it before the last block barrier).
                 unsafe {
-                    let sum = O::pack(*sa.add(p as usize), *sb.add(p as usize));
+                    let sum = O::default().pack(*sa.add(p as usize), *sb.add(p as usize));
                     *(if STORE { sc } else { out }).add(p as usize) = sum;
                 }
             });
@@ -196,12 +199,13 @@ mod kernels {
         let base = tiles * tile;
         // SAFETY: base <= n.
         let (ra, rb, rc) = unsafe { (a.add(base as usize), b.add(base as usize), c.add(base as usize)) };
-        walk_rest::<O>(ra, rb, rc, n - base);
+        // SAFETY: the rest of the operands, 16-byte aligned (whole tiles before it).
+        unsafe { pack::<E, O, PLAIN>(O::default(), ra, rb, rc, n - base) };
     }
 
     /// Declares the bulk-copy entry points, one generic definition each.
     macro_rules! bulk_kernels {
-        ($($name:ident: $op:ty, $t:ty, $store:literal, $what:literal;)*) => {$(
+        ($($name:ident: $e:ident, $store:literal, $what:literal;)*) => {$(
             #[doc = concat!("Add through the bulk-copy engine: ", $what, ".")]
             ///
             /// # Safety
@@ -218,8 +222,15 @@ mod kernels {
             /// Block `b` owns tiles `b, b + gridDim, …`; thread `t` adds packs `t, t +
             /// blockDim, …` of each; the remainder is walked grid-stride in lane groups.
             #[no_mangle]
-            pub unsafe extern "ptx-kernel" fn $name(a: *const $t, b: *const $t, c: *mut $t, n: u64, tile_bytes: u32, stages: u32) {
-                unsafe { bulk_add::<$op, $store>(a, b, c, n, tile_bytes, stages) }
+            pub unsafe extern "ptx-kernel" fn $name(
+                a: *const <$e as Elem>::T,
+                b: *const <$e as Elem>::T,
+                c: *mut <$e as Elem>::T,
+                n: u64,
+                tile_bytes: u32,
+                stages: u32,
+            ) {
+                unsafe { bulk_map::<$e, Add, $store>(a, b, c, n, tile_bytes, stages) }
             }
         )*};
     }
@@ -227,7 +238,7 @@ mod kernels {
     /// Declares the `.L2::256B` load-hint kernels (they need sm_80, so they live
     /// in this module).
     macro_rules! l2_kernels {
-        ($($name:ident: $op:ty, $t:ty;)*) => {$(
+        ($($name:ident: $e:ident;)*) => {$(
             /// 128-bit pack add whose loads are `ld.global.nc.L2::256B.v4`: what
             /// changed from `add_*_nc` is the hint to fetch 256-byte L2 sectors.
             ///
@@ -241,52 +252,24 @@ mod kernels {
             /// # Thread mapping
             /// One pack per thread, grid-stride (as V2/V6).
             #[no_mangle]
-            pub unsafe extern "ptx-kernel" fn $name(a: *const $t, b: *const $t, c: *mut $t, n: u64) {
-                unsafe { crate::pack::hinted_add::<$op, true>(a, b, c, n) }
+            pub unsafe extern "ptx-kernel" fn $name(a: *const <$e as Elem>::T, b: *const <$e as Elem>::T, c: *mut <$e as Elem>::T, n: u64) {
+                unsafe { pack::<$e, Add, NC_L2>(Add, a, b, c, n) }
             }
         )*};
     }
 
     l2_kernels! {
-        add_f32x4_l2: F32Add, f32;
-        add_f16x8_l2: F16Add, f16;
-        add_bf16x8_l2: Bf16Add, u16;
+        add_f32x4_l2: F32;
+        add_f16x8_l2: F16;
+        add_bf16x8_l2: Bf16;
     }
 
     bulk_kernels! {
-        add_f32_bulk: F32Add, f32, false, "f32, 128-bit stores from registers";
-        add_f16_bulk: F16Add, f16, false, "f16 (`add.rn.f16x2`), 128-bit stores from registers";
-        add_bf16_bulk: Bf16Add, u16, false, "bf16 (added in f32, rounded once), 128-bit stores from registers";
-        add_f32_bulk_st: F32Add, f32, true, "f32, written back by bulk copies too";
-        add_f16_bulk_st: F16Add, f16, true, "f16, written back by bulk copies too";
-        add_bf16_bulk_st: Bf16Add, u16, true, "bf16, written back by bulk copies too";
-    }
-
-    /// The remainder walk: 128-bit groups of `O::LANES`, then element by element.
-    #[inline(always)]
-    fn walk_rest<O: PackAdd>(a: *const O::T, b: *const O::T, c: *mut O::T, n: u64) {
-        let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
-        match O::LANES {
-            4 => for_each_group::<4>(
-                n,
-                // SAFETY: group g lies below n (16-byte aligned: base is a whole number of tiles).
-                |g| unsafe { *pc.add(g as usize) = O::pack(*pa.add(g as usize), *pb.add(g as usize)) },
-                |first| tail::<O>(a, b, c, first, n),
-            ),
-            _ => for_each_group::<8>(
-                n,
-                // SAFETY: as above.
-                |g| unsafe { *pc.add(g as usize) = O::pack(*pa.add(g as usize), *pb.add(g as usize)) },
-                |first| tail::<O>(a, b, c, first, n),
-            ),
-        }
-    }
-
-    #[inline(always)]
-    fn tail<O: PackAdd>(a: *const O::T, b: *const O::T, c: *mut O::T, first: u64, n: u64) {
-        for i in first..n {
-            // SAFETY: i < n.
-            unsafe { *c.add(i as usize) = O::one(*a.add(i as usize), *b.add(i as usize)) };
-        }
+        add_f32_bulk: F32, false, "f32, 128-bit stores from registers";
+        add_f16_bulk: F16, false, "f16 (`add.rn.f16x2`), 128-bit stores from registers";
+        add_bf16_bulk: Bf16, false, "bf16 (added in f32, rounded once), 128-bit stores from registers";
+        add_f32_bulk_st: F32, true, "f32, written back by bulk copies too";
+        add_f16_bulk_st: F16, true, "f16, written back by bulk copies too";
+        add_bf16_bulk_st: Bf16, true, "bf16, written back by bulk copies too";
     }
 }

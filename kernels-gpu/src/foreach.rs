@@ -54,7 +54,8 @@ pub use kernels::*;
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 pub(crate) mod kernels {
     use super::{ManyDesc, MANY_CHUNK};
-    use crate::pack::{Bf16Add, F16Add, F32Add, Pack16, PackAdd};
+    use crate::lanes::{Add, Bf16, Elem, Op, F16, F32};
+    use crate::pack::Pack16;
     use core::arch::nvptx;
     use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -122,35 +123,35 @@ pub(crate) mod kernels {
     /// # Safety
     /// `owner` returns valid triples (see `ManyDesc`) for every chunk below `chunks`.
     #[inline(always)]
-    pub(super) unsafe fn walk_chunks<O: PackAdd>(chunks: u64, owner: impl Fn(u64) -> ManyDesc) {
-        match O::LANES {
-            4 => walk::<4>(chunks, owner, |d, g| pack::<O>(d, g), |d, i| one::<O>(d, i)),
-            _ => walk::<8>(chunks, owner, |d, g| pack::<O>(d, g), |d, i| one::<O>(d, i)),
+    pub(super) unsafe fn walk_chunks<E: Elem, O: Op<E> + Default>(chunks: u64, owner: impl Fn(u64) -> ManyDesc) {
+        match E::LANES {
+            4 => walk::<4>(chunks, owner, |d, g| pack::<E, O>(d, g), |d, i| one::<E, O>(d, i)),
+            _ => walk::<8>(chunks, owner, |d, g| pack::<E, O>(d, g), |d, i| one::<E, O>(d, i)),
         }
     }
 
     /// `c = a + b` for every triple of the table.
     #[inline(always)]
-    unsafe fn add_many<O: PackAdd>(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
+    unsafe fn add_many<E: Elem, O: Op<E> + Default>(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
         // SAFETY: the table's contract makes every owner valid.
-        unsafe { walk_chunks::<O>(chunks, |j| table_owner(meta, owners, j)) }
+        unsafe { walk_chunks::<E, O>(chunks, |j| table_owner(meta, owners, j)) }
     }
 
     // SAFETY (pack, one): the walk passes groups and indices below the triple's
     // n, and groups only for 16-byte aligned triples; the triple's contract
     // makes its addresses valid for n elements.
     #[inline(always)]
-    fn pack<O: PackAdd>(d: &ManyDesc, g: u64) {
+    fn pack<E: Elem, O: Op<E> + Default>(d: &ManyDesc, g: u64) {
         let (a, b, c) = (d.a as *const Pack16, d.b as *const Pack16, d.c as *mut Pack16);
         // SAFETY: see add_many.
-        unsafe { *c.add(g as usize) = O::pack(*a.add(g as usize), *b.add(g as usize)) };
+        unsafe { *c.add(g as usize) = O::default().pack(*a.add(g as usize), *b.add(g as usize)) };
     }
 
     #[inline(always)]
-    fn one<O: PackAdd>(d: &ManyDesc, i: u64) {
-        let (a, b, c) = (d.a as *const O::T, d.b as *const O::T, d.c as *mut O::T);
+    fn one<E: Elem, O: Op<E> + Default>(d: &ManyDesc, i: u64) {
+        let (a, b, c) = (d.a as *const E::T, d.b as *const E::T, d.c as *mut E::T);
         // SAFETY: see add_many.
-        unsafe { *c.add(i as usize) = O::one(*a.add(i as usize), *b.add(i as usize)) };
+        unsafe { *c.add(i as usize) = O::default().one(*a.add(i as usize), *b.add(i as usize)) };
     }
 
     /// Adds every triple of `meta` (f32).
@@ -168,7 +169,7 @@ pub(crate) mod kernels {
     /// `t, t + blockDim, …` of the chunk.
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_many_f32(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
-        unsafe { add_many::<F32Add>(meta, owners, chunks) }
+        unsafe { add_many::<F32, Add>(meta, owners, chunks) }
     }
 
     /// As `add_many_f32`, for f16.
@@ -183,7 +184,7 @@ pub(crate) mod kernels {
     /// As `add_many_f32`.
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_many_f16(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
-        unsafe { add_many::<F16Add>(meta, owners, chunks) }
+        unsafe { add_many::<F16, Add>(meta, owners, chunks) }
     }
 
     /// As `add_many_f32`, for bf16 (as `u16` bits).
@@ -198,7 +199,7 @@ pub(crate) mod kernels {
     /// As `add_many_f32`.
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_many_bf16(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
-        unsafe { add_many::<Bf16Add>(meta, owners, chunks) }
+        unsafe { add_many::<Bf16, Add>(meta, owners, chunks) }
     }
 
     #[inline(always)]
@@ -274,7 +275,7 @@ pub const ADD_MANY_INLINE: [&str; 3] = ["add_many_inline_f32", "add_many_inline_
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod inline_kernels {
     use super::{ManyDesc, ManyInline, INLINE_MAX};
-    use crate::pack::{Bf16Add, F16Add, F32Add, PackAdd};
+    use crate::lanes::{Add, Bf16, Elem, Op, F16, F32};
 
     /// The owner of chunk `j` by a scan with constant indices (every parameter
     /// load at a fixed offset; a run-time index would copy the list to local
@@ -302,9 +303,9 @@ mod inline_kernels {
     const _: () = assert!(INLINE_MAX == 32, "the scan above lists indices 1..32");
 
     #[inline(always)]
-    unsafe fn add_inline<O: PackAdd>(list: &ManyInline) {
+    unsafe fn add_inline<E: Elem, O: Op<E> + Default>(list: &ManyInline) {
         // SAFETY: forwarded; the owner lookup replaces the table in memory.
-        unsafe { super::kernels::walk_chunks::<O>(list.chunks, |j| owner(list, j)) }
+        unsafe { super::kernels::walk_chunks::<E, O>(list.chunks, |j| owner(list, j)) }
     }
 
     /// Adds every triple of a short list passed by value (f32).
@@ -321,7 +322,7 @@ mod inline_kernels {
     /// As `add_many_f32`.
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_many_inline_f32(list: ManyInline) {
-        unsafe { add_inline::<F32Add>(&list) }
+        unsafe { add_inline::<F32, Add>(&list) }
     }
 
     /// As `add_many_inline_f32`, for f16.
@@ -336,7 +337,7 @@ mod inline_kernels {
     /// As `add_many_f32`.
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_many_inline_f16(list: ManyInline) {
-        unsafe { add_inline::<F16Add>(&list) }
+        unsafe { add_inline::<F16, Add>(&list) }
     }
 
     /// As `add_many_inline_f32`, for bf16.
@@ -351,7 +352,7 @@ mod inline_kernels {
     /// As `add_many_f32`.
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_many_inline_bf16(list: ManyInline) {
-        unsafe { add_inline::<Bf16Add>(&list) }
+        unsafe { add_inline::<Bf16, Add>(&list) }
     }
 
     const _: () = assert!(core::mem::size_of::<ManyInline>() <= 4096, "kernel parameters are limited to 4 KiB");

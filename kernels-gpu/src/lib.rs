@@ -48,6 +48,7 @@ pub mod foreach;
 pub mod fusion;
 pub mod launch;
 pub mod matmul;
+pub mod ops;
 pub mod transpose;
 pub mod verify;
 
@@ -60,7 +61,13 @@ mod device;
 mod hopper;
 #[cfg(target_arch = "nvptx64")]
 #[cfg_attr(target_feature = "sm_90", allow(dead_code))]
+mod lanes;
+#[cfg(target_arch = "nvptx64")]
+#[cfg_attr(target_feature = "sm_90", allow(dead_code))]
 mod pack;
+#[cfg(target_arch = "nvptx64")]
+#[cfg_attr(target_feature = "sm_90", allow(dead_code))]
+mod patterns;
 
 /// Element type of a kernel's operands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

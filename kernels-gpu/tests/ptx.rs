@@ -370,3 +370,64 @@ fn load_hint_kernels_use_non_coherent_128_bit_loads() {
         assert_eq!(b.iter().filter(|l| l.starts_with("st.global.v4")).count(), 1, "{name}: one 128-bit store");
     }
 }
+
+mod ops {
+    use super::*;
+    use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp, OP_KERNELS};
+    use kernels_gpu::Dtype;
+
+    #[test]
+    fn every_op_kernel_is_in_the_portable_module_only() {
+        for k in OP_KERNELS {
+            assert!(PTX.contains(&format!(".visible .entry {}(", k.name)), "missing .entry {}", k.name);
+            assert!(!PTX90.contains(&format!(".entry {}(", k.name)), "{} is in the sm_90 module", k.name);
+        }
+    }
+
+    #[test]
+    fn pack_kernels_load_each_input_once_with_128_bits_and_store_once() {
+        for k in OP_KERNELS.iter().filter(|k| k.pattern == OpPattern::Pack) {
+            assert_eq!(count_any(k.name, LD128), k.kind.inputs(), "{}: one 128-bit load per input", k.name);
+            assert_eq!(count_any(k.name, ST128), 1, "{}: one 128-bit store", k.name);
+        }
+    }
+
+    #[test]
+    fn scalar_kernels_use_element_wide_accesses() {
+        for k in OP_KERNELS.iter().filter(|k| k.pattern == OpPattern::Scalar) {
+            let (ld, st) = if k.dtype == Dtype::F32 { (LD32, ST32) } else { (LD16, ST16) };
+            assert_eq!(count_any(k.name, ld), k.kind.inputs(), "{}", k.name);
+            assert_eq!(count_any(k.name, st), 1, "{}", k.name);
+            assert_eq!(count_any(k.name, LD128) + count_any(k.name, ST128), 0, "{}", k.name);
+        }
+    }
+
+    #[test]
+    fn arithmetic_uses_the_rounded_ieee_instructions_and_never_fuses() {
+        for k in OP_KERNELS {
+            assert_eq!(count(k.name, "fma"), 0, "{}: no contraction into fma", k.name);
+            let packed_f16 = k.dtype == Dtype::F16 && k.pattern == OpPattern::Pack;
+            let want = match (k.kind, k.dtype) {
+                (OpKind::Binary(BinaryOp::Sub), Dtype::F16) if packed_f16 => Some(("sub.rn.f16x2", 4)),
+                (OpKind::Binary(BinaryOp::Mul), Dtype::F16) if packed_f16 => Some(("mul.rn.f16x2", 4)),
+                (OpKind::Binary(BinaryOp::Sub), Dtype::F16) => Some(("sub.rn.f16", 1)),
+                (OpKind::Binary(BinaryOp::Mul), Dtype::F16) => Some(("mul.rn.f16", 1)),
+                (OpKind::Binary(BinaryOp::Div), _) => Some(("div.rn.f32", 1)),
+                (OpKind::Axpby, Dtype::F16) if packed_f16 => Some(("mul.rn.f16x2", 8)),
+                (OpKind::Axpby, Dtype::F32) => Some(("mul.rn.f32", 2)),
+                _ => None,
+            };
+            if let Some((op, at_least)) = want {
+                assert!(count(k.name, op) >= at_least, "{}: expected {at_least}+ {op}", k.name);
+            }
+        }
+    }
+
+    #[test]
+    fn sign_bit_ops_are_integer_operations() {
+        for k in OP_KERNELS.iter().filter(|k| matches!(k.kind, OpKind::Unary(UnaryOp::Neg | UnaryOp::Abs))) {
+            let float_math = body(k.name).iter().filter(|l| l.contains(".rn.") || l.starts_with("neg.f")).count();
+            assert_eq!(float_math, 0, "{}: a sign flip needs no float instruction", k.name);
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! The element types and the operations, written once: what one lane, one
+//! 32-bit word and one 16-byte pack of an operation compute, for every dtype.
+//!
+//! An access pattern ([`crate::patterns`], the bulk-copy walk, the foreach walk)
+//! is generic over an [`Elem`] and an [`Op`] on it; a new operation is one type
+//! here with its lane rule, and the patterns give it every access width.
+//!
+//! How the narrow formats compute (every result rounded once):
+//! * f16: `add`, `sub`, `mul` use the hardware's `.rn` f16 instructions (packed
+//!   `f16x2` on words); `div` widens to f32, divides with `div.rn.f32` and rounds
+//!   once to f16. That is correctly rounded: the f32 quotient is the exact one
+//!   rounded to 24 bits, and 24 >= 2·11 + 2, so rounding it again to 11 bits gives
+//!   the same as rounding the exact quotient once (the GPU tests check all 2^32
+//!   pairs).
+//! * bf16: every arithmetic op widens both operands to f32 (exact), computes one
+//!   IEEE f32 operation and rounds once to bf16, which is correctly rounded by the
+//!   same argument (24 >= 2·8 + 2).
+//! * `min`/`max` are IEEE 754-2019 `minimum`/`maximum`: a NaN operand gives NaN,
+//!   and -0 is below +0. `neg`/`abs` flip or clear the sign bit (NaN included);
+//!   `relu` gives +0 for every negative input and -0, and keeps NaN.
+
+use core::arch::nvptx::{f16x2, f16x2_add, f16x2_mul, f16x2_sub};
+use core::mem::transmute;
+
+use crate::bits::{bf16_to_f32, f32_to_bf16_rne};
+use crate::pack::Pack16;
+
+/// An element type as the kernels see it.
+pub trait Elem: 'static {
+    /// The lane type (`f32`, `f16`, bf16 as `u16` bits).
+    type T: Copy;
+    /// Elements per 16-byte pack.
+    const LANES: u64 = (16 / core::mem::size_of::<Self::T>()) as u64;
+    /// The sign bit of one lane.
+    const SIGN: u32;
+    /// The bits of +infinity (NaNs are above it, sign masked off).
+    const INF: u32;
+    /// A lane's bits, zero-extended.
+    fn bits(x: Self::T) -> u32;
+    /// A lane from bits (truncated to the width).
+    fn from_bits(x: u32) -> Self::T;
+    /// Exact widening to f32.
+    fn widen(x: Self::T) -> f32;
+    /// Rounding to the element type, once, to nearest even.
+    fn narrow(x: f32) -> Self::T;
+    /// `f` on each lane of two 32-bit words (one lane for f32, two otherwise).
+    fn zip_word(x: u32, y: u32, f: impl Fn(Self::T, Self::T) -> Self::T) -> u32;
+    /// A word with `x` in every lane.
+    fn splat(x: Self::T) -> u32;
+}
+
+/// IEEE binary32.
+pub struct F32;
+/// IEEE binary16.
+pub struct F16;
+/// bfloat16, carried as its bits.
+pub struct Bf16;
+
+impl Elem for F32 {
+    type T = f32;
+    const SIGN: u32 = 0x8000_0000;
+    const INF: u32 = 0x7f80_0000;
+    #[inline(always)]
+    fn bits(x: f32) -> u32 {
+        x.to_bits()
+    }
+    #[inline(always)]
+    fn from_bits(x: u32) -> f32 {
+        f32::from_bits(x)
+    }
+    #[inline(always)]
+    fn widen(x: f32) -> f32 {
+        x
+    }
+    #[inline(always)]
+    fn narrow(x: f32) -> f32 {
+        x
+    }
+    #[inline(always)]
+    fn zip_word(x: u32, y: u32, f: impl Fn(f32, f32) -> f32) -> u32 {
+        f(f32::from_bits(x), f32::from_bits(y)).to_bits()
+    }
+    #[inline(always)]
+    fn splat(x: f32) -> u32 {
+        x.to_bits()
+    }
+}
+
+/// Splits a word into its low and high 16-bit lanes, applies `f` to each pair and
+/// joins the results.
+#[inline(always)]
+fn zip16(x: u32, y: u32, f: impl Fn(u16, u16) -> u16) -> u32 {
+    let lo = f(x as u16, y as u16) as u32;
+    let hi = f((x >> 16) as u16, (y >> 16) as u16) as u32;
+    lo | (hi << 16)
+}
+
+impl Elem for F16 {
+    type T = f16;
+    const SIGN: u32 = 0x8000;
+    const INF: u32 = 0x7c00;
+    #[inline(always)]
+    fn bits(x: f16) -> u32 {
+        x.to_bits() as u32
+    }
+    #[inline(always)]
+    fn from_bits(x: u32) -> f16 {
+        f16::from_bits(x as u16)
+    }
+    #[inline(always)]
+    fn widen(x: f16) -> f32 {
+        x as f32
+    }
+    #[inline(always)]
+    fn narrow(x: f32) -> f16 {
+        x as f16
+    }
+    #[inline(always)]
+    fn zip_word(x: u32, y: u32, f: impl Fn(f16, f16) -> f16) -> u32 {
+        zip16(x, y, |p, q| f(f16::from_bits(p), f16::from_bits(q)).to_bits())
+    }
+    #[inline(always)]
+    fn splat(x: f16) -> u32 {
+        (x.to_bits() as u32) * 0x1_0001
+    }
+}
+
+impl Elem for Bf16 {
+    type T = u16;
+    const SIGN: u32 = 0x8000;
+    const INF: u32 = 0x7f80;
+    #[inline(always)]
+    fn bits(x: u16) -> u32 {
+        x as u32
+    }
+    #[inline(always)]
+    fn from_bits(x: u32) -> u16 {
+        x as u16
+    }
+    #[inline(always)]
+    fn widen(x: u16) -> f32 {
+        bf16_to_f32(x)
+    }
+    #[inline(always)]
+    fn narrow(x: f32) -> u16 {
+        f32_to_bf16_rne(x)
+    }
+    #[inline(always)]
+    fn zip_word(x: u32, y: u32, f: impl Fn(u16, u16) -> u16) -> u32 {
+        zip16(x, y, f)
+    }
+    #[inline(always)]
+    fn splat(x: u16) -> u32 {
+        (x as u32) * 0x1_0001
+    }
+}
+
+/// An element-wise operation on one dtype: a lane rule, and the word and pack
+/// rules that default to it (overridden where a packed instruction exists).
+/// Unary operations take `y = x` and never read a second operand.
+pub trait Op<E: Elem>: Copy {
+    /// Operands read per element: 2, or 1 for unary operations.
+    const INPUTS: u32 = 2;
+    /// One lane.
+    fn one(self, x: E::T, y: E::T) -> E::T;
+    /// One 32-bit word of lanes.
+    #[inline(always)]
+    fn word(self, x: u32, y: u32) -> u32 {
+        E::zip_word(x, y, |p, q| self.one(p, q))
+    }
+    /// One 16-byte pack: four words.
+    #[inline(always)]
+    fn pack(self, x: Pack16, y: Pack16) -> Pack16 {
+        let w = |i: usize| self.word(x.0[i], y.0[i]);
+        Pack16([w(0), w(1), w(2), w(3)])
+    }
+}
+
+/// Two f16 in a word through one packed instruction.
+#[inline(always)]
+fn half2(x: u32, y: u32, f: unsafe fn(f16x2, f16x2) -> f16x2) -> u32 {
+    // SAFETY: f16x2 and u32 have the same size and every bit pattern is valid for
+    // both; the packed intrinsics have no preconditions.
+    unsafe { transmute::<f16x2, u32>(f(transmute::<u32, f16x2>(x), transmute::<u32, f16x2>(y))) }
+}
+
+/// Declares an arithmetic op: its f32 and f16 lane expressions (hardware `.rn`
+/// instructions), the packed f16 word instruction when there is one, and bf16 by
+/// way of f32, rounded once.
+macro_rules! arithmetic {
+    ($(#[$doc:meta])* $name:ident, $op:tt, $half2:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Default)]
+        pub struct $name;
+        impl Op<F32> for $name {
+            #[inline(always)]
+            fn one(self, x: f32, y: f32) -> f32 {
+                x $op y
+            }
+        }
+        impl Op<F16> for $name {
+            #[inline(always)]
+            fn one(self, x: f16, y: f16) -> f16 {
+                x $op y
+            }
+            #[inline(always)]
+            fn word(self, x: u32, y: u32) -> u32 {
+                half2(x, y, $half2)
+            }
+        }
+        impl Op<Bf16> for $name {
+            #[inline(always)]
+            fn one(self, x: u16, y: u16) -> u16 {
+                // For `+` this is `bits::bf16_add`, which the CPU tests check.
+                f32_to_bf16_rne(bf16_to_f32(x) $op bf16_to_f32(y))
+            }
+        }
+    };
+}
+
+arithmetic!(
+    /// `x + y`.
+    Add, +, f16x2_add
+);
+arithmetic!(
+    /// `x - y`.
+    Sub, -, f16x2_sub
+);
+arithmetic!(
+    /// `x * y`.
+    Mul, *, f16x2_mul
+);
+
+/// `x / y`: f32 `div.rn.f32`; f16 and bf16 through f32, rounded once.
+#[derive(Clone, Copy, Default)]
+pub struct Div;
+impl<E: Elem> Op<E> for Div {
+    #[inline(always)]
+    fn one(self, x: E::T, y: E::T) -> E::T {
+        E::narrow(E::widen(x) / E::widen(y))
+    }
+}
+
+/// IEEE `minimum` on f32: NaN if either is NaN; -0 below +0.
+#[inline(always)]
+fn minimum(x: f32, y: f32) -> f32 {
+    if x < y {
+        x
+    } else if y < x {
+        y
+    } else if x == y {
+        // Equal: the same bits, or zeros of both signs (OR keeps the minus).
+        f32::from_bits(x.to_bits() | y.to_bits())
+    } else {
+        x + y // unordered: a NaN operand, returned quiet
+    }
+}
+
+/// IEEE `maximum` on f32: NaN if either is NaN; +0 above -0.
+#[inline(always)]
+fn maximum(x: f32, y: f32) -> f32 {
+    if x > y {
+        x
+    } else if y > x {
+        y
+    } else if x == y {
+        f32::from_bits(x.to_bits() & y.to_bits())
+    } else {
+        x + y
+    }
+}
+
+/// `minimum(x, y)`, compared in f32 (exact for every dtype).
+#[derive(Clone, Copy, Default)]
+pub struct Min;
+impl<E: Elem> Op<E> for Min {
+    #[inline(always)]
+    fn one(self, x: E::T, y: E::T) -> E::T {
+        E::narrow(minimum(E::widen(x), E::widen(y)))
+    }
+}
+
+/// `maximum(x, y)`, compared in f32.
+#[derive(Clone, Copy, Default)]
+pub struct Max;
+impl<E: Elem> Op<E> for Max {
+    #[inline(always)]
+    fn one(self, x: E::T, y: E::T) -> E::T {
+        E::narrow(maximum(E::widen(x), E::widen(y)))
+    }
+}
+
+/// `-x`: the sign bit flipped, on whole words at once.
+#[derive(Clone, Copy, Default)]
+pub struct Neg;
+impl<E: Elem> Op<E> for Neg {
+    const INPUTS: u32 = 1;
+    #[inline(always)]
+    fn one(self, x: E::T, _: E::T) -> E::T {
+        E::from_bits(E::bits(x) ^ E::SIGN)
+    }
+    #[inline(always)]
+    fn word(self, x: u32, _: u32) -> u32 {
+        x ^ E::splat(E::from_bits(E::SIGN))
+    }
+}
+
+/// `|x|`: the sign bit cleared.
+#[derive(Clone, Copy, Default)]
+pub struct Abs;
+impl<E: Elem> Op<E> for Abs {
+    const INPUTS: u32 = 1;
+    #[inline(always)]
+    fn one(self, x: E::T, _: E::T) -> E::T {
+        E::from_bits(E::bits(x) & !E::SIGN)
+    }
+    #[inline(always)]
+    fn word(self, x: u32, _: u32) -> u32 {
+        x & !E::splat(E::from_bits(E::SIGN))
+    }
+}
+
+/// `max(x, 0)` with NaN kept: +0 for every input with the sign bit set.
+#[derive(Clone, Copy, Default)]
+pub struct Relu;
+impl<E: Elem> Op<E> for Relu {
+    const INPUTS: u32 = 1;
+    #[inline(always)]
+    fn one(self, x: E::T, _: E::T) -> E::T {
+        let b = E::bits(x);
+        let negative_not_nan = b & E::SIGN != 0 && b & !E::SIGN <= E::INF;
+        E::from_bits(if negative_not_nan { 0 } else { b })
+    }
+}
+
+/// `alpha·x + beta·y`, each product and the sum rounded to the element type
+/// (no fused multiply-add); `alpha`, `beta` already rounded to it.
+pub struct Axpby<E: Elem> {
+    /// Scale of `x`.
+    pub alpha: E::T,
+    /// Scale of `y`.
+    pub beta: E::T,
+}
+
+// Not derived: a derive would ask `E: Copy` of the marker type.
+impl<E: Elem> Clone for Axpby<E> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E: Elem> Copy for Axpby<E> {}
+
+impl<E: Elem> Axpby<E> {
+    /// The op with f32 scales rounded once to the element type.
+    #[inline(always)]
+    pub fn new(alpha: f32, beta: f32) -> Self {
+        Axpby { alpha: E::narrow(alpha), beta: E::narrow(beta) }
+    }
+}
+
+impl<E: Elem> Op<E> for Axpby<E>
+where
+    Add: Op<E>,
+    Mul: Op<E>,
+{
+    #[inline(always)]
+    fn one(self, x: E::T, y: E::T) -> E::T {
+        Add.one(Mul.one(self.alpha, x), Mul.one(self.beta, y))
+    }
+    #[inline(always)]
+    fn word(self, x: u32, y: u32) -> u32 {
+        Add.word(Mul.word(E::splat(self.alpha), x), Mul.word(E::splat(self.beta), y))
+    }
+}

@@ -1,0 +1,307 @@
+//! The element-wise library: every operation × dtype × access pattern as a PTX
+//! entry point, instantiated by one macro from the generic definitions of
+//! [`crate::lanes`] (the lane rules) and [`crate::patterns`] (the walks).
+//!
+//! | kind   | operations                           | entry point `(…)`                    |
+//! |--------|--------------------------------------|--------------------------------------|
+//! | binary | add, sub, mul, div, min, max         | `(a, b, c, n)`                       |
+//! | unary  | neg, abs, relu                       | `(a, c, n)`                          |
+//! | axpby  | `alpha·a + beta·b`                   | `(a, b, c, n, alpha: f32, beta: f32)` |
+//!
+//! Each has a scalar kernel (`sub_f16`: one element per thread, any element
+//! alignment) and a 128-bit pack kernel (`sub_f16x8`: one 16-byte load per
+//! operand, 16-byte aligned operands). Add's table rows name the seed's kernels
+//! of [`crate::add`] (V1/V3 and V2/V6), which are built from the same patterns.
+//! Adding an operation is one lane rule in `lanes` and one line below.
+
+use crate::Dtype;
+
+/// A two-input operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BinaryOp {
+    /// `a + b`.
+    Add,
+    /// `a - b`.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// `a / b`.
+    Div,
+    /// IEEE 754-2019 `minimum`: NaN if either is NaN, -0 below +0.
+    Min,
+    /// IEEE 754-2019 `maximum`: NaN if either is NaN, +0 above -0.
+    Max,
+}
+
+impl BinaryOp {
+    /// Every binary operation.
+    pub const ALL: [BinaryOp; 6] =
+        [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Min, BinaryOp::Max];
+    /// Lower-case name, the prefix of its kernels.
+    pub const fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Min => "min",
+            BinaryOp::Max => "max",
+        }
+    }
+}
+
+/// A one-input operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum UnaryOp {
+    /// `-a` (the sign bit flipped, NaN included).
+    Neg,
+    /// `|a|` (the sign bit cleared).
+    Abs,
+    /// `max(a, 0)`: +0 for negative inputs and -0, NaN kept.
+    Relu,
+}
+
+impl UnaryOp {
+    /// Every unary operation.
+    pub const ALL: [UnaryOp; 3] = [UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Relu];
+    /// Lower-case name, the prefix of its kernels.
+    pub const fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Relu => "relu",
+        }
+    }
+}
+
+/// What an element-wise kernel computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OpKind {
+    /// `c = op(a, b)`.
+    Binary(BinaryOp),
+    /// `c = op(a)`.
+    Unary(UnaryOp),
+    /// `c = alpha·a + beta·b`, each product and the sum rounded.
+    Axpby,
+}
+
+impl OpKind {
+    /// Every operation: binary, unary, then axpby.
+    pub const ALL: [OpKind; 10] = [
+        OpKind::Binary(BinaryOp::Add),
+        OpKind::Binary(BinaryOp::Sub),
+        OpKind::Binary(BinaryOp::Mul),
+        OpKind::Binary(BinaryOp::Div),
+        OpKind::Binary(BinaryOp::Min),
+        OpKind::Binary(BinaryOp::Max),
+        OpKind::Unary(UnaryOp::Neg),
+        OpKind::Unary(UnaryOp::Abs),
+        OpKind::Unary(UnaryOp::Relu),
+        OpKind::Axpby,
+    ];
+    /// Lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            OpKind::Binary(op) => op.name(),
+            OpKind::Unary(op) => op.name(),
+            OpKind::Axpby => "axpby",
+        }
+    }
+    /// Operands read per element.
+    pub const fn inputs(self) -> usize {
+        match self {
+            OpKind::Unary(_) => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// Access pattern of an element-wise kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OpPattern {
+    /// One element per thread; operands need only element alignment.
+    Scalar,
+    /// One 16-byte pack per thread; operands 16-byte aligned.
+    Pack,
+}
+
+impl OpPattern {
+    /// Both patterns.
+    pub const ALL: [OpPattern; 2] = [OpPattern::Scalar, OpPattern::Pack];
+}
+
+/// Static facts about one element-wise kernel, shared with the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpKernel {
+    /// Entry-point name in the portable PTX module.
+    pub name: &'static str,
+    /// What it computes.
+    pub kind: OpKind,
+    /// Element type.
+    pub dtype: Dtype,
+    /// How it moves data.
+    pub pattern: OpPattern,
+}
+
+impl OpKernel {
+    /// Elements per lane group (the grid is one thread per group).
+    pub const fn lanes(&self) -> u32 {
+        match self.pattern {
+            OpPattern::Scalar => 1,
+            OpPattern::Pack => (16 / self.dtype.size()) as u32,
+        }
+    }
+    /// Byte alignment every operand must have.
+    pub const fn align(&self) -> usize {
+        match self.pattern {
+            OpPattern::Scalar => self.dtype.size(),
+            OpPattern::Pack => 16,
+        }
+    }
+}
+
+/// The kernel for `(kind, dtype, pattern)`; every combination has one.
+pub fn op_kernel(kind: OpKind, dtype: Dtype, pattern: OpPattern) -> &'static OpKernel {
+    let found = OP_KERNELS.iter().find(|k| k.kind == kind && k.dtype == dtype && k.pattern == pattern);
+    // The table test checks every combination is present.
+    found.unwrap_or(&OP_KERNELS[0])
+}
+
+/// Declares the table and, for the device, the entry points: one row per
+/// operation with its six kernels (f32, f32x4, f16, f16x8, bf16, bf16x8).
+macro_rules! op_kernels {
+    ($($kind:ident $op:ident [$f32:ident $f32x4:ident $f16:ident $f16x8:ident $bf16:ident $bf16x8:ident])*) => {
+        /// Every element-wise kernel, by operation (the order of [`OpKind::ALL`]),
+        /// then f32, f16, bf16, scalar before pack.
+        pub const OP_KERNELS: &[OpKernel] = &[$(
+            op_kernels!(@row $kind $op $f32 F32 Scalar),
+            op_kernels!(@row $kind $op $f32x4 F32 Pack),
+            op_kernels!(@row $kind $op $f16 F16 Scalar),
+            op_kernels!(@row $kind $op $f16x8 F16 Pack),
+            op_kernels!(@row $kind $op $bf16 Bf16 Scalar),
+            op_kernels!(@row $kind $op $bf16x8 Bf16 Pack),
+        )*];
+
+        #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
+        mod kernels {
+            use crate::lanes::{Abs, Axpby, Bf16, Div, Elem, Max, Min, Mul, Neg, Relu, Sub, F16, F32};
+            use crate::patterns::{pack, scalar, PLAIN};
+            $(
+                op_kernels!(@entry $kind $op $f32 F32 scalar);
+                op_kernels!(@entry $kind $op $f32x4 F32 pack);
+                op_kernels!(@entry $kind $op $f16 F16 scalar);
+                op_kernels!(@entry $kind $op $f16x8 F16 pack);
+                op_kernels!(@entry $kind $op $bf16 Bf16 scalar);
+                op_kernels!(@entry $kind $op $bf16x8 Bf16 pack);
+            )*
+        }
+    };
+    (@row binary $op:ident $name:ident $e:ident $p:ident) => {
+        OpKernel { name: stringify!($name), kind: OpKind::Binary(BinaryOp::$op), dtype: Dtype::$e, pattern: OpPattern::$p }
+    };
+    (@row unary $op:ident $name:ident $e:ident $p:ident) => {
+        OpKernel { name: stringify!($name), kind: OpKind::Unary(UnaryOp::$op), dtype: Dtype::$e, pattern: OpPattern::$p }
+    };
+    (@row axpby $op:ident $name:ident $e:ident $p:ident) => {
+        OpKernel { name: stringify!($name), kind: OpKind::Axpby, dtype: Dtype::$e, pattern: OpPattern::$p }
+    };
+    (@walk scalar $e:ident $op:ty) => { scalar::<$e, $op> };
+    (@walk pack $e:ident $op:ty) => { pack::<$e, $op, PLAIN> };
+    // Add's entries are the seed's kernels, declared in `crate::add`.
+    (@entry binary Add $name:ident $e:ident $walk:ident) => {};
+    (@entry binary $op:ident $name:ident $e:ident $walk:ident) => {
+        #[doc = concat!("`c = ", stringify!($op), "(a, b)` on ", stringify!($e), ", pattern `", stringify!($walk), "` (see [`crate::ops`]).")]
+        ///
+        /// # Safety
+        /// `a`, `b`, `c` hold `n` elements, aligned as the pattern needs (the
+        /// element, or 16 bytes for `pack`); `c` overlaps neither input.
+        ///
+        /// # Thread mapping
+        /// One lane group (1 element, or one 16-byte pack) per thread, grid-stride.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(a: *const <$e as Elem>::T, b: *const <$e as Elem>::T, c: *mut <$e as Elem>::T, n: u64) {
+            unsafe { op_kernels!(@walk $walk $e $op)($op, a, b, c, n) }
+        }
+    };
+    (@entry unary $op:ident $name:ident $e:ident $walk:ident) => {
+        #[doc = concat!("`c = ", stringify!($op), "(a)` on ", stringify!($e), ", pattern `", stringify!($walk), "` (see [`crate::ops`]).")]
+        ///
+        /// # Safety
+        /// `a`, `c` hold `n` elements, aligned as the pattern needs; they do not
+        /// overlap.
+        ///
+        /// # Thread mapping
+        /// One lane group per thread, grid-stride.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(a: *const <$e as Elem>::T, c: *mut <$e as Elem>::T, n: u64) {
+            unsafe { op_kernels!(@walk $walk $e $op)($op, a, core::ptr::null(), c, n) }
+        }
+    };
+    (@entry axpby $op:ident $name:ident $e:ident $walk:ident) => {
+        #[doc = concat!("`c = alpha·a + beta·b` on ", stringify!($e), ", pattern `", stringify!($walk), "`: `alpha`, `beta` rounded once to the element type, each product and the sum rounded (no FMA).")]
+        ///
+        /// # Safety
+        /// As the binary kernels.
+        ///
+        /// # Thread mapping
+        /// One lane group per thread, grid-stride.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(
+            a: *const <$e as Elem>::T,
+            b: *const <$e as Elem>::T,
+            c: *mut <$e as Elem>::T,
+            n: u64,
+            alpha: f32,
+            beta: f32,
+        ) {
+            let op = Axpby::<$e>::new(alpha, beta);
+            unsafe { op_kernels!(@walk $walk $e Axpby<$e>)(op, a, b, c, n) }
+        }
+    };
+}
+
+op_kernels! {
+    binary Add [add_f32 add_f32x4 add_f16 add_f16x8_pack add_bf16 add_bf16x8_pack]
+    binary Sub [sub_f32 sub_f32x4 sub_f16 sub_f16x8 sub_bf16 sub_bf16x8]
+    binary Mul [mul_f32 mul_f32x4 mul_f16 mul_f16x8 mul_bf16 mul_bf16x8]
+    binary Div [div_f32 div_f32x4 div_f16 div_f16x8 div_bf16 div_bf16x8]
+    binary Min [min_f32 min_f32x4 min_f16 min_f16x8 min_bf16 min_bf16x8]
+    binary Max [max_f32 max_f32x4 max_f16 max_f16x8 max_bf16 max_bf16x8]
+    unary Neg [neg_f32 neg_f32x4 neg_f16 neg_f16x8 neg_bf16 neg_bf16x8]
+    unary Abs [abs_f32 abs_f32x4 abs_f16 abs_f16x8 abs_bf16 abs_bf16x8]
+    unary Relu [relu_f32 relu_f32x4 relu_f16 relu_f16x8 relu_bf16 relu_bf16x8]
+    axpby Axpby [axpby_f32 axpby_f32x4 axpby_f16 axpby_f16x8 axpby_bf16 axpby_bf16x8]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_combination_has_exactly_one_kernel_named_for_it() {
+        assert_eq!(OP_KERNELS.len(), OpKind::ALL.len() * 3 * 2);
+        for kind in OpKind::ALL {
+            for dtype in Dtype::ALL {
+                for pattern in OpPattern::ALL {
+                    let hits: std::vec::Vec<_> = OP_KERNELS
+                        .iter()
+                        .filter(|k| k.kind == kind && k.dtype == dtype && k.pattern == pattern)
+                        .collect();
+                    assert_eq!(hits.len(), 1, "{kind:?} {dtype:?} {pattern:?}");
+                    let k = op_kernel(kind, dtype, pattern);
+                    assert_eq!(k, hits[0]);
+                    assert!(k.name.starts_with(kind.name()) && k.name.contains(dtype.name()), "{}", k.name);
+                    assert_eq!(k.name.ends_with(dtype.name()), pattern == OpPattern::Scalar, "{}", k.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn add_rows_name_the_seed_kernels() {
+        for k in OP_KERNELS.iter().filter(|k| k.kind == OpKind::Binary(BinaryOp::Add)) {
+            let seed = crate::add::ADD_KERNELS.iter().find(|a| a.name == k.name).expect(k.name);
+            assert_eq!((seed.dtype, seed.lanes, seed.align()), (k.dtype, k.lanes(), k.align()), "{}", k.name);
+        }
+    }
+}
