@@ -4,6 +4,7 @@
 #   ./run.sh test [OUT]        all tests, GPU ones included (--include-ignored);
 #                              writes OUT/tests.log, OUT/cases.jsonl, OUT/verify.json
 #   ./run.sh bench [OUT]       the Criterion benches (cargo bench's executable)
+#   ./run.sh examples [OUT]    every example (the cudarc one included); OUT/examples.log
 #   ./run.sh report [ARGS]     the bandwidth report (see ./report --help)
 #   ./run.sh sanitize [OUT] [TOOLS]
 #                              GPU tests under compute-sanitizer (TOOLS: a comma
@@ -45,6 +46,17 @@ bench)
     ;;
 report)
     exec "$here/report" "$@"
+    ;;
+examples)
+    out=${1:-$here/out}; mkdir -p "$out"
+    rm -f "$out/examples.log"
+    rc=0
+    for e in "$here"/examples/*; do
+        echo "=== $(basename "$e")" | tee -a "$out/examples.log"
+        (cd "$here" && "$e") 2>&1 | tee -a "$out/examples.log"
+        [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+    done
+    exit $rc
     ;;
 sanitize)
     # compute-sanitizer over the GPU tests: memcheck and initcheck on every GPU
@@ -102,12 +114,12 @@ sanitize)
     }
     # racecheck and synccheck: the kernels with shared memory and barriers (the
     # seed-003 studies; the bulk-copy kernels with their mbarriers, in gpu_hopper).
-    run_tool memcheck 270 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors gpukern-gpu_hopper" --leak-check full --padding 512
+    run_tool memcheck 270 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors gpukern-gpu_hopper gpukern-gpu_ops" --leak-check full --padding 512
     # initcheck does not see the global writes of the bulk-copy engine: every
     # byte a cp.async.bulk shared->global store wrote reads as uninitialized to it.
     export GPUKERN_NO_BULK_STORE=1
     TOOL_NOTE="the add_*_bulk_st kernels (written back by cp.async.bulk) are left out: initcheck does not track the copy engine's global writes" \
-        run_tool initcheck 110 "gpukern-gpu_add gpukern-gpu_studies gpukern-gpu_hopper"
+        run_tool initcheck 110 "gpukern-gpu_add gpukern-gpu_studies gpukern-gpu_hopper gpukern-gpu_ops"
     unset GPUKERN_NO_BULK_STORE
     run_tool racecheck 110 "gpukern-gpu_studies gpukern-gpu_hopper"
     run_tool synccheck 60 "gpukern-gpu_studies gpukern-gpu_hopper"

@@ -38,7 +38,7 @@ impl AddGraph<'_> {
 
 /// Below this many elements the automatic choice does not split off an unaligned
 /// head: the second launch would cost more than the narrower kernel.
-const PEEL_MIN_ELEMENTS: usize = 4096;
+pub(crate) const PEEL_MIN_ELEMENTS: usize = 4096;
 
 impl Gpu {
     /// Queues `out = a + b` with an explicit variant and default launch settings.
@@ -137,7 +137,19 @@ impl Gpu {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<Variant> {
-        let (a, b, mut out) = (a.into_view(), b.into_view(), out.into_view_mut());
+        self.check_stream_owned("add_auto", stream)?;
+        self.add_auto_raw(user, a.into_view(), b.into_view(), out.into_view_mut(), stream.raw())
+    }
+
+    /// The automatic add on a stream already checked to belong to this context.
+    pub(crate) fn add_auto_raw<T: Element>(
+        &self,
+        user: Option<LaunchConfig>,
+        a: View<'_, T>,
+        b: View<'_, T>,
+        mut out: ViewMut<'_, T>,
+        raw: cust::sys::CUstream,
+    ) -> Result<Variant> {
         let dtype = T::DTYPE;
         let n = a.len();
         let plan = AutoPlan::new(dtype, n, self.info().has_sm90());
@@ -148,17 +160,16 @@ impl Gpu {
                 (plan.variant, cfg, BulkConfig { tile_bytes, stages: 1 })
             }
         };
-        self.check_common(widest, cfg, &a, &b, &out, stream)?;
+        self.check_args(widest, cfg, &a, &b, &out)?;
         let addrs = [a.addr(), b.addr(), out.addr()];
         let align = widest.align() as u64;
         let offset = addrs[0] % align;
-        let raw = stream.raw();
         if offset != 0 && addrs.iter().all(|x| x % align == offset) && n >= PEEL_MIN_ELEMENTS {
             // Same misalignment everywhere: after `head` elements all three are aligned.
             let head = ((align - offset) as usize) / dtype.size();
             let scalar = Variant::scalar(dtype);
             let (mut out_head, mut out_rest) = out.split_at_mut(head)?;
-            self.launch_add(scalar, cfg, &a.slice(..head)?, &b.slice(..head)?, &mut out_head, stream)?;
+            self.launch_add_raw(scalar, cfg, &a.slice(..head)?, &b.slice(..head)?, &mut out_head, raw)?;
             self.launch_tiled(widest, cfg, bulk, &a.slice(head..)?, &b.slice(head..)?, &mut out_rest, raw)?;
             return Ok(widest);
         }
@@ -169,7 +180,7 @@ impl Gpu {
         // Misaligned by different amounts: the widest per-thread variant they allow.
         let variant = Variant::widest_for(dtype, &addrs);
         let cfg = user.unwrap_or_default();
-        self.launch_add(variant, cfg, &a, &b, &mut out, stream)?;
+        self.launch_add_raw(variant, cfg, &a, &b, &mut out, raw)?;
         Ok(variant)
     }
 

@@ -241,6 +241,36 @@ impl<'a, T: Pod> View<'a, T> {
     pub(crate) fn owner(&self) -> &Arc<Shared> {
         self.gpu
     }
+
+    /// A view of `len` elements of `T` at device address `addr`, memory this
+    /// crate did not allocate (another library's buffer, a raw allocation).
+    ///
+    /// Errors when `addr` is null or not aligned for `T`, or `len` bytes would
+    /// wrap the address space.
+    ///
+    /// # Safety
+    /// For all of `'a` and until the work queued through the view has finished:
+    /// `addr .. addr + len·size_of::<T>()` is device memory allocated in `gpu`'s
+    /// context (the device's primary context: memory of `cuMemAlloc` there, or
+    /// of cudarc, PyTorch and others that use it), stays allocated, and is not
+    /// written by anything else.
+    pub unsafe fn from_raw_parts(gpu: &'a crate::Gpu, addr: u64, len: usize) -> Result<Self> {
+        let (addr, len) = raw_range::<T>(addr, len)?;
+        Ok(View { addr, len, gpu: &gpu.shared, _t: PhantomData })
+    }
+}
+
+/// Checks a foreign device range: non-null, aligned for `T`, no wrap-around.
+fn raw_range<T>(addr: u64, len: usize) -> Result<(u64, usize)> {
+    let size = std::mem::size_of::<T>() as u64;
+    let bytes = (len as u64).checked_mul(size).and_then(|b| addr.checked_add(b));
+    if addr == 0 || !addr.is_multiple_of(std::mem::align_of::<T>() as u64) || bytes.is_none() {
+        return Err(Error::Shape {
+            kernel: "from_raw_parts",
+            detail: format!("{len} elements at {addr:#x}: null, misaligned for the element type, or wrapping"),
+        });
+    }
+    Ok((addr, len))
 }
 
 /// A writable range of device memory borrowed exclusively from a [`DeviceVec`].
@@ -307,6 +337,17 @@ impl<'a, T: Pod> ViewMut<'a, T> {
     /// The `Gpu` handle whose context owns the memory.
     pub(crate) fn owner(&self) -> &Arc<Shared> {
         self.gpu
+    }
+
+    /// A writable view of `len` elements of `T` at device address `addr`, memory
+    /// this crate did not allocate. Errors as [`View::from_raw_parts`].
+    ///
+    /// # Safety
+    /// As [`View::from_raw_parts`], and nothing else reads or writes the range
+    /// for all of `'a` and until the work queued through the view has finished.
+    pub unsafe fn from_raw_parts(gpu: &'a crate::Gpu, addr: u64, len: usize) -> Result<Self> {
+        let (addr, len) = raw_range::<T>(addr, len)?;
+        Ok(ViewMut { addr, len, gpu: &gpu.shared, _t: PhantomData })
     }
 }
 

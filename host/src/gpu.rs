@@ -48,6 +48,8 @@ pub fn kernel_names() -> Vec<&'static str> {
     names.extend(kernels_gpu::foreach::ADD_MANY_INLINE);
     names.extend(kernels_gpu::foreach::MARK_MANY.map(|(name, _)| name));
     names.extend(kernels_gpu::verify::MARK_TILES.map(|(name, _)| name));
+    // The element-wise library; its add rows are the add kernels listed above.
+    names.extend(kernels_gpu::ops::OP_KERNELS.iter().map(|k| k.name).filter(|n| !n.starts_with("add_")));
     names
 }
 

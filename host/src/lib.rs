@@ -31,7 +31,10 @@ mod buffer;
 mod context;
 mod error;
 mod gpu;
+#[cfg(feature = "cudarc")]
+mod interop;
 mod many;
+mod ops;
 mod raw;
 pub mod reference;
 mod studies;
@@ -42,6 +45,7 @@ pub use buffer::{AsView, AsViewMut, DeviceVec, Element, Pod, View, ViewMut};
 pub use error::{DriverError, Error, Result};
 pub use gpu::{kernel_names, sm90_kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX, PTX_SM90};
 pub use half;
+pub use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp};
 pub use kernels_gpu::Dtype;
 pub use many::{AddManyPlan, Triple};
 pub use studies::{CountVariant, MatmulVariant, TransposeVariant};

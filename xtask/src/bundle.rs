@@ -1,4 +1,4 @@
-//! `bundle`: release test, bench and report executables, both PTX modules, the
+//! `bundle`: release test, bench, example and report executables, both PTX modules, the
 //! peers' sources and `run.sh` in one folder that runs on a GPU machine without Rust.
 
 use std::path::{Path, PathBuf};
@@ -65,7 +65,7 @@ pub(crate) fn bundle(out: &Path) -> Res {
     let out = if out.is_absolute() { out.to_path_buf() } else { root().join(out) };
     build_ptx(true)?;
     let _ = std::fs::remove_dir_all(&out);
-    for sub in ["tests", "bench"] {
+    for sub in ["tests", "bench", "examples"] {
         std::fs::create_dir_all(out.join(sub)).map_err(|e| e.to_string())?;
     }
     let copy = |from: &Path, to: PathBuf| {
@@ -82,6 +82,11 @@ pub(crate) fn bundle(out: &Path) -> Res {
         executables(&["build", "--release", "--package", "gpukern-benches", "--bin", "report"], Want::Binaries)?
     {
         copy(&exe, out.join("report"))?;
+    }
+    // The examples, the cudarc one included (its feature loads the driver at run time).
+    let examples = ["build", "--release", "--package", "gpukern", "--features", "cudarc", "--examples"];
+    for (name, exe) in executables(&examples, Want::Binaries)? {
+        copy(&exe, out.join("examples").join(&name))?;
     }
     let ptx = std::fs::read(root().join(TRACKED_PTX)).map_err(|e| e.to_string())?;
     let ptx90 = std::fs::read(root().join(MODULES[1].tracked)).map_err(|e| e.to_string())?;

@@ -15,11 +15,13 @@ use crate::error::{DriverError, Error, Result};
 mod add;
 mod graph;
 mod many;
+mod ops;
 mod studies;
 
 pub(crate) use add::*;
 pub(crate) use graph::*;
 pub(crate) use many::*;
+pub(crate) use ops::*;
 pub(crate) use studies::*;
 
 /// Turns a `CUresult` into a [`DriverError`] with the driver's own name and text.

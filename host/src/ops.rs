@@ -1,0 +1,272 @@
+//! The safe element-wise API: binary operations, unary operations and `axpby`
+//! over the kernels of `kernels_gpu::ops`, with the same automatic choice by
+//! alignment and size as the add, explicit patterns, and host conveniences.
+
+use kernels_gpu::launch::grid_for;
+use kernels_gpu::ops::{op_kernel, BinaryOp, OpKernel, OpKind, OpPattern, UnaryOp};
+use kernels_gpu::Dtype;
+
+use crate::add::PEEL_MIN_ELEMENTS;
+use crate::buffer::{AsView, AsViewMut, Element, Pod, View, ViewMut};
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, Stream};
+use crate::raw::{self, MapLaunch};
+use crate::tuning::AutoPlan;
+use crate::variant::LaunchConfig;
+
+/// The operands of one element-wise call: `b` for two-input kinds, the scales
+/// for axpby.
+pub(crate) struct Operands<'a, T: Pod> {
+    pub a: View<'a, T>,
+    pub b: Option<View<'a, T>>,
+    pub out: ViewMut<'a, T>,
+    pub scales: Option<(f32, f32)>,
+}
+
+impl<'a, T: Pod> Operands<'a, T> {
+    /// Splits every operand at element `mid`.
+    fn split(self, mid: usize) -> Result<(Operands<'a, T>, Operands<'a, T>)> {
+        let (o1, o2) = self.out.into_split_at(mid)?;
+        let b = |r: std::ops::Range<usize>| self.b.map(|b| b.slice(r)).transpose();
+        let head = Operands { a: self.a.slice(..mid)?, b: b(0..mid)?, out: o1, scales: self.scales };
+        let rest = Operands { a: self.a.slice(mid..)?, b: b(mid..self.a.len())?, out: o2, scales: self.scales };
+        Ok((head, rest))
+    }
+
+    fn addrs(&self) -> Vec<u64> {
+        [Some(self.a.addr()), self.b.map(|b| b.addr()), Some(self.out.addr())].into_iter().flatten().collect()
+    }
+}
+
+impl Gpu {
+    /// Queues `out = op(a, b)` with the automatic choice: the 128-bit pack kernel
+    /// on 16-byte aligned operands (after a scalar head when all three are
+    /// misaligned alike), else the scalar kernel; `Add` takes [`Gpu::add_auto`]'s
+    /// tuned plan. Returns the kernel that did the bulk of the work.
+    ///
+    /// Errors (nothing is launched): lengths differ; buffers or stream of another
+    /// `Gpu`. `n = 0` is a no-op.
+    pub fn binary<'a, T: Element>(
+        &self,
+        op: BinaryOp,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<&'static str> {
+        self.check_stream_owned(op.name(), stream)?;
+        let ops = Operands { a: a.into_view(), b: Some(b.into_view()), out: out.into_view_mut(), scales: None };
+        self.map_auto(OpKind::Binary(op), ops, stream.raw())
+    }
+
+    /// As [`Gpu::binary`] with an explicit pattern and launch settings. Errors
+    /// also when an operand is not aligned as the pattern needs.
+    #[allow(clippy::too_many_arguments)]
+    pub fn binary_with<'a, T: Element>(
+        &self,
+        op: BinaryOp,
+        pattern: OpPattern,
+        cfg: LaunchConfig,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let k = op_kernel(OpKind::Binary(op), T::DTYPE, pattern);
+        self.check_stream_owned(k.name, stream)?;
+        let ops = Operands { a: a.into_view(), b: Some(b.into_view()), out: out.into_view_mut(), scales: None };
+        self.map_launch(k, cfg, ops, stream.raw())
+    }
+
+    /// Queues `out = op(a)` with the automatic choice (as [`Gpu::binary`]).
+    pub fn unary<'a, T: Element>(
+        &self,
+        op: UnaryOp,
+        a: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<&'static str> {
+        self.check_stream_owned(op.name(), stream)?;
+        let ops = Operands { a: a.into_view(), b: None, out: out.into_view_mut(), scales: None };
+        self.map_auto(OpKind::Unary(op), ops, stream.raw())
+    }
+
+    /// As [`Gpu::unary`] with an explicit pattern and launch settings.
+    pub fn unary_with<'a, T: Element>(
+        &self,
+        op: UnaryOp,
+        pattern: OpPattern,
+        cfg: LaunchConfig,
+        a: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let k = op_kernel(OpKind::Unary(op), T::DTYPE, pattern);
+        self.check_stream_owned(k.name, stream)?;
+        let ops = Operands { a: a.into_view(), b: None, out: out.into_view_mut(), scales: None };
+        self.map_launch(k, cfg, ops, stream.raw())
+    }
+
+    /// Queues `out = alpha·a + beta·b` with the automatic choice. For f16 and
+    /// bf16, `alpha` and `beta` are rounded once to the element type; each
+    /// product and the sum are rounded (no fused multiply-add).
+    pub fn axpby<'a, T: Element>(
+        &self,
+        alpha: f32,
+        a: impl AsView<'a, T>,
+        beta: f32,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<&'static str> {
+        self.check_stream_owned("axpby", stream)?;
+        let scales = Some((alpha, beta));
+        let ops = Operands { a: a.into_view(), b: Some(b.into_view()), out: out.into_view_mut(), scales };
+        self.map_auto(OpKind::Axpby, ops, stream.raw())
+    }
+
+    /// As [`Gpu::axpby`] with an explicit pattern and launch settings.
+    #[allow(clippy::too_many_arguments)]
+    pub fn axpby_with<'a, T: Element>(
+        &self,
+        pattern: OpPattern,
+        cfg: LaunchConfig,
+        alpha: f32,
+        a: impl AsView<'a, T>,
+        beta: f32,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let k = op_kernel(OpKind::Axpby, T::DTYPE, pattern);
+        self.check_stream_owned(k.name, stream)?;
+        let scales = Some((alpha, beta));
+        let ops = Operands { a: a.into_view(), b: Some(b.into_view()), out: out.into_view_mut(), scales };
+        self.map_launch(k, cfg, ops, stream.raw())
+    }
+
+    /// Blocking convenience: `op(a, b)` of two host slices, computed on the GPU.
+    pub fn binary_host<T: Element>(&self, op: BinaryOp, a: &[T], b: &[T]) -> Result<Vec<T>> {
+        self.map_host(OpKind::Binary(op), a, Some(b), None)
+    }
+
+    /// Blocking convenience: `op(a)` of a host slice.
+    pub fn unary_host<T: Element>(&self, op: UnaryOp, a: &[T]) -> Result<Vec<T>> {
+        self.map_host(OpKind::Unary(op), a, None, None)
+    }
+
+    /// Blocking convenience: `alpha·a + beta·b` of two host slices.
+    pub fn axpby_host<T: Element>(&self, alpha: f32, a: &[T], beta: f32, b: &[T]) -> Result<Vec<T>> {
+        self.map_host(OpKind::Axpby, a, Some(b), Some((alpha, beta)))
+    }
+
+    /// The kernel the automatic choice launches for `n` elements of `dtype` at
+    /// operand addresses `addrs` when it splits off no head (`Add`: see
+    /// [`Gpu::auto_choice`]).
+    pub fn op_choice(&self, kind: OpKind, dtype: Dtype, n: usize, addrs: &[u64]) -> &'static str {
+        if kind == OpKind::Binary(BinaryOp::Add) {
+            return self.auto_choice(dtype, n, addrs).name();
+        }
+        let pattern = if addrs.iter().all(|x| x % 16 == 0) { OpPattern::Pack } else { OpPattern::Scalar };
+        op_kernel(kind, dtype, pattern).name
+    }
+
+    fn map_host<T: Element>(
+        &self,
+        kind: OpKind,
+        a: &[T],
+        b: Option<&[T]>,
+        scales: Option<(f32, f32)>,
+    ) -> Result<Vec<T>> {
+        let b_len = b.map_or(a.len(), |b| b.len());
+        if b_len != a.len() {
+            let name = op_kernel(kind, T::DTYPE, OpPattern::Scalar).name;
+            return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b_len, out: a.len() });
+        }
+        let stream = self.stream()?;
+        let da = self.upload(a)?;
+        let db = b.map(|b| self.upload(b)).transpose()?;
+        let mut out = self.alloc::<T>(a.len())?;
+        let ops = Operands { a: da.view(), b: db.as_ref().map(|b| b.view()), out: out.view_mut(), scales };
+        self.map_auto(kind, ops, stream.raw())?;
+        stream.synchronize()?;
+        out.to_vec()
+    }
+
+    /// The automatic choice, on a stream already checked to belong to this context.
+    pub(crate) fn map_auto<T: Element>(
+        &self,
+        kind: OpKind,
+        ops: Operands<'_, T>,
+        raw: cust::sys::CUstream,
+    ) -> Result<&'static str> {
+        if let (OpKind::Binary(BinaryOp::Add), Some(b)) = (kind, ops.b) {
+            return Ok(self.add_auto_raw(None, ops.a, b, ops.out, raw)?.name());
+        }
+        let (dtype, n) = (T::DTYPE, ops.a.len());
+        let (pack, scalar) = (op_kernel(kind, dtype, OpPattern::Pack), op_kernel(kind, dtype, OpPattern::Scalar));
+        // The block the tuned add plan gives its 128-bit pack kernel at this size.
+        let cfg = LaunchConfig::with_block(AutoPlan::new(dtype, n, false).block);
+        self.check_map(scalar, cfg, &ops)?;
+        let addrs = ops.addrs();
+        let offset = addrs[0] % 16;
+        if offset == 0 && addrs.iter().all(|x| x % 16 == 0) {
+            self.map_launch_raw(pack, cfg, ops, raw)?;
+            return Ok(pack.name);
+        }
+        if addrs.iter().all(|x| x % 16 == offset) && n >= PEEL_MIN_ELEMENTS {
+            // Same misalignment everywhere: after `head` elements all are aligned.
+            let head = (16 - offset as usize) / dtype.size();
+            let (h, rest) = ops.split(head)?;
+            self.map_launch_raw(scalar, cfg, h, raw)?;
+            self.map_launch_raw(pack, cfg, rest, raw)?;
+            return Ok(pack.name);
+        }
+        self.map_launch_raw(scalar, LaunchConfig::default(), ops, raw)?;
+        Ok(scalar.name)
+    }
+
+    /// One explicit kernel, after the checks.
+    pub(crate) fn map_launch<T: Element>(
+        &self,
+        k: &'static OpKernel,
+        cfg: LaunchConfig,
+        ops: Operands<'_, T>,
+        raw: cust::sys::CUstream,
+    ) -> Result<()> {
+        self.check_map(k, cfg, &ops)?;
+        self.map_launch_raw(k, cfg, ops, raw)
+    }
+
+    /// Lengths, launch settings and ownership of the operands.
+    fn check_map<T: Element>(&self, k: &'static OpKernel, cfg: LaunchConfig, ops: &Operands<'_, T>) -> Result<()> {
+        let (n, b_len) = (ops.a.len(), ops.b.map_or(ops.a.len(), |b| b.len()));
+        if b_len != n || ops.out.len() != n {
+            return Err(Error::LengthMismatch { variant: k.name, a: n, b: b_len, out: ops.out.len() });
+        }
+        cfg.check(k.name)?;
+        let owners = [Some(ops.a.owner()), ops.b.as_ref().map(|b| b.owner()), Some(ops.out.owner())];
+        self.check_buffers_owned(k.name, owners.into_iter().flatten())
+    }
+
+    fn map_launch_raw<T: Element>(
+        &self,
+        k: &'static OpKernel,
+        cfg: LaunchConfig,
+        mut ops: Operands<'_, T>,
+        raw: cust::sys::CUstream,
+    ) -> Result<()> {
+        let n = ops.a.len();
+        let launch = MapLaunch {
+            name: k.name,
+            func: self.shared.func(k.name)?,
+            kind: k.kind,
+            // Same lane count the kernel walks with: one thread per lane group.
+            grid: grid_for(n as u64, k.lanes(), cfg.block, cfg.max_grid),
+            block: cfg.block,
+            align: k.align(),
+        };
+        self.shared.bind()?;
+        raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, n, ops.scales, raw)
+    }
+}

@@ -1,0 +1,366 @@
+//! Bit-exact GPU checks of the element-wise library: every operation × dtype ×
+//! pattern against the CPU reference, with canaries, capped grids, misaligned
+//! views, the automatic choice, the errors, and n past 2^32.
+//! Marked ignored: CI has no GPU. Run with `--include-ignored` on a GPU machine.
+
+mod common;
+
+use common::{canaries_hold, gpu, inputs, record, Data, CANARY, POISONS, SIZES};
+use gpukern::half::{bf16, f16};
+use gpukern::reference::{self, ReferenceOps};
+use gpukern::{BinaryOp, Dtype, Error, LaunchConfig, OpKind, OpPattern, UnaryOp};
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+
+/// How a case launches.
+#[derive(Clone, Copy, Debug)]
+enum How {
+    Explicit(OpPattern, LaunchConfig),
+    Auto,
+}
+
+/// Scales for axpby, chosen per case: values that round in f16 and bf16, a
+/// negative one, zero, and one large enough to overflow f16 products.
+const SCALES: [(f32, f32); 4] = [(0.1, -3.5), (1.0, 1.0), (0.0, 2.5e-3), (300.0, -0.333)];
+
+/// Queues one operation on views; returns the kernel name for the automatic choice.
+fn launch<T: gpukern::Element>(
+    kind: OpKind,
+    how: How,
+    a: gpukern::View<'_, T>,
+    b: gpukern::View<'_, T>,
+    out: gpukern::ViewMut<'_, T>,
+    scales: (f32, f32),
+    stream: &gpukern::Stream,
+) -> gpukern::Result<Option<&'static str>> {
+    let gpu = gpu();
+    let (alpha, beta) = scales;
+    match (how, kind) {
+        (How::Auto, OpKind::Binary(op)) => gpu.binary(op, a, b, out, stream).map(Some),
+        (How::Auto, OpKind::Unary(op)) => gpu.unary(op, a, out, stream).map(Some),
+        (How::Auto, OpKind::Axpby) => gpu.axpby(alpha, a, beta, b, out, stream).map(Some),
+        (How::Explicit(p, cfg), OpKind::Binary(op)) => gpu.binary_with(op, p, cfg, a, b, out, stream).map(|_| None),
+        (How::Explicit(p, cfg), OpKind::Unary(op)) => gpu.unary_with(op, p, cfg, a, out, stream).map(|_| None),
+        (How::Explicit(p, cfg), OpKind::Axpby) => gpu.axpby_with(p, cfg, alpha, a, beta, b, out, stream).map(|_| None),
+    }
+}
+
+/// One case: inputs starting `offsets` elements into their buffers, the output
+/// poisoned with a canary band on each side, launch, then bit-exact comparison
+/// with the reference and intact canaries. Returns the first problem.
+fn check<T: ReferenceOps>(kind: OpKind, how: How, n: usize, data: Data, offsets: [usize; 3]) -> Result<(), String> {
+    let gpu = gpu();
+    let seed: u64 = rand::random();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    let (a, b) = inputs::<T>(data, n + offsets[0].max(offsets[1]), &mut rng);
+    let scales = SCALES[n % SCALES.len()];
+    let (sa, sb) = (&a[offsets[0]..offsets[0] + n], &b[offsets[1]..offsets[1] + n]);
+    let want = reference::map(kind, sa, (kind.inputs() == 2).then_some(sb), scales);
+    let what = format!("{} {how:?} n={n} {data:?} offsets={offsets:?} (seed {seed})", kind.name());
+    let e = |e: gpukern::Error| format!("{what}: {e}");
+    let stream = gpu.stream().map_err(e)?;
+    let (da, db) = (gpu.upload(&a).map_err(e)?, gpu.upload(&b).map_err(e)?);
+    let lead = CANARY + offsets[2];
+    let mut band = gpu.alloc::<T>(n + lead + CANARY).map_err(e)?;
+    for poison in POISONS {
+        band.fill_bits(poison).map_err(e)?;
+        let out = band.slice_mut(lead..lead + n).map_err(e)?;
+        let (va, vb) =
+            (da.slice(offsets[0]..offsets[0] + n).map_err(e)?, db.slice(offsets[1]..offsets[1] + n).map_err(e)?);
+        launch(kind, how, va, vb, out, scales, &stream).map_err(e)?;
+        stream.synchronize().map_err(e)?;
+        let got = band.to_vec().map_err(e)?;
+        let p = T::from_bits32(poison);
+        if let Some(i) = got[..lead].iter().chain(&got[lead + n..]).position(|x| !x.same_as(p)) {
+            return Err(format!("{what}: canary element {i} overwritten"));
+        }
+        if let Some(i) = reference::first_mismatch(&got[lead..lead + n], &want) {
+            return Err(format!(
+                "{what}: element {i}: a={:#x} b={:#x} gave {:#x}, want {:#x}",
+                sa[i].to_bits32(),
+                sb[i].to_bits32(),
+                got[lead + i].to_bits32(),
+                want[i].to_bits32()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_dyn(dtype: Dtype, kind: OpKind, how: How, n: usize, data: Data, offsets: [usize; 3]) -> Result<(), String> {
+    match dtype {
+        Dtype::F32 => check::<f32>(kind, how, n, data, offsets),
+        Dtype::F16 => check::<f16>(kind, how, n, data, offsets),
+        Dtype::Bf16 => check::<bf16>(kind, how, n, data, offsets),
+    }
+}
+
+/// Every operation, dtype and pattern at every size of `SIZES`, on random and
+/// special values (two poisons each), then at odd blocks and capped grids.
+fn every_pattern(kind: OpKind) {
+    let test = format!("op_{}", kind.name());
+    let mut failures = Vec::new();
+    let cfgs = [
+        LaunchConfig { block: 1, max_grid: 3 },
+        LaunchConfig { block: 100, max_grid: 7 },
+        LaunchConfig::with_block(1024),
+    ];
+    for dtype in Dtype::ALL {
+        for pattern in OpPattern::ALL {
+            // Under the sanitizer, a subset around the lane and block edges.
+            let sizes = SIZES.iter().filter(|&&n| !common::sanitizing() || [0, 1, 7, 9, 17, 257, 4097].contains(&n));
+            for (&n, data) in sizes.flat_map(|n| [(n, Data::Random), (n, Data::Special)]) {
+                let how = How::Explicit(pattern, LaunchConfig::default());
+                let r = check_dyn(dtype, kind, how, n, data, [0; 3]);
+                record(&test, &format!("{dtype:?} {pattern:?} {data:?}"), n, r.is_ok());
+                failures.extend(r.err());
+            }
+            for cfg in cfgs {
+                for n in [1usize, 9, 4097, 100_003] {
+                    let r = check_dyn(dtype, kind, How::Explicit(pattern, cfg), n, Data::Random, [0; 3]);
+                    record(&test, &format!("{dtype:?} {pattern:?} {cfg:?}"), n, r.is_ok());
+                    failures.extend(r.err());
+                }
+            }
+        }
+        // The scalar kernels take any element alignment.
+        for offsets in [[1, 2, 3], [3, 0, 1]] {
+            let how = How::Explicit(OpPattern::Scalar, LaunchConfig::default());
+            let r = check_dyn(dtype, kind, how, 1001, Data::Random, offsets);
+            record(&test, &format!("{dtype:?} Scalar offsets={offsets:?}"), 1001, r.is_ok());
+            failures.extend(r.err());
+        }
+    }
+    assert!(failures.is_empty(), "{} failing cases:\n{}", failures.len(), failures.join("\n"));
+}
+
+macro_rules! op_tests {
+    ($($test:ident => $kind:expr),* $(,)?) => {$(
+        #[test]
+        #[ignore = "needs a CUDA GPU"]
+        fn $test() {
+            every_pattern($kind);
+        }
+    )*};
+}
+
+op_tests! {
+    add_every_dtype_and_pattern_is_bit_exact => OpKind::Binary(BinaryOp::Add),
+    sub_every_dtype_and_pattern_is_bit_exact => OpKind::Binary(BinaryOp::Sub),
+    mul_every_dtype_and_pattern_is_bit_exact => OpKind::Binary(BinaryOp::Mul),
+    div_every_dtype_and_pattern_is_bit_exact => OpKind::Binary(BinaryOp::Div),
+    min_every_dtype_and_pattern_is_bit_exact => OpKind::Binary(BinaryOp::Min),
+    max_every_dtype_and_pattern_is_bit_exact => OpKind::Binary(BinaryOp::Max),
+    neg_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::Neg),
+    abs_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::Abs),
+    relu_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::Relu),
+    axpby_every_dtype_and_pattern_is_bit_exact => OpKind::Axpby,
+}
+
+/// The automatic choice on aligned, alike-misaligned and differently misaligned
+/// operands: bit-exact, and the kernel it names is the one the rule says.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn auto_choice_is_bit_exact_at_every_alignment() {
+    let mut failures = Vec::new();
+    for kind in gpukern::OpKind::ALL {
+        for dtype in Dtype::ALL {
+            for offsets in [[0, 0, 0], [1, 1, 1], [1, 2, 3], [0, 0, 1]] {
+                for n in [0usize, 5, 5000, 100_003] {
+                    let r = check_dyn(dtype, kind, How::Auto, n, Data::Random, offsets);
+                    record("op_auto", &format!("{} {dtype:?} offsets={offsets:?}", kind.name()), n, r.is_ok());
+                    failures.extend(r.err());
+                }
+            }
+            // The name it reports follows the rule (add has its own tuned plan).
+            if kind != OpKind::Binary(BinaryOp::Add) {
+                let pack = gpukern::OpPattern::Pack;
+                let want_pack = kernels_gpu_name(kind, dtype, pack);
+                assert_eq!(gpu().op_choice(kind, dtype, 1 << 20, &[0, 16, 32]), want_pack);
+                let want_scalar = kernels_gpu_name(kind, dtype, OpPattern::Scalar);
+                assert_eq!(gpu().op_choice(kind, dtype, 1 << 20, &[0, 4, 32]), want_scalar);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failing cases:\n{}", failures.len(), failures.join("\n"));
+}
+
+fn kernels_gpu_name(kind: OpKind, dtype: Dtype, pattern: OpPattern) -> &'static str {
+    kernels_gpu::ops::op_kernel(kind, dtype, pattern).name
+}
+
+/// Bad input is an error, never a launch: misaligned pack operands, lengths
+/// that differ, a foreign stream.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_operands_are_errors() {
+    let gpu = gpu();
+    let stream = gpu.stream().unwrap();
+    let (a, b) = (gpu.upload(&[1.0f32; 64]).unwrap(), gpu.upload(&[2.0f32; 64]).unwrap());
+    let mut out = gpu.upload(&[7.0f32; 64]).unwrap();
+    let cfg = LaunchConfig::default();
+    let e = gpu
+        .binary_with(
+            BinaryOp::Mul,
+            OpPattern::Pack,
+            cfg,
+            a.slice(1..).unwrap(),
+            b.slice(1..).unwrap(),
+            out.slice_mut(1..).unwrap(),
+            &stream,
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::Misaligned { variant: "mul_f32x4", operand: "a", .. }), "{e:?}");
+    let e =
+        gpu.unary_with(UnaryOp::Neg, OpPattern::Pack, cfg, a.view(), out.slice_mut(4..).unwrap(), &stream).unwrap_err();
+    assert!(matches!(e, Error::LengthMismatch { variant: "neg_f32x4", .. }), "{e:?}");
+    let e = gpu.axpby(1.0, a.slice(..3).unwrap(), 1.0, b.view(), out.view_mut(), &stream).unwrap_err();
+    assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
+    let e = gpu.binary_host(BinaryOp::Div, &[1.0f32; 3], &[1.0f32; 4]).unwrap_err();
+    assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
+    let bad_cfg = LaunchConfig { block: 0, ..cfg };
+    let e = gpu.binary_with(BinaryOp::Sub, OpPattern::Scalar, bad_cfg, &a, &b, &mut out, &stream).unwrap_err();
+    assert!(!matches!(e, Error::KernelFault(_)), "{e:?}");
+    let other = gpukern::Gpu::new(0).unwrap();
+    let e = gpu.unary(UnaryOp::Abs, &a, &mut out, &other.stream().unwrap()).unwrap_err();
+    assert!(matches!(e, Error::ForeignHandle { what: "stream", .. }), "{e:?}");
+    let e = other.binary(BinaryOp::Max, &a, &b, &mut out, &other.stream().unwrap()).unwrap_err();
+    assert!(matches!(e, Error::ForeignHandle { what: "buffers", .. }), "{e:?}");
+    // Nothing was written by any refused call.
+    stream.synchronize().unwrap();
+    assert_eq!(out.to_vec().unwrap(), vec![7.0f32; 64]);
+    // The host conveniences compute.
+    assert_eq!(gpu.binary_host(BinaryOp::Div, &[1.0f32, 3.0], &[4.0, 2.0]).unwrap(), vec![0.25, 1.5]);
+    assert_eq!(gpu.unary_host(UnaryOp::Relu, &[-1.0f32, 2.0]).unwrap(), vec![0.0, 2.0]);
+    assert_eq!(gpu.axpby_host(2.0, &[1.0f32], -1.0, &[0.5]).unwrap(), vec![1.5]);
+}
+
+/// n = 2^32 + 2^20 for one binary, one unary and axpby per dtype, pack and
+/// scalar (the scalar with one thread per block, so its grid is clamped at the
+/// hardware limit): compared in full on the device with the uploaded reference,
+/// canaries intact.
+fn huge<T: ReferenceOps>() {
+    // One at a time: each needs tens of GB of device and host memory.
+    static HUGE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = HUGE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let gpu = gpu();
+    let n = (1usize << 32) + (1 << 20);
+    let size = T::DTYPE.size();
+    let (free, _) = gpu.mem_info().unwrap();
+    let avail = common::host_available_bytes().unwrap_or(usize::MAX);
+    if 4 * n * size + (2 << 30) > free || 3 * n * size + (4 << 30) > avail {
+        common::record_skip("op_huge", &format!("{:?}", T::DTYPE), n, "not enough device or host memory");
+        return;
+    }
+    let seed: u64 = rand::random();
+    let gen = |salt: u64| -> Vec<T> {
+        let mut v = vec![T::from_bits32(0); n];
+        v.par_chunks_mut(1 << 22).enumerate().for_each(|(i, c)| {
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(seed ^ salt ^ (i as u64) << 20);
+            c.iter_mut().for_each(|x| *x = T::from_bits32(rng.gen()));
+        });
+        v
+    };
+    let (a, b) = (gen(1), gen(2));
+    let stream = gpu.stream().unwrap();
+    let (da, db) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
+    let mut band = gpu.alloc::<T>(n + 2 * CANARY).unwrap();
+    let clamped = LaunchConfig { block: 1, max_grid: kernels_gpu::launch::MAX_GRID_X };
+    let runs = [
+        (OpKind::Binary(BinaryOp::Sub), OpPattern::Pack, LaunchConfig::default()),
+        (OpKind::Unary(UnaryOp::Relu), OpPattern::Pack, LaunchConfig::default()),
+        (OpKind::Axpby, OpPattern::Pack, LaunchConfig::default()),
+        (OpKind::Binary(BinaryOp::Mul), OpPattern::Scalar, clamped),
+    ];
+    let mut failures = Vec::new();
+    for (kind, pattern, cfg) in runs {
+        let scales = SCALES[0];
+        let mut want = vec![T::from_bits32(0); n];
+        want.par_chunks_mut(1 << 22).enumerate().for_each(|(i, w)| {
+            let s = i << 22;
+            let bs = (kind.inputs() == 2).then(|| &b[s..s + w.len()]);
+            w.copy_from_slice(&reference::map(kind, &a[s..s + w.len()], bs, scales));
+        });
+        let dwant = gpu.upload(&want).unwrap();
+        drop(want);
+        band.fill_bits(POISONS[0]).unwrap();
+        let out = band.slice_mut(CANARY..CANARY + n).unwrap();
+        launch(kind, How::Explicit(pattern, cfg), da.view(), db.view(), out, scales, &stream).unwrap();
+        stream.synchronize().unwrap();
+        let bad = gpu.count_mismatches(band.slice(CANARY..CANARY + n).unwrap(), dwant.view(), &stream).unwrap();
+        let p = T::from_bits32(POISONS[0]);
+        let canaries_ok = canaries_hold(&band, n, |x| x.same_as(p));
+        let case =
+            format!("{} {pattern:?} block={} mismatches={bad} canaries_ok={canaries_ok}", kind.name(), cfg.block);
+        record("op_huge", &format!("{:?} {case}", T::DTYPE), n, bad == 0 && canaries_ok);
+        if bad != 0 || !canaries_ok {
+            failures.push(case);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn huge_n_past_2_32_f32() {
+    huge::<f32>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn huge_n_past_2_32_f16() {
+    huge::<f16>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn huge_n_past_2_32_bf16() {
+    huge::<bf16>();
+}
+
+/// cudarc buffers in, gpukern operations on a cudarc stream, the result read
+/// back through cudarc; a stream of a non-primary context is refused.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cudarc_buffers_on_a_cudarc_stream() {
+    use cudarc::driver::CudaContext;
+    let gpu = gpu();
+    let ctx = CudaContext::new(0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+    let n = 100_003;
+    let (a, b) = inputs::<bf16>(Data::Random, n, &mut rng);
+    let (da, db) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
+    let mut out = stream.alloc_zeros::<bf16>(n).unwrap();
+    let mut failures = Vec::new();
+    for kind in OpKind::ALL {
+        let scales = SCALES[0];
+        let k = match kind {
+            OpKind::Binary(op) => gpu.binary_cudarc(op, &da, &db, &mut out, &stream),
+            OpKind::Unary(op) => gpu.unary_cudarc(op, &da, &mut out, &stream),
+            OpKind::Axpby => gpu.axpby_cudarc(scales.0, &da, scales.1, &db, &mut out, &stream),
+        }
+        .unwrap();
+        let got: Vec<bf16> = stream.clone_dtoh(&out).unwrap();
+        let want = reference::map(kind, &a, (kind.inputs() == 2).then_some(&b[..]), scales);
+        let ok = reference::first_mismatch(&got, &want).is_none();
+        record("op_cudarc", &format!("{} bf16 {k}", kind.name()), n, ok);
+        if !ok {
+            failures.push(kind.name());
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+    // Views of part of a cudarc buffer work too (an unaligned start takes the scalar head).
+    let mut tail = out.slice_mut(3..);
+    gpu.unary_cudarc(UnaryOp::Neg, &da.slice(3..), &mut tail, &stream).unwrap();
+    let got: Vec<bf16> = stream.clone_dtoh(&out).unwrap();
+    assert!(got[3..].iter().zip(&a[3..]).all(|(g, x)| g.to_bits() == x.to_bits() ^ 0x8000));
+    // Another context's stream is an error; nothing is launched.
+    let other = CudaContext::new_non_primary(0, 0).unwrap();
+    let other_stream = other.new_stream().unwrap();
+    let x = other_stream.alloc_zeros::<f32>(4).unwrap();
+    let mut y = other_stream.clone_htod(&[5.0f32; 4]).unwrap();
+    let e = gpu.unary_cudarc(UnaryOp::Neg, &x, &mut y, &other_stream).unwrap_err();
+    assert!(matches!(e, Error::ForeignHandle { .. }), "{e:?}");
+    assert_eq!(other_stream.clone_dtoh(&y).unwrap(), vec![5.0f32; 4]);
+}
