@@ -21,6 +21,7 @@ def main():
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--matmul", default="", help="square sizes for torch.matmul, e.g. 1024,2048")
     p.add_argument("--foreach", action="store_true", help="also time torch._foreach_add on lists of 1..1000 tensors")
+    p.add_argument("--ops", default="", help="also time torch's sub/mul/div/minimum/maximum/neg/abs/relu and an axpby at these log2 sizes, e.g. 20,24,28")
     args = p.parse_args()
     dev = torch.device("cuda", args.device)
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
@@ -84,7 +85,59 @@ def main():
         ms = statistics.median(times)
         matmul.append({"size": s_, "median_us": ms * 1e3, "gflops": 2 * s_ ** 3 / (ms * 1e-3) / 1e9})
     foreach = foreach_rows(args, dev, l2, types, spin_cycles) if args.foreach else []
-    print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "rows": rows, "matmul": matmul, "foreach": foreach}))
+    ops = ops_rows(args, dev, l2, types, spin_cycles) if args.ops else []
+    print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "rows": rows, "matmul": matmul, "foreach": foreach, "ops": ops}))
+
+
+def ops_rows(args, dev, l2, types, spin_cycles):
+    """The element-wise library's operations in torch, timed as torch.add above:
+    events behind a spin, median, input sets rotated below 4x the L2. GB/s counts
+    the operands read plus the one written. axpby is what a torch user writes,
+    torch.add(torch.mul(a, alpha), b, alpha=beta): two kernels."""
+    ops = {
+        "sub": (2, lambda x, y, z: torch.sub(x, y, out=z)),
+        "mul": (2, lambda x, y, z: torch.mul(x, y, out=z)),
+        "div": (2, lambda x, y, z: torch.div(x, y, out=z)),
+        "min": (2, lambda x, y, z: torch.minimum(x, y, out=z)),
+        "max": (2, lambda x, y, z: torch.maximum(x, y, out=z)),
+        "neg": (1, lambda x, y, z: torch.neg(x, out=z)),
+        "abs": (1, lambda x, y, z: torch.abs(x, out=z)),
+        "relu": (1, lambda x, y, z: torch.relu(x)),
+        "axpby": (2, lambda x, y, z: torch.add(torch.mul(x, 0.1), y, alpha=-3.5, out=z)),
+    }
+    logs = [int(k) for k in args.ops.split(",") if k]
+    rows = []
+    for name in args.dtypes.split(","):
+        dt = types[name]
+        size = torch.tensor([], dtype=dt).element_size()
+        cap = max(1 << max(logs), (8 * l2) // (2 * size))
+        a = (torch.rand(cap, device=dev, dtype=torch.float32) * 128 - 64).to(dt)
+        b = (torch.rand(cap, device=dev, dtype=torch.float32) * 128 - 64).to(dt)
+        c = torch.empty(cap, device=dev, dtype=dt)
+        for op, (inputs, f) in ops.items():
+            for k in logs:
+                n = 1 << k
+                nbytes = (inputs + 1) * n * size
+                sets = max(1, min(-(-4 * l2 // nbytes), cap // n))
+                reps = 200 if nbytes <= 1 << 24 else (60 if nbytes <= 1 << 28 else 25)
+                views = [(a[i * n:(i + 1) * n], b[i * n:(i + 1) * n], c[i * n:(i + 1) * n]) for i in range(sets)]
+                for i in range(5):
+                    f(*views[i % sets])
+                times = []
+                for i in range(reps):
+                    x, y, z = views[i % sets]
+                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    torch.cuda._sleep(spin_cycles)
+                    s.record()
+                    f(x, y, z)
+                    e.record()
+                    e.synchronize()
+                    times.append(s.elapsed_time(e))
+                ms = statistics.median(times)
+                rows.append({"op": op, "dtype": name, "n": n, "median_us": ms * 1e3, "gbps": nbytes / (ms * 1e-3) / 1e9, "input_sets": sets})
+        del a, b, c
+        torch.cuda.empty_cache()
+    return rows
 
 
 def foreach_rows(args, dev, l2, types, spin_cycles):

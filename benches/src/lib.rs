@@ -15,6 +15,7 @@ pub mod cub;
 pub mod foreach;
 pub mod hopper;
 pub mod lead;
+pub mod ops;
 pub mod report;
 pub mod studies;
 

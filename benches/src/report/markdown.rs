@@ -277,6 +277,8 @@ pub fn markdown(r: &Value) -> String {
     let ceiling: Vec<crate::hopper::CeilingRow> = serde_json::from_value(r["ceiling"].clone()).unwrap_or_default();
     let foreach: Vec<crate::foreach::ForeachRow> = serde_json::from_value(r["foreach"].clone()).unwrap_or_default();
     crate::hopper::render(&mut s, &bulk, &ceiling, &foreach, f(&r["copy_gbps"]), f(&r["peak_gbps"]));
+    let ops: Vec<crate::ops::OpRow> = serde_json::from_value(r["ops"].clone()).unwrap_or_default();
+    crate::ops::render(&mut s, &ops);
     let _ = writeln!(s, "\n## Peers\n\n{}\n", r["peers_note"].as_str().unwrap_or(""));
     let _ = writeln!(s, "## All sizes\n\n{}", main_table(r, None));
     s

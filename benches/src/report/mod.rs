@@ -5,7 +5,8 @@
 //! sections live one per module: [`sweep`] (bandwidth vs n, the automatic
 //! choice, block and grid sweeps, launch-bound sizes, tuning), [`cpu`] (the CPU
 //! baseline), [`peers`] (torch through `peers.py`; CUB is [`crate::cub`]),
-//! [`crate::studies`] (seed 003), [`crate::hopper`] (ceiling, `add_many`).
+//! [`crate::studies`] (seed 003), [`crate::hopper`] (ceiling, `add_many`),
+//! [`crate::ops`] (the element-wise library).
 //! [`markdown`] and [`plots`] render a report's JSON (also without a GPU:
 //! `report render`), [`record`] writes `verify.json` from a test run.
 
@@ -18,7 +19,6 @@ pub mod record;
 mod studies_md;
 pub mod sweep;
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use gpukern::half::{bf16, f16};
@@ -71,7 +71,8 @@ fn open_gpu(index: usize) -> Result<Gpu, String> {
     Gpu::new(index).map_err(|e| e.to_string())
 }
 
-fn reps_for(bytes: u64) -> usize {
+/// Timed launches per measurement: fewer as the bytes grow.
+pub fn reps_for(bytes: u64) -> usize {
     match bytes {
         b if b <= 1 << 24 => 200,
         b if b <= 1 << 28 => 60,
@@ -235,12 +236,33 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         }
     }
 
-    // Peers (torch.add, torch._foreach_add, torch.matmul; CUB) in the same run.
-    let (peers, peers_note, peer_matmul, torch_foreach) = if o.peers {
-        peers::run_peers(o, &sizes)
+    // The element-wise library at the seed's sizes.
+    let op_sizes: Vec<usize> =
+        [20u32, 24, 28].into_iter().filter(|k| (o.min_log2..=o.max_log2).contains(k)).map(|k| 1 << k).collect();
+    let op_sizes = if o.ops { op_sizes } else { Vec::new() };
+    let mut ops = if op_sizes.is_empty() {
+        Vec::new()
     } else {
-        (BTreeMap::new(), "not requested (pass --peers)".to_string(), Vec::new(), Vec::new())
+        eprintln!("element-wise operations at {op_sizes:?} ...");
+        crate::ops::measure(&gpu, &o.dtypes, &op_sizes)?
     };
+    for r in ops.iter().filter(|r| !r.verified) {
+        failures.push(format!("op {} {} n={}: differs from the CPU reference", r.op, r.dtype, r.n));
+    }
+
+    // Peers (torch.add, torch._foreach_add, torch.matmul, torch's element-wise
+    // operations; CUB) in the same run.
+    let torch = if o.peers {
+        peers::run_peers(o, &sizes, &op_sizes)
+    } else {
+        peers::Peers { note: "not requested (pass --peers)".to_string(), ..Default::default() }
+    };
+    for r in &mut ops {
+        let key = (r.op.clone(), r.dtype.clone(), r.n);
+        r.torch_gbps =
+            if r.op == "add" { torch.add.get(&(key.1, key.2)).copied() } else { torch.ops.get(&key).copied() };
+    }
+    let peers::Peers { add: peers, note: peers_note, matmul: peer_matmul, foreach: torch_foreach, .. } = torch;
     for r in &mut foreach {
         r.torch_us_per_add = torch_foreach
             .iter()
@@ -316,6 +338,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         "cub_mismatch": cub.mismatch,
         "lead": lead,
         "foreach": foreach,
+        "ops": ops,
         "ceiling": ceiling,
         "tuning": tuning,
         "peer_matmul": peer_matmul,

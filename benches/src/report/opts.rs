@@ -41,6 +41,10 @@ pub struct Opts {
     /// Skip the lead sections (tuning sweep, ceiling, add_many).
     #[arg(long = "no-lead", action = clap::ArgAction::SetFalse)]
     pub lead: bool,
+    /// Skip the element-wise operations (sub, mul, div, min, max, neg, abs,
+    /// relu, axpby beside add at 2^20, 2^24, 2^28).
+    #[arg(long = "no-ops", action = clap::ArgAction::SetFalse)]
+    pub ops: bool,
     /// A first look: the main sweep at 2^20, 2^24 and 2^28 only, no other section
     /// (peers only if --peers is given too).
     #[arg(long)]
@@ -70,7 +74,7 @@ impl Opts {
         }
         self.variants.retain(|v| self.dtypes.contains(&v.dtype()));
         if self.quick {
-            (self.cpu, self.sweep, self.studies, self.lead) = (false, false, false, false);
+            (self.cpu, self.sweep, self.studies, self.lead, self.ops) = (false, false, false, false, false);
         }
         Ok(self)
     }

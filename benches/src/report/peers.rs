@@ -1,5 +1,5 @@
 //! torch as a peer, through `scripts/peers.py` (torch.add, torch._foreach_add,
-//! torch.matmul), timed the report's way.
+//! torch.matmul, the element-wise operations), timed the report's way.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,12 +18,29 @@ fn peers_script() -> Option<PathBuf> {
     candidates.into_iter().flatten().find(|p| p.is_file())
 }
 
-/// (torch.add GB/s by (dtype, n), note, torch.matmul rows, torch._foreach_add rows)
-type Peers = (BTreeMap<(String, usize), f64>, String, Vec<Value>, Vec<Value>);
-pub fn run_peers(o: &Opts, sizes: &[usize]) -> Peers {
+/// What torch measured.
+#[derive(Default)]
+pub struct Peers {
+    /// torch.add GB/s by (dtype, n).
+    pub add: BTreeMap<(String, usize), f64>,
+    /// How torch was timed, or why it was not.
+    pub note: String,
+    /// torch.matmul rows.
+    pub matmul: Vec<Value>,
+    /// torch._foreach_add rows.
+    pub foreach: Vec<Value>,
+    /// The element-wise operations' torch equivalents: GB/s by (op, dtype, n).
+    pub ops: BTreeMap<(String, String, usize), f64>,
+}
+
+fn failed(note: String) -> Peers {
+    Peers { note, ..Peers::default() }
+}
+
+pub fn run_peers(o: &Opts, sizes: &[usize], op_sizes: &[usize]) -> Peers {
     let mut map = BTreeMap::new();
     let Some(script) = peers_script() else {
-        return (map, "peers.py not found".into(), Vec::new(), Vec::new());
+        return failed("peers.py not found".into());
     };
     let has_torch = std::process::Command::new("python3")
         .args(["-c", "import torch; assert torch.cuda.is_available()"])
@@ -32,7 +49,7 @@ pub fn run_peers(o: &Opts, sizes: &[usize]) -> Peers {
         .unwrap_or(false);
     if !has_torch {
         eprintln!("peers: python3 with CUDA torch not available; skipping torch.add");
-        return (map, "python3 with a CUDA build of torch is not available here".into(), Vec::new(), Vec::new());
+        return failed("python3 with a CUDA build of torch is not available here".into());
     }
     eprintln!("peers: timing torch.add ...");
     let dtypes: Vec<&str> = o.dtypes.iter().map(|d| d.name()).collect();
@@ -50,6 +67,12 @@ pub fn run_peers(o: &Opts, sizes: &[usize]) -> Peers {
         ])
         .args(if o.studies { &["--matmul", "1024,2048,4096"][..] } else { &[][..] })
         .args(if o.lead { &["--foreach"][..] } else { &[][..] })
+        .args(if op_sizes.is_empty() {
+            Vec::new()
+        } else {
+            let logs: Vec<String> = op_sizes.iter().map(|n| n.trailing_zeros().to_string()).collect();
+            vec!["--ops".to_string(), logs.join(",")]
+        })
         .output();
     match out {
         Ok(out) if out.status.success() => {
@@ -67,14 +90,20 @@ pub fn run_peers(o: &Opts, sizes: &[usize]) -> Peers {
                 v["torch"].as_str().unwrap_or("?")
             );
             let foreach = v["foreach"].as_array().cloned().unwrap_or_default();
-            (map, note, v["matmul"].as_array().cloned().unwrap_or_default(), foreach)
+            let mut ops = BTreeMap::new();
+            for r in v["ops"].as_array().into_iter().flatten() {
+                if let (Some(op), Some(d), Some(n), Some(g)) =
+                    (r["op"].as_str(), r["dtype"].as_str(), r["n"].as_u64(), r["gbps"].as_f64())
+                {
+                    ops.insert((op.to_string(), d.to_string(), n as usize), g);
+                }
+            }
+            let matmul = v["matmul"].as_array().cloned().unwrap_or_default();
+            Peers { add: map, note, matmul, foreach, ops }
         }
-        Ok(out) => (
-            map,
-            format!("peers.py failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")),
-            Vec::new(),
-            Vec::new(),
-        ),
-        Err(e) => (map, format!("could not run python3: {e}"), Vec::new(), Vec::new()),
+        Ok(out) => {
+            failed(format!("peers.py failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")))
+        }
+        Err(e) => failed(format!("could not run python3: {e}")),
     }
 }

@@ -1,0 +1,201 @@
+//! The element-wise library in the report: every operation and dtype at the
+//! seed's sizes through the automatic choice (`Gpu::binary`, `unary`, `axpby`),
+//! verified bit-exact, timed like the add rows, beside torch's equivalents and
+//! beside add's own rate in the same section.
+
+use gpukern::half::{bf16, f16};
+use gpukern::reference::{self, ReferenceOps};
+use gpukern::{BinaryOp, DeviceVec, Dtype, Gpu, OpKind, Stream};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::{gbps, random_inputs, time_op};
+
+/// axpby's scales in the report (0.1 rounds in every dtype).
+pub const SCALES: (f32, f32) = (0.1, -3.5);
+
+/// One operation at one size.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OpRow {
+    pub op: String,
+    pub dtype: String,
+    pub n: usize,
+    /// The kernel the automatic choice ran.
+    pub kernel: String,
+    /// Bytes per call: the operands read and the one written.
+    pub bytes: u64,
+    pub median_us: f64,
+    pub gbps: f64,
+    pub pct_peak: f64,
+    /// Disjoint input sets rotated (more than 1 below 4x the L2).
+    pub input_sets: usize,
+    /// Bit-exact against the CPU reference (in full up to 2^24 elements, the
+    /// first 2^24 above).
+    pub verified: bool,
+    /// GB/s of add (the same dtype and n, this section) divided into ours.
+    pub vs_add: f64,
+    /// torch's equivalent, when torch ran (`--peers`).
+    pub torch_gbps: Option<f64>,
+}
+
+/// Bytes one call of `kind` on `n` elements moves.
+pub fn op_bytes(kind: OpKind, dtype: Dtype, n: usize) -> u64 {
+    (kind.inputs() as u64 + 1) * n as u64 * dtype.size() as u64
+}
+
+struct Buffers<T: gpukern::Pod> {
+    a: DeviceVec<T>,
+    b: DeviceVec<T>,
+    out: DeviceVec<T>,
+}
+
+/// Queues `kind` with the automatic choice on input set `set` of `n` elements.
+fn launch<T: gpukern::Element>(
+    gpu: &Gpu,
+    kind: OpKind,
+    bufs: &mut Buffers<T>,
+    n: usize,
+    set: usize,
+    s: &Stream,
+) -> gpukern::Result<&'static str> {
+    let r = set * n..set * n + n;
+    let (a, b, out) = (bufs.a.slice(r.clone())?, bufs.b.slice(r.clone())?, bufs.out.slice_mut(r)?);
+    match kind {
+        OpKind::Binary(op) => gpu.binary(op, a, b, out, s),
+        OpKind::Unary(op) => gpu.unary(op, a, out, s),
+        OpKind::Axpby => gpu.axpby(SCALES.0, a, SCALES.1, b, out, s),
+    }
+}
+
+fn measure_dtype<T: ReferenceOps>(
+    gpu: &Gpu,
+    stream: &Stream,
+    sizes: &[usize],
+    rows: &mut Vec<OpRow>,
+) -> gpukern::Result<()> {
+    let cap = sizes.iter().copied().max().unwrap_or(1);
+    let (ha, hb) = (random_inputs::<T>(cap, 71), random_inputs::<T>(cap, 72));
+    let mut bufs = Buffers { a: gpu.upload(&ha)?, b: gpu.upload(&hb)?, out: gpu.alloc::<T>(cap)? };
+    let peak = gpu.info().peak_gbps();
+    let first = rows.len();
+    for kind in OpKind::ALL {
+        for &n in sizes {
+            let bytes = op_bytes(kind, T::DTYPE, n);
+            let sets = ((4 * gpu.info().l2_bytes).div_ceil(bytes.max(1)) as usize).clamp(1, (cap / n.max(1)).max(1));
+            // Verify on set 0 with a poisoned output.
+            bufs.out.slice_mut(..n)?.fill_bits(0xdead_beef)?;
+            let kernel = launch(gpu, kind, &mut bufs, n, 0, stream)?;
+            stream.synchronize()?;
+            let m = n.min(1 << 24);
+            let got = bufs.out.slice(..m)?.to_vec()?;
+            let b = (kind.inputs() == 2).then_some(&hb[..m]);
+            let want: Vec<T> = ha[..m]
+                .par_chunks(1 << 16)
+                .enumerate()
+                .flat_map_iter(|(c, xs)| {
+                    let r = (c << 16)..(c << 16) + xs.len();
+                    reference::map(kind, xs, b.map(|b| &b[r]), SCALES)
+                })
+                .collect();
+            let verified = crate::first_mismatch_par(&got, &want).is_none();
+            let mut i = 0usize;
+            let ms = time_op(gpu, stream, crate::report::reps_for(bytes), 3, |s| {
+                i += 1;
+                launch(gpu, kind, &mut bufs, n, i % sets, s).map(|_| ())
+            })?;
+            let g = gbps(bytes, ms);
+            rows.push(OpRow {
+                op: kind.name().into(),
+                dtype: T::DTYPE.name().into(),
+                n,
+                kernel: kernel.into(),
+                bytes,
+                median_us: ms * 1e3,
+                gbps: g,
+                pct_peak: 100.0 * g / peak,
+                input_sets: sets,
+                verified,
+                vs_add: 0.0,
+                torch_gbps: None,
+            });
+        }
+    }
+    // add's rate, measured above, is every row's yardstick.
+    let add = OpKind::Binary(BinaryOp::Add).name();
+    let adds: Vec<(usize, f64)> = rows[first..].iter().filter(|r| r.op == add).map(|r| (r.n, r.gbps)).collect();
+    for r in &mut rows[first..] {
+        if let Some(&(_, g)) = adds.iter().find(|(n, _)| *n == r.n) {
+            r.vs_add = r.gbps / g;
+        }
+    }
+    Ok(())
+}
+
+/// Every operation × dtype × size; the rows are in `OpKind::ALL` order per dtype.
+pub fn measure(gpu: &Gpu, dtypes: &[Dtype], sizes: &[usize]) -> Result<Vec<OpRow>, String> {
+    let stream = gpu.stream().map_err(|e| e.to_string())?;
+    let mut rows = Vec::new();
+    for &d in dtypes {
+        let r = match d {
+            Dtype::F32 => measure_dtype::<f32>(gpu, &stream, sizes, &mut rows),
+            Dtype::F16 => measure_dtype::<f16>(gpu, &stream, sizes, &mut rows),
+            Dtype::Bf16 => measure_dtype::<bf16>(gpu, &stream, sizes, &mut rows),
+        };
+        r.map_err(|e| format!("ops {}: {e}", d.name()))?;
+    }
+    Ok(rows)
+}
+
+/// Markdown: one row per operation and dtype, the sizes as columns, then the
+/// largest size against torch and add.
+pub fn render(s: &mut String, rows: &[OpRow]) {
+    use std::fmt::Write;
+    if rows.is_empty() {
+        return;
+    }
+    let mut sizes: Vec<usize> = rows.iter().map(|r| r.n).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let big = *sizes.last().unwrap_or(&0);
+    let _ = writeln!(s, "\n## Element-wise operations\n");
+    let _ = writeln!(
+        s,
+        "Every operation through the automatic choice (`Gpu::binary`, `unary`, `axpby`), verified bit-exact \
+         against the CPU reference, timed like the add rows (events behind a spin, median). GB/s counts the \
+         operands read and the one written (unary: 2 per element, the others: 3). `vs add` divides by add's \
+         rate at the same dtype and size in this section; torch's axpby is `torch.add(torch.mul(a, 0.1), b, \
+         alpha=-3.5)`, two kernels.\n"
+    );
+    let head: Vec<String> = sizes.iter().map(|n| format!("2^{} GB/s", n.trailing_zeros())).collect();
+    let k = big.trailing_zeros();
+    let _ = writeln!(
+        s,
+        "| op | dtype | kernel (2^{k}) | {} | % peak (2^{k}) | vs add (2^{k}) | torch (2^{k}) | vs torch (2^{k}) | verified |",
+        head.join(" | ")
+    );
+    let _ = writeln!(s, "|---|---|---|{}---|---|---|---|---|", "---|".repeat(sizes.len()));
+    let mut keys: Vec<(&str, &str)> = Vec::new();
+    for r in rows {
+        if !keys.contains(&(&r.op, &r.dtype)) {
+            keys.push((&r.op, &r.dtype));
+        }
+    }
+    for (op, dtype) in keys {
+        let of = |n: usize| rows.iter().find(|r| r.op == op && r.dtype == dtype && r.n == n);
+        let Some(last) = of(big) else { continue };
+        let rates: Vec<String> =
+            sizes.iter().map(|&n| of(n).map_or("-".into(), |r| format!("{:.0}", r.gbps))).collect();
+        let torch = last.torch_gbps.map_or("-".into(), |t| format!("{t:.0}"));
+        let vs_torch = last.torch_gbps.map_or("-".into(), |t| format!("×{:.3}", last.gbps / t));
+        let verified = rows.iter().filter(|r| r.op == op && r.dtype == dtype).all(|r| r.verified);
+        let _ = writeln!(
+            s,
+            "| {op} | {dtype} | `{}` | {} | {:.1}% | ×{:.3} | {torch} | {vs_torch} | {} |",
+            last.kernel,
+            rates.join(" | "),
+            last.pct_peak,
+            last.vs_add,
+            if verified { "yes" } else { "**NO**" }
+        );
+    }
+}
