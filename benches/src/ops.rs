@@ -5,7 +5,7 @@
 
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
-use gpukern::{BinaryOp, DeviceVec, Dtype, Gpu, OpKind, Stream};
+use gpukern::{AutoPlan, BinaryOp, DeviceVec, Dtype, Gpu, LaunchConfig, OpKind, OpPattern, Stream};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +36,11 @@ pub struct OpRow {
     pub vs_add: f64,
     /// torch's equivalent, when torch ran (`--peers`).
     pub torch_gbps: Option<f64>,
+    /// When the automatic choice ran a kernel of the sm_90 module (bf16 with
+    /// packed bf16 instructions): the portable 128-bit kernel's GB/s, same
+    /// launch settings, for comparison.
+    #[serde(default)]
+    pub portable_gbps: Option<f64>,
 }
 
 /// Bytes one call of `kind` on `n` elements moves.
@@ -49,10 +54,12 @@ struct Buffers<T: gpukern::Pod> {
     out: DeviceVec<T>,
 }
 
-/// Queues `kind` with the automatic choice on input set `set` of `n` elements.
+/// Queues `kind` on input set `set` of `n` elements: with the automatic choice,
+/// or with an explicit pattern at the block the automatic choice uses.
 fn launch<T: gpukern::Element>(
     gpu: &Gpu,
     kind: OpKind,
+    pattern: Option<OpPattern>,
     bufs: &mut Buffers<T>,
     n: usize,
     set: usize,
@@ -60,10 +67,15 @@ fn launch<T: gpukern::Element>(
 ) -> gpukern::Result<&'static str> {
     let r = set * n..set * n + n;
     let (a, b, out) = (bufs.a.slice(r.clone())?, bufs.b.slice(r.clone())?, bufs.out.slice_mut(r)?);
-    match kind {
-        OpKind::Binary(op) => gpu.binary(op, a, b, out, s),
-        OpKind::Unary(op) => gpu.unary(op, a, out, s),
-        OpKind::Axpby => gpu.axpby(SCALES.0, a, SCALES.1, b, out, s),
+    let cfg = LaunchConfig::with_block(AutoPlan::new(T::DTYPE, n, false).block);
+    let (alpha, beta) = SCALES;
+    match (pattern, kind) {
+        (None, OpKind::Binary(op)) => gpu.binary(op, a, b, out, s),
+        (None, OpKind::Unary(op)) => gpu.unary(op, a, out, s),
+        (None, OpKind::Axpby) => gpu.axpby(alpha, a, beta, b, out, s),
+        (Some(p), OpKind::Binary(op)) => gpu.binary_with(op, p, cfg, a, b, out, s).map(|_| ""),
+        (Some(p), OpKind::Unary(op)) => gpu.unary_with(op, p, cfg, a, out, s).map(|_| ""),
+        (Some(p), OpKind::Axpby) => gpu.axpby_with(p, cfg, alpha, a, beta, b, out, s).map(|_| ""),
     }
 }
 
@@ -84,7 +96,7 @@ fn measure_dtype<T: ReferenceOps>(
             let sets = ((4 * gpu.info().l2_bytes).div_ceil(bytes.max(1)) as usize).clamp(1, (cap / n.max(1)).max(1));
             // Verify on set 0 with a poisoned output.
             bufs.out.slice_mut(..n)?.fill_bits(0xdead_beef)?;
-            let kernel = launch(gpu, kind, &mut bufs, n, 0, stream)?;
+            let kernel = launch(gpu, kind, None, &mut bufs, n, 0, stream)?;
             stream.synchronize()?;
             let m = n.min(1 << 24);
             let got = bufs.out.slice(..m)?.to_vec()?;
@@ -98,11 +110,18 @@ fn measure_dtype<T: ReferenceOps>(
                 })
                 .collect();
             let verified = crate::first_mismatch_par(&got, &want).is_none();
-            let mut i = 0usize;
-            let ms = time_op(gpu, stream, crate::report::reps_for(bytes), 3, |s| {
-                i += 1;
-                launch(gpu, kind, &mut bufs, n, i % sets, s).map(|_| ())
-            })?;
+            let mut timed = |pattern: Option<OpPattern>| {
+                let mut i = 0usize;
+                time_op(gpu, stream, crate::report::reps_for(bytes), 3, |s| {
+                    i += 1;
+                    launch(gpu, kind, pattern, &mut bufs, n, i % sets, s).map(|_| ())
+                })
+            };
+            let ms = timed(None)?;
+            let portable_gbps = match kernel.ends_with("_sm90") {
+                true => Some(gbps(bytes, timed(Some(OpPattern::Pack))?)),
+                false => None,
+            };
             let g = gbps(bytes, ms);
             rows.push(OpRow {
                 op: kind.name().into(),
@@ -117,6 +136,7 @@ fn measure_dtype<T: ReferenceOps>(
                 verified,
                 vs_add: 0.0,
                 torch_gbps: None,
+                portable_gbps,
             });
         }
     }
@@ -164,16 +184,17 @@ pub fn render(s: &mut String, rows: &[OpRow]) {
          against the CPU reference, timed like the add rows (events behind a spin, median). GB/s counts the \
          operands read and the one written (unary: 2 per element, the others: 3). `vs add` divides by add's \
          rate at the same dtype and size in this section; torch's axpby is `torch.add(torch.mul(a, 0.1), b, \
-         alpha=-3.5)`, two kernels.\n"
+         alpha=-3.5)`, two kernels. `portable` is the sm_70 module's 128-bit kernel (integer bf16 rounding) \
+         where the automatic choice ran the sm_90 one.\n"
     );
     let head: Vec<String> = sizes.iter().map(|n| format!("2^{} GB/s", n.trailing_zeros())).collect();
     let k = big.trailing_zeros();
     let _ = writeln!(
         s,
-        "| op | dtype | kernel (2^{k}) | {} | % peak (2^{k}) | vs add (2^{k}) | torch (2^{k}) | vs torch (2^{k}) | verified |",
+        "| op | dtype | kernel (2^{k}) | {} | % peak (2^{k}) | vs add (2^{k}) | portable (2^{k}) | torch (2^{k}) | vs torch (2^{k}) | verified |",
         head.join(" | ")
     );
-    let _ = writeln!(s, "|---|---|---|{}---|---|---|---|---|", "---|".repeat(sizes.len()));
+    let _ = writeln!(s, "|---|---|---|{}---|---|---|---|---|---|", "---|".repeat(sizes.len()));
     let mut keys: Vec<(&str, &str)> = Vec::new();
     for r in rows {
         if !keys.contains(&(&r.op, &r.dtype)) {
@@ -188,9 +209,10 @@ pub fn render(s: &mut String, rows: &[OpRow]) {
         let torch = last.torch_gbps.map_or("-".into(), |t| format!("{t:.0}"));
         let vs_torch = last.torch_gbps.map_or("-".into(), |t| format!("×{:.3}", last.gbps / t));
         let verified = rows.iter().filter(|r| r.op == op && r.dtype == dtype).all(|r| r.verified);
+        let portable = last.portable_gbps.map_or("-".into(), |p| format!("{p:.0}"));
         let _ = writeln!(
             s,
-            "| {op} | {dtype} | `{}` | {} | {:.1}% | ×{:.3} | {torch} | {vs_torch} | {} |",
+            "| {op} | {dtype} | `{}` | {} | {:.1}% | ×{:.3} | {portable} | {torch} | {vs_torch} | {} |",
             last.kernel,
             rates.join(" | "),
             last.pct_peak,

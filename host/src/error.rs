@@ -43,6 +43,13 @@ pub enum Error {
     #[error("{variant}: the {what} belong to another Gpu handle; use buffers and streams of the Gpu that launches")]
     ForeignHandle { variant: &'static str, what: &'static str },
 
+    /// A foreign stream (cudarc's) lives in another CUDA context or device than
+    /// this `Gpu`, whose kernels and addresses belong to the device's primary context.
+    #[error(
+        "{op}: the stream belongs to another CUDA context or device than this Gpu (device {device}'s primary context); use a stream of that context, e.g. cudarc's CudaContext::new({device})"
+    )]
+    ForeignContext { op: &'static str, device: usize },
+
     /// Threads per block outside 1..=max.
     #[error("{variant}: block size {block} is out of range (1..={max} threads)")]
     BlockSize { variant: &'static str, block: u32, max: u32 },

@@ -28,7 +28,8 @@ pub const PTX_SM90: &str = include_str!("../../ptx/kernels_gpu_sm90.ptx");
 
 /// The kernels of the Hopper module, resolved when the device has sm_90.
 pub fn sm90_kernel_names() -> Vec<&'static str> {
-    ADD_KERNELS.iter().filter(|k| k.needs_sm90()).map(|k| k.name).collect()
+    let add = ADD_KERNELS.iter().filter(|k| k.needs_sm90()).map(|k| k.name);
+    add.chain(kernels_gpu::ops::OP_KERNELS.iter().filter(|k| k.needs_sm90()).map(|k| k.name)).collect()
 }
 
 /// Every kernel of the portable module; all are resolved when a [`Gpu`] is created.
@@ -49,7 +50,8 @@ pub fn kernel_names() -> Vec<&'static str> {
     names.extend(kernels_gpu::foreach::MARK_MANY.map(|(name, _)| name));
     names.extend(kernels_gpu::verify::MARK_TILES.map(|(name, _)| name));
     // The element-wise library; its add rows are the add kernels listed above.
-    names.extend(kernels_gpu::ops::OP_KERNELS.iter().map(|k| k.name).filter(|n| !n.starts_with("add_")));
+    let ops = kernels_gpu::ops::OP_KERNELS.iter().filter(|k| !k.needs_sm90() && !k.name.starts_with("add_"));
+    names.extend(ops.map(|k| k.name));
     names
 }
 

@@ -3,7 +3,7 @@
 //! alignment and size as the add, explicit patterns, and host conveniences.
 
 use kernels_gpu::launch::grid_for;
-use kernels_gpu::ops::{op_kernel, BinaryOp, OpKernel, OpKind, OpPattern, UnaryOp};
+use kernels_gpu::ops::{op_kernel, BinaryOp, OpKernel, OpKind, OpPattern, UnaryOp, OP_KERNELS};
 use kernels_gpu::Dtype;
 
 use crate::add::PEEL_MIN_ELEMENTS;
@@ -41,7 +41,8 @@ impl<'a, T: Pod> Operands<'a, T> {
 impl Gpu {
     /// Queues `out = op(a, b)` with the automatic choice: the 128-bit pack kernel
     /// on 16-byte aligned operands (after a scalar head when all three are
-    /// misaligned alike), else the scalar kernel; `Add` takes [`Gpu::add_auto`]'s
+    /// misaligned alike; for bf16 on sm_90 the one with packed bf16
+    /// instructions), else the scalar kernel; `Add` takes [`Gpu::add_auto`]'s
     /// tuned plan. Returns the kernel that did the bulk of the work.
     ///
     /// Errors (nothing is launched): lengths differ; buffers or stream of another
@@ -60,7 +61,9 @@ impl Gpu {
     }
 
     /// As [`Gpu::binary`] with an explicit pattern and launch settings. Errors
-    /// also when an operand is not aligned as the pattern needs.
+    /// also when an operand is not aligned as the pattern needs, when the
+    /// pattern has no kernel for the dtype (`PackSm90` is bf16 only), or when it
+    /// needs sm_90 and the device is older.
     #[allow(clippy::too_many_arguments)]
     pub fn binary_with<'a, T: Element>(
         &self,
@@ -72,7 +75,7 @@ impl Gpu {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
-        let k = op_kernel(OpKind::Binary(op), T::DTYPE, pattern);
+        let k = self.op_kernel_here(OpKind::Binary(op), T::DTYPE, pattern)?;
         self.check_stream_owned(k.name, stream)?;
         let ops = Operands { a: a.into_view(), b: Some(b.into_view()), out: out.into_view_mut(), scales: None };
         self.map_launch(k, cfg, ops, stream.raw())
@@ -101,7 +104,7 @@ impl Gpu {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
-        let k = op_kernel(OpKind::Unary(op), T::DTYPE, pattern);
+        let k = self.op_kernel_here(OpKind::Unary(op), T::DTYPE, pattern)?;
         self.check_stream_owned(k.name, stream)?;
         let ops = Operands { a: a.into_view(), b: None, out: out.into_view_mut(), scales: None };
         self.map_launch(k, cfg, ops, stream.raw())
@@ -138,7 +141,7 @@ impl Gpu {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
-        let k = op_kernel(OpKind::Axpby, T::DTYPE, pattern);
+        let k = self.op_kernel_here(OpKind::Axpby, T::DTYPE, pattern)?;
         self.check_stream_owned(k.name, stream)?;
         let scales = Some((alpha, beta));
         let ops = Operands { a: a.into_view(), b: Some(b.into_view()), out: out.into_view_mut(), scales };
@@ -167,8 +170,37 @@ impl Gpu {
         if kind == OpKind::Binary(BinaryOp::Add) {
             return self.auto_choice(dtype, n, addrs).name();
         }
-        let pattern = if addrs.iter().all(|x| x % 16 == 0) { OpPattern::Pack } else { OpPattern::Scalar };
-        op_kernel(kind, dtype, pattern).name
+        if addrs.iter().all(|x| x % 16 == 0) {
+            self.auto_pack(kind, dtype).name
+        } else {
+            self.auto_scalar(kind, dtype).name
+        }
+    }
+
+    /// The 128-bit kernel the automatic choice uses: for bf16 on sm_90 devices
+    /// the one with the packed bf16 instructions (a few instructions per lane
+    /// instead of the integer rounding's dozen), else the portable one.
+    fn auto_pack(&self, kind: OpKind, dtype: Dtype) -> &'static OpKernel {
+        let hw = (dtype == Dtype::Bf16 && self.info().has_sm90()).then(|| op_kernel(kind, dtype, OpPattern::PackSm90));
+        hw.flatten().or_else(|| op_kernel(kind, dtype, OpPattern::Pack)).unwrap_or(&OP_KERNELS[0])
+    }
+
+    fn auto_scalar(&self, kind: OpKind, dtype: Dtype) -> &'static OpKernel {
+        // Every kind and dtype has a scalar kernel (the table's own test says so).
+        op_kernel(kind, dtype, OpPattern::Scalar).unwrap_or(&OP_KERNELS[0])
+    }
+
+    /// The kernel of `(kind, dtype, pattern)`, or why it cannot run here.
+    fn op_kernel_here(&self, kind: OpKind, dtype: Dtype, pattern: OpPattern) -> Result<&'static OpKernel> {
+        let Some(k) = op_kernel(kind, dtype, pattern) else {
+            let detail = format!("no {pattern:?} kernel for {}", dtype.name());
+            return Err(Error::Shape { kernel: kind.name(), detail });
+        };
+        if k.needs_sm90() && !self.info().has_sm90() {
+            let (major, minor) = self.info().compute_capability;
+            return Err(Error::Unsupported { kernel: k.name, needs: "9.0", has: format!("{major}.{minor}") });
+        }
+        Ok(k)
     }
 
     fn map_host<T: Element>(
@@ -180,7 +212,7 @@ impl Gpu {
     ) -> Result<Vec<T>> {
         let b_len = b.map_or(a.len(), |b| b.len());
         if b_len != a.len() {
-            let name = op_kernel(kind, T::DTYPE, OpPattern::Scalar).name;
+            let name = self.auto_scalar(kind, T::DTYPE).name;
             return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b_len, out: a.len() });
         }
         let stream = self.stream()?;
@@ -204,7 +236,7 @@ impl Gpu {
             return Ok(self.add_auto_raw(None, ops.a, b, ops.out, raw)?.name());
         }
         let (dtype, n) = (T::DTYPE, ops.a.len());
-        let (pack, scalar) = (op_kernel(kind, dtype, OpPattern::Pack), op_kernel(kind, dtype, OpPattern::Scalar));
+        let (pack, scalar) = (self.auto_pack(kind, dtype), self.auto_scalar(kind, dtype));
         // The block the tuned add plan gives its 128-bit pack kernel at this size.
         let cfg = LaunchConfig::with_block(AutoPlan::new(dtype, n, false).block);
         self.check_map(scalar, cfg, &ops)?;

@@ -2,7 +2,8 @@
 //! operations computed in f32 and rounded once are correctly rounded. Every one
 //! of the 2^32 operand pairs of f16 `div`, bf16 `div` and bf16 `mul` goes through
 //! the 128-bit pack kernel and is compared with the CPU reference (computed in
-//! f64 and rounded once, written independently of the kernels).
+//! f64 and rounded once, written independently of the kernels). On sm_90 the
+//! bf16 kernels with hardware bf16 arithmetic and rounding get the same check.
 //! Marked ignored: CI has no GPU. Run with `--include-ignored` on a GPU machine.
 
 mod common;
@@ -16,7 +17,11 @@ use rayon::prelude::*;
 /// Values of `a` per launch: 2^12 · 2^16 = 2^28 pairs.
 const A_PER_CHUNK: usize = 1 << 12;
 
-fn exhaustive<T: ReferenceOps>(op: BinaryOp) {
+fn exhaustive<T: ReferenceOps>(op: BinaryOp, pattern: OpPattern) {
+    if pattern == OpPattern::PackSm90 && !gpu().info().has_sm90() {
+        common::record_skip("exhaustive", &format!("{op:?} {pattern:?}"), 1 << 32, "needs compute capability 9.0");
+        return;
+    }
     let gpu = gpu();
     let stream = gpu.stream().unwrap();
     let pairs = A_PER_CHUNK << 16;
@@ -30,7 +35,7 @@ fn exhaustive<T: ReferenceOps>(op: BinaryOp) {
         let a: Vec<T> =
             (0..pairs).into_par_iter().map(|i| T::from_bits32((chunk * A_PER_CHUNK + (i >> 16)) as u32)).collect();
         da.copy_from(&a).unwrap();
-        gpu.binary_with(op, OpPattern::Pack, LaunchConfig::default(), &da, &db, &mut out, &stream).unwrap();
+        gpu.binary_with(op, pattern, LaunchConfig::default(), &da, &db, &mut out, &stream).unwrap();
         stream.synchronize().unwrap();
         let got = out.to_vec().unwrap();
         let wrong: Vec<usize> =
@@ -41,7 +46,7 @@ fn exhaustive<T: ReferenceOps>(op: BinaryOp) {
         checked += pairs as u64;
     }
     assert_eq!(checked, 1 << 32, "every pair once");
-    let what = format!("{:?} {op:?} all 2^32 pairs", T::DTYPE);
+    let what = format!("{:?} {op:?} {pattern:?} all 2^32 pairs", T::DTYPE);
     record("exhaustive", &what, 1 << 32, bad.is_empty());
     assert!(bad.is_empty(), "{what}: mismatches (up to 5 per 2^28 pairs): {} listed: {}", bad.len(), bad.join("; "));
 }
@@ -49,17 +54,29 @@ fn exhaustive<T: ReferenceOps>(op: BinaryOp) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn f16_div_is_correctly_rounded_for_every_pair() {
-    exhaustive::<f16>(BinaryOp::Div);
+    exhaustive::<f16>(BinaryOp::Div, OpPattern::Pack);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn bf16_div_is_correctly_rounded_for_every_pair() {
-    exhaustive::<bf16>(BinaryOp::Div);
+    exhaustive::<bf16>(BinaryOp::Div, OpPattern::Pack);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn bf16_mul_is_correctly_rounded_for_every_pair() {
-    exhaustive::<bf16>(BinaryOp::Mul);
+    exhaustive::<bf16>(BinaryOp::Mul, OpPattern::Pack);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bf16_div_with_hardware_rounding_is_correctly_rounded_for_every_pair() {
+    exhaustive::<bf16>(BinaryOp::Div, OpPattern::PackSm90);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bf16_mul_with_hardware_bf16x2_is_correctly_rounded_for_every_pair() {
+    exhaustive::<bf16>(BinaryOp::Mul, OpPattern::PackSm90);
 }

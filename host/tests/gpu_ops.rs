@@ -107,6 +107,11 @@ fn every_pattern(kind: OpKind) {
     ];
     for dtype in Dtype::ALL {
         for pattern in OpPattern::ALL {
+            let Some(k) = kernels_gpu::ops::op_kernel(kind, dtype, pattern) else { continue };
+            if k.needs_sm90() && !gpu().info().has_sm90() {
+                common::record_skip(&test, k.name, 0, "needs compute capability 9.0");
+                continue;
+            }
             // Under the sanitizer, a subset around the lane and block edges.
             let sizes = SIZES.iter().filter(|&&n| !common::sanitizing() || [0, 1, 7, 9, 17, 257, 4097].contains(&n));
             for (&n, data) in sizes.flat_map(|n| [(n, Data::Random), (n, Data::Special)]) {
@@ -174,7 +179,8 @@ fn auto_choice_is_bit_exact_at_every_alignment() {
             }
             // The name it reports follows the rule (add has its own tuned plan).
             if kind != OpKind::Binary(BinaryOp::Add) {
-                let pack = gpukern::OpPattern::Pack;
+                let hw = dtype == Dtype::Bf16 && gpu().info().has_sm90();
+                let pack = if hw { OpPattern::PackSm90 } else { OpPattern::Pack };
                 let want_pack = kernels_gpu_name(kind, dtype, pack);
                 assert_eq!(gpu().op_choice(kind, dtype, 1 << 20, &[0, 16, 32]), want_pack);
                 let want_scalar = kernels_gpu_name(kind, dtype, OpPattern::Scalar);
@@ -186,7 +192,7 @@ fn auto_choice_is_bit_exact_at_every_alignment() {
 }
 
 fn kernels_gpu_name(kind: OpKind, dtype: Dtype, pattern: OpPattern) -> &'static str {
-    kernels_gpu::ops::op_kernel(kind, dtype, pattern).name
+    kernels_gpu::ops::op_kernel(kind, dtype, pattern).expect("a kernel of the table").name
 }
 
 /// Bad input is an error, never a launch: misaligned pack operands, lengths
@@ -216,6 +222,8 @@ fn bad_operands_are_errors() {
     assert!(matches!(e, Error::LengthMismatch { variant: "neg_f32x4", .. }), "{e:?}");
     let e = gpu.axpby(1.0, a.slice(..3).unwrap(), 1.0, b.view(), out.view_mut(), &stream).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
+    let e = gpu.binary_with(BinaryOp::Mul, OpPattern::PackSm90, cfg, &a, &b, &mut out, &stream).unwrap_err();
+    assert!(matches!(e, Error::Shape { kernel: "mul", .. }), "PackSm90 is bf16 only: {e:?}");
     let e = gpu.binary_host(BinaryOp::Div, &[1.0f32; 3], &[1.0f32; 4]).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
     let bad_cfg = LaunchConfig { block: 0, ..cfg };
@@ -235,8 +243,8 @@ fn bad_operands_are_errors() {
     assert_eq!(gpu.axpby_host(2.0, &[1.0f32], -1.0, &[0.5]).unwrap(), vec![1.5]);
 }
 
-/// n = 2^32 + 2^20 for one binary, one unary and axpby per dtype, pack and
-/// scalar (the scalar with one thread per block, so its grid is clamped at the
+/// n = 2^32 + 2^20 for one binary, one unary and axpby per dtype (and bf16's
+/// sm_90 axpby), pack and scalar (the scalar with one thread per block, so its grid is clamped at the
 /// hardware limit): compared in full on the device with the uploaded reference,
 /// canaries intact.
 fn huge<T: ReferenceOps>() {
@@ -266,12 +274,15 @@ fn huge<T: ReferenceOps>() {
     let (da, db) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
     let mut band = gpu.alloc::<T>(n + 2 * CANARY).unwrap();
     let clamped = LaunchConfig { block: 1, max_grid: kernels_gpu::launch::MAX_GRID_X };
-    let runs = [
+    let mut runs = vec![
         (OpKind::Binary(BinaryOp::Sub), OpPattern::Pack, LaunchConfig::default()),
         (OpKind::Unary(UnaryOp::Relu), OpPattern::Pack, LaunchConfig::default()),
         (OpKind::Axpby, OpPattern::Pack, LaunchConfig::default()),
         (OpKind::Binary(BinaryOp::Mul), OpPattern::Scalar, clamped),
     ];
+    if T::DTYPE == Dtype::Bf16 && gpu.info().has_sm90() {
+        runs.push((OpKind::Axpby, OpPattern::PackSm90, LaunchConfig::default()));
+    }
     let mut failures = Vec::new();
     for (kind, pattern, cfg) in runs {
         let scales = SCALES[0];
@@ -361,6 +372,6 @@ fn cudarc_buffers_on_a_cudarc_stream() {
     let x = other_stream.alloc_zeros::<f32>(4).unwrap();
     let mut y = other_stream.clone_htod(&[5.0f32; 4]).unwrap();
     let e = gpu.unary_cudarc(UnaryOp::Neg, &x, &mut y, &other_stream).unwrap_err();
-    assert!(matches!(e, Error::ForeignHandle { .. }), "{e:?}");
+    assert!(matches!(e, Error::ForeignContext { op: "neg", device: 0 }), "{e:?}");
     assert_eq!(other_stream.clone_dtoh(&y).unwrap(), vec![5.0f32; 4]);
 }

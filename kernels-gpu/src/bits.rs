@@ -16,13 +16,17 @@ pub fn bf16_to_f32(x: u16) -> f32 {
 #[inline(always)]
 pub fn f32_to_bf16_rne(x: f32) -> u16 {
     let bits = x.to_bits();
-    if bits & 0x7fff_ffff > 0x7f80_0000 {
-        // Keep sign and the top payload bits; force the quiet bit so a payload that
-        // lived only in the low half cannot turn the NaN into an infinity.
-        return ((bits >> 16) as u16) | 0x0040;
-    }
     let round_bit_and_sticky = 0x7fff + ((bits >> 16) & 1);
-    ((bits + round_bit_and_sticky) >> 16) as u16
+    let rounded = (bits.wrapping_add(round_bit_and_sticky) >> 16) as u16;
+    // Keep sign and the top payload bits; force the quiet bit so a payload that
+    // lived only in the low half cannot turn the NaN into an infinity. Chosen by
+    // a select, not a branch: kernels round several lanes per thread.
+    let quiet = ((bits >> 16) as u16) | 0x0040;
+    if bits & 0x7fff_ffff > 0x7f80_0000 {
+        quiet
+    } else {
+        rounded
+    }
 }
 
 /// The correctly rounded bfloat16 sum of two bfloat16 values.

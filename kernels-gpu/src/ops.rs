@@ -10,9 +10,11 @@
 //!
 //! Each has a scalar kernel (`sub_f16`: one element per thread, any element
 //! alignment) and a 128-bit pack kernel (`sub_f16x8`: one 16-byte load per
-//! operand, 16-byte aligned operands). Add's table rows name the seed's kernels
-//! of [`crate::add`] (V1/V3 and V2/V6), which are built from the same patterns.
-//! Adding an operation is one lane rule in `lanes` and one line below.
+//! operand, 16-byte aligned operands), both in the portable module; bf16 has a
+//! third, the pack kernel with sm_90's packed bf16 instructions and hardware
+//! rounding (`sub_bf16x8_sm90`, sm_90 module). Add's table rows name the seed's
+//! kernels of [`crate::add`] (V1/V3 and V2/V6), which are built from the same
+//! patterns. Adding an operation is one lane rule in `lanes` and one line below.
 
 use crate::Dtype;
 
@@ -123,11 +125,14 @@ pub enum OpPattern {
     Scalar,
     /// One 16-byte pack per thread; operands 16-byte aligned.
     Pack,
+    /// As `Pack`, with sm_90's packed bf16 arithmetic (`add/sub/mul.rn.bf16x2`)
+    /// and `cvt.rn.bf16.f32` rounding: bf16 only, sm_90 module.
+    PackSm90,
 }
 
 impl OpPattern {
-    /// Both patterns.
-    pub const ALL: [OpPattern; 2] = [OpPattern::Scalar, OpPattern::Pack];
+    /// Every pattern.
+    pub const ALL: [OpPattern; 3] = [OpPattern::Scalar, OpPattern::Pack, OpPattern::PackSm90];
 }
 
 /// Static facts about one element-wise kernel, shared with the host.
@@ -148,29 +153,33 @@ impl OpKernel {
     pub const fn lanes(&self) -> u32 {
         match self.pattern {
             OpPattern::Scalar => 1,
-            OpPattern::Pack => (16 / self.dtype.size()) as u32,
+            OpPattern::Pack | OpPattern::PackSm90 => (16 / self.dtype.size()) as u32,
         }
     }
     /// Byte alignment every operand must have.
     pub const fn align(&self) -> usize {
         match self.pattern {
             OpPattern::Scalar => self.dtype.size(),
-            OpPattern::Pack => 16,
+            OpPattern::Pack | OpPattern::PackSm90 => 16,
         }
+    }
+    /// True for the kernels of the sm_90 module.
+    pub const fn needs_sm90(&self) -> bool {
+        matches!(self.pattern, OpPattern::PackSm90)
     }
 }
 
-/// The kernel for `(kind, dtype, pattern)`; every combination has one.
-pub fn op_kernel(kind: OpKind, dtype: Dtype, pattern: OpPattern) -> &'static OpKernel {
-    let found = OP_KERNELS.iter().find(|k| k.kind == kind && k.dtype == dtype && k.pattern == pattern);
-    // The table test checks every combination is present.
-    found.unwrap_or(&OP_KERNELS[0])
+/// The kernel for `(kind, dtype, pattern)`: every operation has `Scalar` and
+/// `Pack` for every dtype, and `PackSm90` for bf16.
+pub fn op_kernel(kind: OpKind, dtype: Dtype, pattern: OpPattern) -> Option<&'static OpKernel> {
+    OP_KERNELS.iter().find(|k| k.kind == kind && k.dtype == dtype && k.pattern == pattern)
 }
 
 /// Declares the table and, for the device, the entry points: one row per
-/// operation with its six kernels (f32, f32x4, f16, f16x8, bf16, bf16x8).
+/// operation with its seven kernels (f32, f32x4, f16, f16x8, bf16, bf16x8, and
+/// bf16x8 with sm_90's instructions).
 macro_rules! op_kernels {
-    ($($kind:ident $op:ident [$f32:ident $f32x4:ident $f16:ident $f16x8:ident $bf16:ident $bf16x8:ident])*) => {
+    ($($kind:ident $op:ident [$f32:ident $f32x4:ident $f16:ident $f16x8:ident $bf16:ident $bf16x8:ident $bf16x8_sm90:ident])*) => {
         /// Every element-wise kernel, by operation (the order of [`OpKind::ALL`]),
         /// then f32, f16, bf16, scalar before pack.
         pub const OP_KERNELS: &[OpKernel] = &[$(
@@ -180,6 +189,7 @@ macro_rules! op_kernels {
             op_kernels!(@row $kind $op $f16x8 F16 Pack),
             op_kernels!(@row $kind $op $bf16 Bf16 Scalar),
             op_kernels!(@row $kind $op $bf16x8 Bf16 Pack),
+            op_kernels!(@row $kind $op $bf16x8_sm90 Bf16 PackSm90),
         )*];
 
         #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
@@ -195,7 +205,18 @@ macro_rules! op_kernels {
                 op_kernels!(@entry $kind $op $bf16x8 Bf16 pack);
             )*
         }
+
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+        mod kernels_sm90 {
+            use crate::hopper::Bf16Sm90;
+            use crate::lanes::{Abs, Add, Axpby, Div, Elem, Max, Min, Mul, Neg, Relu, Sub};
+            use crate::patterns::{pack, PLAIN};
+            $(op_kernels!(@entry_sm90 $kind $op $bf16x8_sm90);)*
+        }
     };
+    // The sm_90 module's bf16 kernels (add's included: it has no seed kernel here).
+    (@entry_sm90 binary Add $name:ident) => { op_kernels!(@binary Add $name Bf16Sm90 pack); };
+    (@entry_sm90 $kind:ident $op:ident $name:ident) => { op_kernels!(@entry $kind $op $name Bf16Sm90 pack); };
     (@row binary $op:ident $name:ident $e:ident $p:ident) => {
         OpKernel { name: stringify!($name), kind: OpKind::Binary(BinaryOp::$op), dtype: Dtype::$e, pattern: OpPattern::$p }
     };
@@ -209,7 +230,8 @@ macro_rules! op_kernels {
     (@walk pack $e:ident $op:ty) => { pack::<$e, $op, PLAIN> };
     // Add's entries are the seed's kernels, declared in `crate::add`.
     (@entry binary Add $name:ident $e:ident $walk:ident) => {};
-    (@entry binary $op:ident $name:ident $e:ident $walk:ident) => {
+    (@entry binary $op:ident $name:ident $e:ident $walk:ident) => { op_kernels!(@binary $op $name $e $walk); };
+    (@binary $op:ident $name:ident $e:ident $walk:ident) => {
         #[doc = concat!("`c = ", stringify!($op), "(a, b)` on ", stringify!($e), ", pattern `", stringify!($walk), "` (see [`crate::ops`]).")]
         ///
         /// # Safety
@@ -261,16 +283,16 @@ macro_rules! op_kernels {
 }
 
 op_kernels! {
-    binary Add [add_f32 add_f32x4 add_f16 add_f16x8_pack add_bf16 add_bf16x8_pack]
-    binary Sub [sub_f32 sub_f32x4 sub_f16 sub_f16x8 sub_bf16 sub_bf16x8]
-    binary Mul [mul_f32 mul_f32x4 mul_f16 mul_f16x8 mul_bf16 mul_bf16x8]
-    binary Div [div_f32 div_f32x4 div_f16 div_f16x8 div_bf16 div_bf16x8]
-    binary Min [min_f32 min_f32x4 min_f16 min_f16x8 min_bf16 min_bf16x8]
-    binary Max [max_f32 max_f32x4 max_f16 max_f16x8 max_bf16 max_bf16x8]
-    unary Neg [neg_f32 neg_f32x4 neg_f16 neg_f16x8 neg_bf16 neg_bf16x8]
-    unary Abs [abs_f32 abs_f32x4 abs_f16 abs_f16x8 abs_bf16 abs_bf16x8]
-    unary Relu [relu_f32 relu_f32x4 relu_f16 relu_f16x8 relu_bf16 relu_bf16x8]
-    axpby Axpby [axpby_f32 axpby_f32x4 axpby_f16 axpby_f16x8 axpby_bf16 axpby_bf16x8]
+    binary Add [add_f32 add_f32x4 add_f16 add_f16x8_pack add_bf16 add_bf16x8_pack add_bf16x8_sm90]
+    binary Sub [sub_f32 sub_f32x4 sub_f16 sub_f16x8 sub_bf16 sub_bf16x8 sub_bf16x8_sm90]
+    binary Mul [mul_f32 mul_f32x4 mul_f16 mul_f16x8 mul_bf16 mul_bf16x8 mul_bf16x8_sm90]
+    binary Div [div_f32 div_f32x4 div_f16 div_f16x8 div_bf16 div_bf16x8 div_bf16x8_sm90]
+    binary Min [min_f32 min_f32x4 min_f16 min_f16x8 min_bf16 min_bf16x8 min_bf16x8_sm90]
+    binary Max [max_f32 max_f32x4 max_f16 max_f16x8 max_bf16 max_bf16x8 max_bf16x8_sm90]
+    unary Neg [neg_f32 neg_f32x4 neg_f16 neg_f16x8 neg_bf16 neg_bf16x8 neg_bf16x8_sm90]
+    unary Abs [abs_f32 abs_f32x4 abs_f16 abs_f16x8 abs_bf16 abs_bf16x8 abs_bf16x8_sm90]
+    unary Relu [relu_f32 relu_f32x4 relu_f16 relu_f16x8 relu_bf16 relu_bf16x8 relu_bf16x8_sm90]
+    axpby Axpby [axpby_f32 axpby_f32x4 axpby_f16 axpby_f16x8 axpby_bf16 axpby_bf16x8 axpby_bf16x8_sm90]
 }
 
 #[cfg(test)]
@@ -279,7 +301,7 @@ mod tests {
 
     #[test]
     fn every_combination_has_exactly_one_kernel_named_for_it() {
-        assert_eq!(OP_KERNELS.len(), OpKind::ALL.len() * 3 * 2);
+        assert_eq!(OP_KERNELS.len(), OpKind::ALL.len() * (3 * 2 + 1));
         for kind in OpKind::ALL {
             for dtype in Dtype::ALL {
                 for pattern in OpPattern::ALL {
@@ -287,9 +309,11 @@ mod tests {
                         .iter()
                         .filter(|k| k.kind == kind && k.dtype == dtype && k.pattern == pattern)
                         .collect();
-                    assert_eq!(hits.len(), 1, "{kind:?} {dtype:?} {pattern:?}");
-                    let k = op_kernel(kind, dtype, pattern);
+                    let expected = usize::from(pattern != OpPattern::PackSm90 || dtype == Dtype::Bf16);
+                    assert_eq!(hits.len(), expected, "{kind:?} {dtype:?} {pattern:?}");
+                    let Some(k) = op_kernel(kind, dtype, pattern) else { continue };
                     assert_eq!(k, hits[0]);
+                    assert_eq!(k.needs_sm90(), k.name.ends_with("_sm90"), "{}", k.name);
                     assert!(k.name.starts_with(kind.name()) && k.name.contains(dtype.name()), "{}", k.name);
                     assert_eq!(k.name.ends_with(dtype.name()), pattern == OpPattern::Scalar, "{}", k.name);
                 }
@@ -299,7 +323,7 @@ mod tests {
 
     #[test]
     fn add_rows_name_the_seed_kernels() {
-        for k in OP_KERNELS.iter().filter(|k| k.kind == OpKind::Binary(BinaryOp::Add)) {
+        for k in OP_KERNELS.iter().filter(|k| k.kind == OpKind::Binary(BinaryOp::Add) && !k.needs_sm90()) {
             let seed = crate::add::ADD_KERNELS.iter().find(|a| a.name == k.name).expect(k.name);
             assert_eq!((seed.dtype, seed.lanes, seed.align()), (k.dtype, k.lanes(), k.align()), "{}", k.name);
         }

@@ -235,7 +235,7 @@ fn strided_copy_takes_its_column_from_the_grid_and_divides_once() {
 }
 
 #[test]
-fn hopper_module_holds_exactly_the_bulk_kernels() {
+fn hopper_module_holds_exactly_the_bulk_and_sm90_bf16_kernels() {
     let bulk: Vec<&str> = ADD_KERNELS.iter().filter(|k| k.needs_sm90()).map(|k| k.name).collect();
     assert_eq!(
         bulk,
@@ -252,7 +252,9 @@ fn hopper_module_holds_exactly_the_bulk_kernels() {
         ]
     );
     let entries: Vec<&str> = PTX90.lines().filter_map(|l| l.strip_prefix(".visible .entry ")).collect();
-    assert_eq!(entries.len(), bulk.len(), "{entries:?}");
+    let ops = kernels_gpu::ops::OP_KERNELS.iter().filter(|k| k.needs_sm90()).count();
+    assert_eq!(ops, 10, "one bf16 kernel per operation with sm_90's instructions");
+    assert_eq!(entries.len(), bulk.len() + ops, "{entries:?}");
     for name in &bulk {
         assert!(PTX90.contains(&format!(".visible .entry {name}(")), "missing .entry {name} in the sm_90 module");
         assert!(!PTX.contains(&format!(".entry {name}(")), "{name} must not be in the sm_70 module");
@@ -377,18 +379,47 @@ mod ops {
     use kernels_gpu::Dtype;
 
     #[test]
-    fn every_op_kernel_is_in_the_portable_module_only() {
+    fn every_op_kernel_is_in_exactly_its_module() {
         for k in OP_KERNELS {
-            assert!(PTX.contains(&format!(".visible .entry {}(", k.name)), "missing .entry {}", k.name);
-            assert!(!PTX90.contains(&format!(".entry {}(", k.name)), "{} is in the sm_90 module", k.name);
+            let (home, other) = if k.needs_sm90() { (PTX90, PTX) } else { (PTX, PTX90) };
+            assert!(home.contains(&format!(".visible .entry {}(", k.name)), "missing .entry {}", k.name);
+            assert!(!other.contains(&format!(".entry {}(", k.name)), "{} is in both modules", k.name);
+        }
+    }
+
+    /// Instruction lines of an op kernel, from its module.
+    fn op_body(k: &kernels_gpu::ops::OpKernel) -> Vec<&'static str> {
+        body_in(if k.needs_sm90() { PTX90 } else { PTX }, k.name)
+    }
+
+    fn op_count(k: &kernels_gpu::ops::OpKernel, prefixes: &[&str]) -> usize {
+        op_body(k).iter().filter(|l| prefixes.iter().any(|p| l.starts_with(p))).count()
+    }
+
+    #[test]
+    fn sm90_bf16_kernels_use_packed_bf16_arithmetic_and_hardware_rounding() {
+        for k in OP_KERNELS.iter().filter(|k| k.needs_sm90()) {
+            assert_eq!(k.dtype, Dtype::Bf16, "{}", k.name);
+            let want = match k.kind {
+                OpKind::Binary(BinaryOp::Add) => Some(("add.rn.bf16x2", 4)),
+                OpKind::Binary(BinaryOp::Sub) => Some(("sub.rn.bf16x2", 4)),
+                OpKind::Binary(BinaryOp::Mul) => Some(("mul.rn.bf16x2", 4)),
+                OpKind::Binary(BinaryOp::Div) => Some(("cvt.rn.bf16.f32", 8)),
+                OpKind::Axpby => Some(("mul.rn.bf16x2", 8)),
+                _ => None,
+            };
+            if let Some((op, at_least)) = want {
+                assert!(op_count(k, &[op]) >= at_least, "{}: expected {at_least}+ {op}", k.name);
+            }
+            assert_eq!(op_count(k, &["fma"]), 0, "{}", k.name);
         }
     }
 
     #[test]
     fn pack_kernels_load_each_input_once_with_128_bits_and_store_once() {
-        for k in OP_KERNELS.iter().filter(|k| k.pattern == OpPattern::Pack) {
-            assert_eq!(count_any(k.name, LD128), k.kind.inputs(), "{}: one 128-bit load per input", k.name);
-            assert_eq!(count_any(k.name, ST128), 1, "{}: one 128-bit store", k.name);
+        for k in OP_KERNELS.iter().filter(|k| k.pattern != OpPattern::Scalar) {
+            assert_eq!(op_count(k, LD128), k.kind.inputs(), "{}: one 128-bit load per input", k.name);
+            assert_eq!(op_count(k, ST128), 1, "{}: one 128-bit store", k.name);
         }
     }
 
@@ -404,7 +435,7 @@ mod ops {
 
     #[test]
     fn arithmetic_uses_the_rounded_ieee_instructions_and_never_fuses() {
-        for k in OP_KERNELS {
+        for k in OP_KERNELS.iter().filter(|k| !k.needs_sm90()) {
             assert_eq!(count(k.name, "fma"), 0, "{}: no contraction into fma", k.name);
             let packed_f16 = k.dtype == Dtype::F16 && k.pattern == OpPattern::Pack;
             let want = match (k.kind, k.dtype) {
@@ -426,7 +457,7 @@ mod ops {
     #[test]
     fn sign_bit_ops_are_integer_operations() {
         for k in OP_KERNELS.iter().filter(|k| matches!(k.kind, OpKind::Unary(UnaryOp::Neg | UnaryOp::Abs))) {
-            let float_math = body(k.name).iter().filter(|l| l.contains(".rn.") || l.starts_with("neg.f")).count();
+            let float_math = op_body(k).iter().filter(|l| l.contains(".rn.") || l.starts_with("neg.f")).count();
             assert_eq!(float_math, 0, "{}: a sign flip needs no float instruction", k.name);
         }
     }
