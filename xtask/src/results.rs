@@ -83,6 +83,14 @@ fn readme_results(dest: &Path) -> Res {
             format!("Lead of the automatic path over the best peer (CUB `DeviceTransform`, `torch.add`), same run:\n\n{}\n\n", t.join("\n"))
         })
         .unwrap_or_default();
+    // The element-wise operations, when the run measured them.
+    let ops = md
+        .find("## Element-wise operations")
+        .map(|i| {
+            let t: Vec<&str> = md[i..].lines().skip(1).skip_while(|l| !l.starts_with('|')).take_while(|l| l.starts_with('|')).collect();
+            format!("Every element-wise operation through the automatic choice, beside `add` and torch, same run:\n\n{}\n\n", t.join("\n"))
+        })
+        .unwrap_or_default();
     // The other plots, when the run drew them.
     let extra: String =
         [("roofline.svg", "Roofline"), ("bars.svg", "Every variant at the largest n, beside the peers")]
@@ -93,7 +101,7 @@ fn readme_results(dest: &Path) -> Res {
     let block = format!(
         "<!-- results:begin (written by `cargo xtask import-results`; do not edit) -->\n\
          Measured on **{}**, driver {}, commit `{}`; theoretical peak {:.0} GB/s, measured device-to-device copy {:.0} GB/s.\n\n\
-         {lead}{heading}:\n\n{table}\n\n\
+         {lead}{ops}{heading}:\n\n{table}\n\n\
          ![GB/s vs n]({rel}/report.svg)\n\n{extra}Full report: [{rel}/report.md]({rel}/report.md).\n<!-- results:end -->",
         json["gpu"].as_str().unwrap_or("?"),
         json["driver"].as_str().unwrap_or("?"),

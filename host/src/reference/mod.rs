@@ -1,5 +1,5 @@
-//! CPU reference: the correctly rounded IEEE sum, element by element, and the
-//! element-wise library's operations ([`map`]).
+//! CPU reference: the correctly rounded IEEE sum, element by element, and (in
+//! `ops`) the element-wise library's operations ([`map`]).
 //!
 //! * f32: the host's own f32 addition (IEEE binary32, round to nearest even; Rust
 //!   never flushes subnormals on x86-64 or aarch64).
@@ -14,9 +14,10 @@
 
 use half::{bf16, f16};
 
-use kernels_gpu::ops::{BinaryOp, OpKind, UnaryOp};
-
 use crate::buffer::Element;
+
+mod ops;
+pub use ops::{axpby_one, binary_one, map, unary_one, ReferenceOps};
 
 /// Rounds `x` to a binary format with `man` explicit mantissa bits and minimum
 /// normal exponent `emin` (maximum exponent `1 - emin`), ties to even. Returns the
@@ -97,116 +98,6 @@ impl ReferenceAdd for bf16 {
     fn reference_add(a: bf16, b: bf16) -> bf16 {
         bf16::from_bits(f64_to_bf16_bits(bf16_bits_to_f64(a.to_bits()) + bf16_bits_to_f64(b.to_bits())))
     }
-}
-
-/// The element-wise library's operations, correctly rounded (module docs): f32
-/// through the host's own IEEE f32 operations, f16 and bf16 in f64 (exact for
-/// the products, and for sums and quotients rounded twice with 53 >= 2p + 2
-/// bits, which equals rounding once) and then rounded here.
-pub trait ReferenceOps: ReferenceAdd {
-    /// The exact value.
-    fn to_f64(self) -> f64;
-    /// `x` rounded once to `Self`, to nearest even.
-    fn round_from(x: f64) -> Self;
-    /// One arithmetic operation: `native` on f32, `wide` in f64 then rounded.
-    fn arith(x: Self, y: Self, native: fn(f32, f32) -> f32, wide: fn(f64, f64) -> f64) -> Self {
-        let _ = native;
-        Self::round_from(wide(x.to_f64(), y.to_f64()))
-    }
-}
-
-impl ReferenceOps for f32 {
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-    fn round_from(x: f64) -> f32 {
-        x as f32
-    }
-    fn arith(x: f32, y: f32, native: fn(f32, f32) -> f32, _: fn(f64, f64) -> f64) -> f32 {
-        native(x, y)
-    }
-}
-
-impl ReferenceOps for f16 {
-    fn to_f64(self) -> f64 {
-        f16_bits_to_f64(self.to_bits())
-    }
-    fn round_from(x: f64) -> f16 {
-        f16::from_bits(f64_to_f16_bits(x))
-    }
-}
-
-impl ReferenceOps for bf16 {
-    fn to_f64(self) -> f64 {
-        bf16_bits_to_f64(self.to_bits())
-    }
-    fn round_from(x: f64) -> bf16 {
-        bf16::from_bits(f64_to_bf16_bits(x))
-    }
-}
-
-/// IEEE 754-2019 `minimum` (`less`) or `maximum`: NaN if either is NaN, and
-/// -0 < +0.
-fn extremum(x: f64, y: f64, less: bool) -> f64 {
-    if x.is_nan() || y.is_nan() {
-        return f64::NAN;
-    }
-    if x == y {
-        // Equal values, or zeros of both signs: the sign decides.
-        return if x.is_sign_negative() == less { x } else { y };
-    }
-    if (x < y) == less {
-        x
-    } else {
-        y
-    }
-}
-
-/// `op(x, y)`, correctly rounded.
-pub fn binary_one<T: ReferenceOps>(op: BinaryOp, x: T, y: T) -> T {
-    match op {
-        BinaryOp::Add => T::reference_add(x, y),
-        BinaryOp::Sub => T::arith(x, y, |p, q| p - q, |p, q| p - q),
-        BinaryOp::Mul => T::arith(x, y, |p, q| p * q, |p, q| p * q),
-        BinaryOp::Div => T::arith(x, y, |p, q| p / q, |p, q| p / q),
-        BinaryOp::Min => T::round_from(extremum(x.to_f64(), y.to_f64(), true)),
-        BinaryOp::Max => T::round_from(extremum(x.to_f64(), y.to_f64(), false)),
-    }
-}
-
-/// `op(x)`, exact.
-pub fn unary_one<T: ReferenceOps>(op: UnaryOp, x: T) -> T {
-    let v = x.to_f64();
-    match op {
-        UnaryOp::Neg => T::round_from(-v),
-        UnaryOp::Abs => T::round_from(v.abs()),
-        UnaryOp::Relu if v.is_nan() || v > 0.0 => x,
-        UnaryOp::Relu => T::round_from(0.0),
-    }
-}
-
-/// `alpha·x + beta·y` with the scales rounded once to `T` and each product and
-/// the sum rounded.
-pub fn axpby_one<T: ReferenceOps>(alpha: f32, x: T, beta: f32, y: T) -> T {
-    let (alpha, beta) = (T::round_from(alpha as f64), T::round_from(beta as f64));
-    let mul = |s: T, v: T| T::arith(s, v, |p, q| p * q, |p, q| p * q);
-    T::arith(mul(alpha, x), mul(beta, y), |p, q| p + q, |p, q| p + q)
-}
-
-/// Element-wise reference of any operation: `b` for two-input kinds, `scales`
-/// for axpby. Panics if the lengths differ or an operand is missing (test helper).
-pub fn map<T: ReferenceOps>(kind: OpKind, a: &[T], b: Option<&[T]>, scales: (f32, f32)) -> Vec<T> {
-    let second = |i: usize| b.expect("this operation needs b")[i];
-    if let Some(b) = b {
-        assert_eq!(a.len(), b.len(), "reference::map needs equal lengths");
-    }
-    (0..a.len())
-        .map(|i| match kind {
-            OpKind::Binary(op) => binary_one(op, a[i], second(i)),
-            OpKind::Unary(op) => unary_one(op, a[i]),
-            OpKind::Axpby => axpby_one(scales.0, a[i], scales.1, second(i)),
-        })
-        .collect()
 }
 
 /// Element-wise reference sum. Panics if the lengths differ (test helper).
@@ -332,73 +223,6 @@ mod tests {
                 f32_path.to_bits()
             );
         }
-    }
-
-    /// The device's lane rules for the narrow formats (hardware f16 through
-    /// `half`'s f32 path; bf16 through the kernel crate's f32 helpers), replayed
-    /// on the CPU, against the f64 reference, on random bits. `GPUKERN_EXHAUSTIVE=1`
-    /// checks all 2^32 pairs instead (minutes on all cores).
-    #[test]
-    fn narrow_ops_through_f32_agree_with_the_reference() {
-        use kernels_gpu::bits::{bf16_to_f32, f32_to_bf16_rne};
-        use rayon::prelude::*;
-        let f16_via_f32 = |op: BinaryOp, a: u16, b: u16| {
-            let (x, y) = (f16::from_bits(a).to_f32(), f16::from_bits(b).to_f32());
-            f16::from_f32(match op {
-                BinaryOp::Sub => x - y,
-                BinaryOp::Mul => x * y,
-                _ => x / y,
-            })
-        };
-        let bf16_via_f32 = |op: BinaryOp, a: u16, b: u16| {
-            let (x, y) = (bf16_to_f32(a), bf16_to_f32(b));
-            bf16::from_bits(f32_to_bf16_rne(match op {
-                BinaryOp::Sub => x - y,
-                BinaryOp::Mul => x * y,
-                _ => x / y,
-            }))
-        };
-        let check = |op: BinaryOp, a: u16, b: u16| {
-            let (h, r) = (f16_via_f32(op, a, b), binary_one(op, f16::from_bits(a), f16::from_bits(b)));
-            assert!(h.same_as(r), "f16 {op:?} {a:#06x} {b:#06x}: {:#06x} vs {:#06x}", h.to_bits(), r.to_bits());
-            let (g, r) = (bf16_via_f32(op, a, b), binary_one(op, bf16::from_bits(a), bf16::from_bits(b)));
-            assert!(g.same_as(r), "bf16 {op:?} {a:#06x} {b:#06x}: {:#06x} vs {:#06x}", g.to_bits(), r.to_bits());
-        };
-        let ops = [BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div];
-        if std::env::var_os("GPUKERN_EXHAUSTIVE").is_some() {
-            (0..=u16::MAX)
-                .into_par_iter()
-                .for_each(|a| (0..=u16::MAX).for_each(|b| ops.iter().for_each(|&op| check(op, a, b))));
-            return;
-        }
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(9);
-        for _ in 0..1_000_000 {
-            let (a, b): (u16, u16) = (rng.gen(), rng.gen());
-            ops.iter().for_each(|&op| check(op, a, b));
-        }
-    }
-
-    #[test]
-    fn min_max_and_sign_ops_follow_ieee_2019() {
-        use BinaryOp::{Max, Min};
-        let (pz, nz, nan) = (0.0f32, -0.0f32, f32::NAN);
-        assert_eq!(binary_one(Min, pz, nz).to_bits(), nz.to_bits());
-        assert_eq!(binary_one(Min, nz, pz).to_bits(), nz.to_bits());
-        assert_eq!(binary_one(Max, nz, pz).to_bits(), pz.to_bits());
-        assert_eq!(binary_one(Max, pz, nz).to_bits(), pz.to_bits());
-        assert!(binary_one(Min, nan, 1.0).is_nan() && binary_one(Max, 1.0, nan).is_nan());
-        assert_eq!(binary_one(Min, -1.0f32, 2.0), -1.0);
-        assert_eq!(binary_one(Max, -1.0f32, 2.0), 2.0);
-        assert_eq!(unary_one(UnaryOp::Relu, nz).to_bits(), 0);
-        assert_eq!(unary_one(UnaryOp::Relu, -3.0f32).to_bits(), 0);
-        assert_eq!(unary_one(UnaryOp::Relu, 3.0f32), 3.0);
-        assert!(unary_one(UnaryOp::Relu, nan).is_nan());
-        assert_eq!(unary_one(UnaryOp::Neg, pz).to_bits(), nz.to_bits());
-        assert_eq!(unary_one(UnaryOp::Abs, f16::from_f32(-2.5)), f16::from_f32(2.5));
-        // axpby rounds each step: 0.1·3 in f16 is not 0.3 rounded once.
-        let (x, y) = (f16::from_f32(3.0), f16::from_f32(1.0));
-        let want = f16::from_f32(f16::from_f32(f16::from_f32(0.1).to_f32() * 3.0).to_f32() + 1.0);
-        assert_eq!(axpby_one(0.1, x, 1.0, y), want);
     }
 
     #[test]

@@ -1,0 +1,119 @@
+//! PTX-level checks of the element-wise library's kernels (`kernels_gpu::ops`)
+//! in the tracked modules, runnable without a GPU.
+
+use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp, OP_KERNELS};
+use kernels_gpu::Dtype;
+
+const PTX: &str = include_str!("../../ptx/kernels_gpu.ptx");
+const PTX90: &str = include_str!("../../ptx/kernels_gpu_sm90.ptx");
+
+/// The instruction lines of one `.entry` of `ptx`, comments stripped.
+fn body_in(ptx: &'static str, name: &str) -> Vec<&'static str> {
+    let head = format!(".entry {name}(");
+    let start = ptx.find(&head).unwrap_or_else(|| panic!("no .entry {name} in the PTX"));
+    let rest = &ptx[start..];
+    let end = rest.find("\n}\n").expect("unterminated entry");
+    rest[..end].lines().map(|l| l.split("//").next().unwrap_or("").trim()).filter(|l| !l.is_empty()).collect()
+}
+
+/// Instructions of `name` (portable module) whose opcode starts with `prefix`.
+fn count(name: &str, prefix: &str) -> usize {
+    body_in(PTX, name).iter().filter(|l| l.starts_with(prefix)).count()
+}
+
+/// Width-agnostic: the backend may spell an access as b32, u32 or f32.
+fn count_any(name: &str, prefixes: &[&str]) -> usize {
+    prefixes.iter().map(|p| count(name, p)).sum()
+}
+
+const LD32: &[&str] =
+    &["ld.global.b32", "ld.global.u32", "ld.global.f32", "ld.global.nc.b32", "ld.global.nc.u32", "ld.global.nc.f32"];
+const ST32: &[&str] = &["st.global.b32", "st.global.u32", "st.global.f32"];
+const LD16: &[&str] = &["ld.global.b16", "ld.global.u16", "ld.global.nc.b16", "ld.global.nc.u16"];
+const ST16: &[&str] = &["st.global.b16", "st.global.u16"];
+const LD128: &[&str] = &["ld.global.v4.b32", "ld.global.v4.u32", "ld.global.v4.f32"];
+const ST128: &[&str] = &["st.global.v4.b32", "st.global.v4.u32", "st.global.v4.f32"];
+
+#[test]
+fn every_op_kernel_is_in_exactly_its_module() {
+    for k in OP_KERNELS {
+        let (home, other) = if k.needs_sm90() { (PTX90, PTX) } else { (PTX, PTX90) };
+        assert!(home.contains(&format!(".visible .entry {}(", k.name)), "missing .entry {}", k.name);
+        assert!(!other.contains(&format!(".entry {}(", k.name)), "{} is in both modules", k.name);
+    }
+}
+
+/// Instruction lines of an op kernel, from its module.
+fn op_body(k: &kernels_gpu::ops::OpKernel) -> Vec<&'static str> {
+    body_in(if k.needs_sm90() { PTX90 } else { PTX }, k.name)
+}
+
+fn op_count(k: &kernels_gpu::ops::OpKernel, prefixes: &[&str]) -> usize {
+    op_body(k).iter().filter(|l| prefixes.iter().any(|p| l.starts_with(p))).count()
+}
+
+#[test]
+fn sm90_bf16_kernels_use_packed_bf16_arithmetic_and_hardware_rounding() {
+    for k in OP_KERNELS.iter().filter(|k| k.needs_sm90()) {
+        assert_eq!(k.dtype, Dtype::Bf16, "{}", k.name);
+        let want = match k.kind {
+            OpKind::Binary(BinaryOp::Add) => Some(("add.rn.bf16x2", 4)),
+            OpKind::Binary(BinaryOp::Sub) => Some(("sub.rn.bf16x2", 4)),
+            OpKind::Binary(BinaryOp::Mul) => Some(("mul.rn.bf16x2", 4)),
+            OpKind::Binary(BinaryOp::Div) => Some(("cvt.rn.bf16.f32", 8)),
+            OpKind::Axpby => Some(("mul.rn.bf16x2", 8)),
+            _ => None,
+        };
+        if let Some((op, at_least)) = want {
+            assert!(op_count(k, &[op]) >= at_least, "{}: expected {at_least}+ {op}", k.name);
+        }
+        assert_eq!(op_count(k, &["fma"]), 0, "{}", k.name);
+    }
+}
+
+#[test]
+fn pack_kernels_load_each_input_once_with_128_bits_and_store_once() {
+    for k in OP_KERNELS.iter().filter(|k| k.pattern != OpPattern::Scalar) {
+        assert_eq!(op_count(k, LD128), k.kind.inputs(), "{}: one 128-bit load per input", k.name);
+        assert_eq!(op_count(k, ST128), 1, "{}: one 128-bit store", k.name);
+    }
+}
+
+#[test]
+fn scalar_kernels_use_element_wide_accesses() {
+    for k in OP_KERNELS.iter().filter(|k| k.pattern == OpPattern::Scalar) {
+        let (ld, st) = if k.dtype == Dtype::F32 { (LD32, ST32) } else { (LD16, ST16) };
+        assert_eq!(count_any(k.name, ld), k.kind.inputs(), "{}", k.name);
+        assert_eq!(count_any(k.name, st), 1, "{}", k.name);
+        assert_eq!(count_any(k.name, LD128) + count_any(k.name, ST128), 0, "{}", k.name);
+    }
+}
+
+#[test]
+fn arithmetic_uses_the_rounded_ieee_instructions_and_never_fuses() {
+    for k in OP_KERNELS.iter().filter(|k| !k.needs_sm90()) {
+        assert_eq!(count(k.name, "fma"), 0, "{}: no contraction into fma", k.name);
+        let packed_f16 = k.dtype == Dtype::F16 && k.pattern == OpPattern::Pack;
+        let want = match (k.kind, k.dtype) {
+            (OpKind::Binary(BinaryOp::Sub), Dtype::F16) if packed_f16 => Some(("sub.rn.f16x2", 4)),
+            (OpKind::Binary(BinaryOp::Mul), Dtype::F16) if packed_f16 => Some(("mul.rn.f16x2", 4)),
+            (OpKind::Binary(BinaryOp::Sub), Dtype::F16) => Some(("sub.rn.f16", 1)),
+            (OpKind::Binary(BinaryOp::Mul), Dtype::F16) => Some(("mul.rn.f16", 1)),
+            (OpKind::Binary(BinaryOp::Div), _) => Some(("div.rn.f32", 1)),
+            (OpKind::Axpby, Dtype::F16) if packed_f16 => Some(("mul.rn.f16x2", 8)),
+            (OpKind::Axpby, Dtype::F32) => Some(("mul.rn.f32", 2)),
+            _ => None,
+        };
+        if let Some((op, at_least)) = want {
+            assert!(count(k.name, op) >= at_least, "{}: expected {at_least}+ {op}", k.name);
+        }
+    }
+}
+
+#[test]
+fn sign_bit_ops_are_integer_operations() {
+    for k in OP_KERNELS.iter().filter(|k| matches!(k.kind, OpKind::Unary(UnaryOp::Neg | UnaryOp::Abs))) {
+        let float_math = op_body(k).iter().filter(|l| l.contains(".rn.") || l.starts_with("neg.f")).count();
+        assert_eq!(float_math, 0, "{}: a sign flip needs no float instruction", k.name);
+    }
+}
