@@ -1,10 +1,10 @@
 //! The seed-003 studies for the report: each family naive to optimised, verified,
 //! timed with spin-isolated CUDA events, with its own figure of merit.
 
+use crate::report::schema::Study;
 use gpukern::{CountVariant, Gpu, MatmulVariant, Stream, TransposeVariant, Variant};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
-use serde_json::{json, Value};
 
 use crate::{gbps, time_op};
 
@@ -28,7 +28,7 @@ fn random_f32(n: usize, seed: u64) -> Vec<f32> {
 }
 
 /// Matrix product at square sizes: GFLOP/s, relative error on sampled rows.
-pub fn matmul(gpu: &Gpu, stream: &Stream, sizes: &[usize]) -> R<Vec<Value>> {
+pub fn matmul(gpu: &Gpu, stream: &Stream, sizes: &[usize]) -> R<Vec<Study>> {
     let mut rows = Vec::new();
     for &s in sizes {
         let (a, b) = (random_f32(s * s, 1), random_f32(s * s, 2));
@@ -50,14 +50,26 @@ pub fn matmul(gpu: &Gpu, stream: &Stream, sizes: &[usize]) -> R<Vec<Value>> {
             if v == MatmulVariant::Naive {
                 naive_ms = ms;
             }
-            rows.push(json!({"family": "matmul", "kernel": v.name(), "dtype": "f32", "n": s * s, "m": s, "n_cols": s, "k": s, "median_us": ms * 1e3, "gflops": flops / (ms * 1e-3) / 1e9, "speedup_vs_naive": naive_ms / ms, "rel_error": rel, "verified": rel <= 1e-5}));
+            rows.push(Study::Matmul {
+                kernel: v.name().into(),
+                dtype: "f32".into(),
+                n: s * s,
+                m: s,
+                n_cols: s,
+                k: s,
+                median_us: ms * 1e3,
+                gflops: flops / (ms * 1e-3) / 1e9,
+                speedup_vs_naive: naive_ms / ms,
+                rel_error: rel,
+                verified: rel <= 1e-5,
+            });
         }
     }
     Ok(rows)
 }
 
 /// Count-equal at 0%, 1% and 100% matches: GB/s of input, exact counts.
-pub fn count(gpu: &Gpu, stream: &Stream, n: usize) -> R<Vec<Value>> {
+pub fn count(gpu: &Gpu, stream: &Stream, n: usize) -> R<Vec<Study>> {
     let mut rows = Vec::new();
     let key = 7;
     for rate in [0.0, 0.01, 1.0] {
@@ -78,14 +90,26 @@ pub fn count(gpu: &Gpu, stream: &Stream, n: usize) -> R<Vec<Value>> {
             if v == CountVariant::Atomic {
                 atomic_ms = ms;
             }
-            rows.push(json!({"family": "count_eq", "kernel": v.name(), "dtype": "i32", "n": n, "match_rate": rate, "block": kernels_gpu::count::COUNT_THREADS, "median_us": ms * 1e3, "gbps": gbps(4 * n as u64, ms), "speedup_vs_naive": atomic_ms / ms, "count": got, "expected": want, "verified": got == want}));
+            rows.push(Study::CountEq {
+                kernel: v.name().into(),
+                dtype: "i32".into(),
+                n,
+                match_rate: rate,
+                block: kernels_gpu::count::COUNT_THREADS,
+                median_us: ms * 1e3,
+                gbps: gbps(4 * n as u64, ms),
+                speedup_vs_naive: atomic_ms / ms,
+                count: got,
+                expected: want,
+                verified: got == want,
+            });
         }
     }
     Ok(rows)
 }
 
 /// Strided copy: GB/s of useful data (read + write of n f32) per stride.
-pub fn coalesce(gpu: &Gpu, stream: &Stream, n: usize) -> R<Vec<Value>> {
+pub fn coalesce(gpu: &Gpu, stream: &Stream, n: usize) -> R<Vec<Study>> {
     let src = gpu.upload(&random_f32(n, 5)).map_err(e)?;
     let mut dst = gpu.alloc::<f32>(n).map_err(e)?;
     let mut rows = Vec::new();
@@ -99,13 +123,23 @@ pub fn coalesce(gpu: &Gpu, stream: &Stream, n: usize) -> R<Vec<Value>> {
         if stride == 1 {
             unit_ms = ms;
         }
-        rows.push(json!({"family": "coalesce", "kernel": format!("copy_strided/{stride}"), "stride": stride, "dtype": "f32", "n": n, "block": 256, "median_us": ms * 1e3, "gbps": gbps(8 * n as u64, ms), "slowdown_vs_stride_1": ms / unit_ms, "verified": bad == 0}));
+        rows.push(Study::Coalesce {
+            kernel: format!("copy_strided/{stride}"),
+            stride,
+            dtype: "f32".into(),
+            n,
+            block: 256,
+            median_us: ms * 1e3,
+            gbps: gbps(8 * n as u64, ms),
+            slowdown_vs_stride_1: ms / unit_ms,
+            verified: bad == 0,
+        });
     }
     Ok(rows)
 }
 
 /// Transpose of a side×side f32 matrix: GB/s (read + write).
-pub fn transpose(gpu: &Gpu, stream: &Stream, side: usize) -> R<Vec<Value>> {
+pub fn transpose(gpu: &Gpu, stream: &Stream, side: usize) -> R<Vec<Study>> {
     let input = random_f32(side * side, 6);
     let mut want = vec![0.0f32; side * side];
     want.par_chunks_mut(side)
@@ -125,13 +159,23 @@ pub fn transpose(gpu: &Gpu, stream: &Stream, side: usize) -> R<Vec<Value>> {
         if v == TransposeVariant::Naive {
             naive_ms = ms;
         }
-        rows.push(json!({"family": "transpose", "kernel": v.name(), "dtype": "f32", "n": side * side, "rows": side, "cols": side, "median_us": ms * 1e3, "gbps": gbps(8 * (side * side) as u64, ms), "speedup_vs_naive": naive_ms / ms, "verified": bad == 0}));
+        rows.push(Study::Transpose {
+            kernel: v.name().into(),
+            dtype: "f32".into(),
+            n: side * side,
+            rows: side,
+            cols: side,
+            median_us: ms * 1e3,
+            gbps: gbps(8 * (side * side) as u64, ms),
+            speedup_vs_naive: naive_ms / ms,
+            verified: bad == 0,
+        });
     }
     Ok(rows)
 }
 
 /// Fusion: two kernels with a temporary vs one fused kernel, bytes and time.
-pub fn fusion(gpu: &Gpu, stream: &Stream, n: usize, copy_gbps: f64) -> R<Vec<Value>> {
+pub fn fusion(gpu: &Gpu, stream: &Stream, n: usize, copy_gbps: f64) -> R<Vec<Study>> {
     let (da, db) = (gpu.upload(&random_f32(n, 7)).map_err(e)?, gpu.upload(&random_f32(n, 8)).map_err(e)?);
     let (mut t, mut unfused, mut fused) =
         (gpu.alloc::<f32>(n).map_err(e)?, gpu.alloc::<f32>(n).map_err(e)?, gpu.alloc::<f32>(n).map_err(e)?);
@@ -165,7 +209,19 @@ pub fn fusion(gpu: &Gpu, stream: &Stream, n: usize, copy_gbps: f64) -> R<Vec<Val
             (format!("{pipeline} (2 kernels + temporary)"), un_ms, 20 * n),
             (format!("{pipeline} (fused)"), fu_ms, 12 * n),
         ] {
-            rows.push(json!({"family": "fusion", "kernel": kernel, "dtype": "f32", "n": n, "block": 256, "median_us": ms * 1e3, "bytes_moved": bytes, "ideal_bytes": 12 * n, "gbps": gbps(bytes as u64, ms), "vs_ideal_time": ms / ideal_ms, "speedup_vs_unfused": un_ms / ms, "verified": bad == 0}));
+            rows.push(Study::Fusion {
+                kernel,
+                dtype: "f32".into(),
+                n,
+                block: 256,
+                median_us: ms * 1e3,
+                bytes_moved: bytes,
+                ideal_bytes: 12 * n,
+                gbps: gbps(bytes as u64, ms),
+                vs_ideal_time: ms / ideal_ms,
+                speedup_vs_unfused: un_ms / ms,
+                verified: bad == 0,
+            });
         }
     }
     Ok(rows)

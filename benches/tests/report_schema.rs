@@ -29,6 +29,36 @@ fn typed_sections_read_the_committed_report() {
     assert!(tuning.iter().all(|t| t.verified) && foreach.iter().all(|f| f.verified));
 }
 
+/// The older sections read into their typed rows too, with the counts a full
+/// run writes.
+#[test]
+fn older_sections_read_into_their_typed_rows() {
+    use gpukern_benches::ops::OpRow;
+    use gpukern_benches::report::schema::*;
+    let r = committed();
+    fn rows<T: serde::de::DeserializeOwned>(r: &Value, key: &str) -> Vec<T> {
+        serde_json::from_value(r[key].clone()).unwrap_or_else(|e| panic!("{key}: {e}"))
+    }
+    let main: Vec<MainRow> = rows(&r, "rows");
+    let auto: Vec<AutoRow> = rows(&r, "auto");
+    let blocks: Vec<BlockRow> = rows(&r, "block_sweep");
+    let batched: Vec<BatchedRow> = rows(&r, "batched");
+    let grid: Vec<GridRow> = rows(&r, "grid_sweep");
+    let cpu: Vec<CpuRow> = rows(&r, "cpu");
+    let kernels: Vec<KernelRow> = rows(&r, "kernels");
+    let roofline: Vec<RooflineRow> = rows(&r, "roofline");
+    let peers: Vec<PeerRow> = rows(&r, "peers");
+    let studies: Vec<Study> = rows(&r, "studies");
+    let ops: Vec<OpRow> = rows(&r, "ops");
+    assert_eq!(main.len(), 30 * 19, "every add variant at 2^10..2^28");
+    assert_eq!(auto.len(), 3 * 19);
+    assert_eq!(ops.len(), 10 * 3 * 3, "ten operations, three dtypes, three sizes");
+    assert_eq!(roofline.len(), 3);
+    assert!(main.iter().all(|m| m.verified) && auto.iter().all(|a| a.verified) && ops.iter().all(|o| o.verified));
+    assert!(studies.iter().all(|s| s.verified()) && cpu.iter().all(|c| c.verified));
+    assert!(!blocks.is_empty() && !batched.is_empty() && !grid.is_empty() && !kernels.is_empty() && !peers.is_empty());
+}
+
 #[test]
 fn the_committed_report_renders() {
     let r = committed();

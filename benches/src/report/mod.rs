@@ -16,6 +16,7 @@ mod opts;
 pub mod peers;
 pub mod plots;
 pub mod record;
+pub mod schema;
 mod studies_md;
 pub mod sweep;
 
@@ -27,6 +28,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::{copy_gbps, median};
+use schema::{AutoRow, BatchedRow, BlockRow, CpuRow, GridRow, KernelRow, MainRow, PeerRow, RooflineRow, Study};
 
 pub use opts::Opts;
 
@@ -98,10 +100,10 @@ pub struct Row {
 #[derive(Default)]
 pub struct Collected {
     pub rows: Vec<Row>,
-    pub auto_rows: Vec<Value>,
-    pub block_rows: Vec<Value>,
-    pub batched: Vec<Value>,
-    pub grid_rows: Vec<Value>,
+    pub auto_rows: Vec<AutoRow>,
+    pub block_rows: Vec<BlockRow>,
+    pub batched: Vec<BatchedRow>,
+    pub grid_rows: Vec<GridRow>,
     pub failures: Vec<String>,
     /// (dtype, n, kernel, GB/s) of the automatic path, timed like the peers.
     pub lead_auto: Vec<(String, usize, String, f64)>,
@@ -196,7 +198,15 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         let r = gpu.kernel_resources(v.name()).map_err(e)?;
         let blocks = gpu.blocks_per_sm(v.name(), o.block).map_err(e)?;
         let occ = (blocks * o.block) as f64 / info.max_threads_per_sm as f64;
-        kernels.push(json!({"kernel": v.name(), "registers": r.registers, "local_bytes": r.local_bytes, "shared_bytes": r.shared_bytes, "block": o.block, "blocks_per_sm": blocks, "occupancy": occ}));
+        kernels.push(KernelRow {
+            kernel: v.name().into(),
+            registers: r.registers,
+            local_bytes: r.local_bytes,
+            shared_bytes: r.shared_bytes,
+            block: o.block,
+            blocks_per_sm: blocks,
+            occupancy: occ,
+        });
     }
 
     // CPU baseline.
@@ -210,13 +220,24 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
                     failures.push(format!("CPU baseline {} n={n}: differs from the reference", dtype.name()));
                 }
                 let best = rows.iter().filter(|r| r.dtype == dtype && r.n == n).map(|r| r.gbps).fold(0.0, f64::max);
-                cpu_rows.push(json!({"dtype": dtype.name(), "n": n, "cpu_1t_gbps": one, "cpu_all_gbps": all, "threads": rayon::current_num_threads(), "method": cpu::method(dtype), "verified": exact, "gpu_best_gbps": best, "speedup_vs_1t": best / one, "speedup_vs_all": best / all}));
+                cpu_rows.push(CpuRow {
+                    dtype: dtype.name().into(),
+                    n,
+                    cpu_1t_gbps: one,
+                    cpu_all_gbps: all,
+                    threads: rayon::current_num_threads(),
+                    method: cpu::method(dtype),
+                    verified: exact,
+                    gpu_best_gbps: best,
+                    speedup_vs_1t: best / one,
+                    speedup_vs_all: best / all,
+                });
             }
         }
     }
 
     // The seed-003 studies.
-    let mut studies: Vec<Value> = Vec::new();
+    let mut studies: Vec<Study> = Vec::new();
     if o.studies {
         let stream = gpu.stream().map_err(e)?;
         let big = 1usize << o.max_log2.clamp(20, 26);
@@ -229,10 +250,9 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         studies.extend(crate::studies::coalesce(&gpu, &stream, big)?);
         studies.extend(crate::studies::transpose(&gpu, &stream, side)?);
         studies.extend(crate::studies::fusion(&gpu, &stream, big, copy)?);
-        for s in &studies {
-            if s["verified"] != true {
-                failures.push(format!("{} {}: not verified", s["family"], s["kernel"]));
-            }
+        for s in studies.iter().filter(|s| !s.verified()) {
+            let (family, kernel) = s.name();
+            failures.push(format!("{family} {kernel}: not verified"));
         }
     }
 
@@ -284,32 +304,48 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
 
     // Roofline: 1 FLOP per element; bytes per element 3 * size.
     let add_gflops = info.peak_fp32_add_gflops();
-    let roofline: Vec<Value> = o
+    let roofline: Vec<RooflineRow> = o
         .dtypes
         .iter()
         .map(|d| {
             let ai = 1.0 / (3.0 * d.size() as f64);
             let mem_bound = ai * copy; // GFLOP/s the memory system allows
-            json!({"dtype": d.name(), "flops_per_byte": ai, "bandwidth_bound_gflops": mem_bound, "fp32_add_peak_gflops": add_gflops, "ridge_flops_per_byte": add_gflops / copy, "memory_bound_by": add_gflops / mem_bound})
+            RooflineRow {
+                dtype: d.name().into(),
+                flops_per_byte: ai,
+                bandwidth_bound_gflops: mem_bound,
+                fp32_add_peak_gflops: add_gflops,
+                ridge_flops_per_byte: add_gflops / copy,
+                memory_bound_by: add_gflops / mem_bound,
+            }
         })
         .collect();
 
-    let json_rows: Vec<Value> = rows
+    let best_stream = ceiling.iter().map(|c| c.gbps).reduce(f64::max);
+    let json_rows: Vec<MainRow> = rows
         .iter()
         .map(|r| {
-            let mut v = json!({"kernel": r.kernel, "v": r.v, "dtype": r.dtype.name(), "n": r.n, "block": r.block, "median_us": r.median_us, "gbps": r.gbps, "pct_peak": 100.0 * r.gbps / peak, "pct_copy": 100.0 * r.gbps / copy, "verified": r.verified, "input_sets": r.sets, "cache": if r.sets > 1 { "L2-sized: inputs rotate" } else { "DRAM" }});
-            if let Some(t) = peers.get(&(r.dtype.name().to_string(), r.n)) {
-                v["torch_gbps"] = json!(t);
-                v["ratio_vs_torch"] = json!(r.gbps / t);
+            let key = (r.dtype.name().to_string(), r.n);
+            let (torch, cub_gbps) = (peers.get(&key).copied(), cub.gbps.get(&key).copied());
+            MainRow {
+                kernel: r.kernel.clone(),
+                v: r.v,
+                dtype: r.dtype.name().into(),
+                n: r.n,
+                block: r.block,
+                median_us: r.median_us,
+                gbps: r.gbps,
+                pct_peak: 100.0 * r.gbps / peak,
+                pct_copy: 100.0 * r.gbps / copy,
+                verified: r.verified,
+                input_sets: r.sets,
+                cache: if r.sets > 1 { "L2-sized: inputs rotate" } else { "DRAM" }.into(),
+                torch_gbps: torch,
+                ratio_vs_torch: torch.map(|t| r.gbps / t),
+                cub_gbps,
+                ratio_vs_cub: cub_gbps.map(|c| r.gbps / c),
+                pct_stream: best_stream.map(|b| 100.0 * r.gbps / b),
             }
-            if let Some(c) = cub.gbps.get(&(r.dtype.name().to_string(), r.n)) {
-                v["cub_gbps"] = json!(c);
-                v["ratio_vs_cub"] = json!(r.gbps / c);
-            }
-            if let Some(best) = ceiling.iter().map(|c| c.gbps).reduce(f64::max) {
-                v["pct_stream"] = json!(100.0 * r.gbps / best);
-            }
-            v
         })
         .collect();
     let report = json!({
@@ -331,7 +367,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         "batched": batched,
         "grid_sweep": grid_rows,
         "cpu": cpu_rows,
-        "peers": peers.iter().map(|((d, n), g)| json!({"dtype": d, "n": n, "torch_gbps": g})).collect::<Vec<_>>(),
+        "peers": peers.iter().map(|((d, n), g)| PeerRow { dtype: d.clone(), n: *n, torch_gbps: *g }).collect::<Vec<_>>(),
         "peers_note": peers_note,
         "cub_note": cub.note,
         "cub_verified": cub.verified,

@@ -3,9 +3,9 @@
 //! for the lead table), launch-bound sizes (single, batched, graph), the grid and
 //! block sweeps, and the tuning sweep.
 
+use super::schema::{AutoRow, BatchedRow, BlockRow, GridRow};
 use gpukern::reference::ReferenceAdd;
 use gpukern::{Gpu, LaunchConfig, Variant};
-use serde_json::{json, Value};
 
 use super::{reps_for, Collected, Opts, Row};
 use crate::{add_bytes, gbps, Pick, Workload};
@@ -81,7 +81,17 @@ pub fn sweep_dtype<T: ReferenceAdd>(
             };
             c.lead_auto.push((dtype.name().into(), n, what, gbps(bytes, ms)));
         }
-        c.auto_rows.push(json!({"dtype": dtype.name(), "n": n, "chosen": chosen.name(), "median_us": auto_ms * 1e3, "gbps": gbps(bytes, auto_ms), "verified": ok, "best_kernel": best.0, "best_gbps": gbps(bytes, best_ms), "auto_vs_best_pct": 100.0 * best_ms / auto_ms}));
+        c.auto_rows.push(AutoRow {
+            dtype: dtype.name().into(),
+            n,
+            chosen: chosen.name().into(),
+            median_us: auto_ms * 1e3,
+            gbps: gbps(bytes, auto_ms),
+            verified: ok,
+            best_kernel: best.0.clone(),
+            best_gbps: gbps(bytes, best_ms),
+            auto_vs_best_pct: 100.0 * best_ms / auto_ms,
+        });
         bar.inc(1);
     }
     // The tuning sweep behind the automatic choice.
@@ -102,7 +112,18 @@ pub fn sweep_dtype<T: ReferenceAdd>(
             let single = w.time(gpu, v, cfg, n, 200, 5, false, &stream).map_err(e)?;
             let batch = w.time_batched(gpu, v, cfg, n, 100, 20, &stream).map_err(e)?;
             let graph = w.time_graph(gpu, v, cfg, n, 100, 20, &stream).map_err(e)?;
-            c.batched.push(json!({"kernel": v.name(), "n": n, "kernel_us": kernel * 1e3, "single_us": single * 1e3, "batched_us_per_op": batch * 1e3, "graph_us_per_op": graph * 1e3, "kernel_gbps": gbps(bytes, kernel), "single_gbps": gbps(bytes, single), "batched_gbps": gbps(bytes, batch), "graph_gbps": gbps(bytes, graph)}));
+            c.batched.push(BatchedRow {
+                kernel: v.name().into(),
+                n,
+                kernel_us: kernel * 1e3,
+                single_us: single * 1e3,
+                batched_us_per_op: batch * 1e3,
+                graph_us_per_op: graph * 1e3,
+                kernel_gbps: gbps(bytes, kernel),
+                single_gbps: gbps(bytes, single),
+                batched_gbps: gbps(bytes, batch),
+                graph_gbps: gbps(bytes, graph),
+            });
         }
     }
     // Grid-size sweep: the same kernels with the grid capped to a few waves of
@@ -119,7 +140,16 @@ pub fn sweep_dtype<T: ReferenceAdd>(
                         c.failures.push(format!("{v} max_grid={cap}: differs from the CPU reference"));
                     }
                     let ms = w.time(gpu, v, lc, n, reps_for(add_bytes(dtype, n)), 5, true, &stream).map_err(e)?;
-                    c.grid_rows.push(json!({"kernel": v.name(), "n": n, "block": cfg.block, "max_grid": cap, "blocks_per_sm_cap": if cap == kernels_gpu::launch::MAX_GRID_X { Value::Null } else { json!(cap / sms) }, "median_us": ms * 1e3, "gbps": gbps(add_bytes(dtype, n), ms), "verified": ok}));
+                    c.grid_rows.push(GridRow {
+                        kernel: v.name().into(),
+                        n,
+                        block: cfg.block,
+                        max_grid: cap,
+                        blocks_per_sm_cap: (cap != kernels_gpu::launch::MAX_GRID_X).then_some(cap / sms),
+                        median_us: ms * 1e3,
+                        gbps: gbps(add_bytes(dtype, n), ms),
+                        verified: ok,
+                    });
                 }
             }
         }
@@ -141,7 +171,15 @@ pub fn sweep_dtype<T: ReferenceAdd>(
                     Some(_) => Some(256),
                     None => None,
                 };
-                c.block_rows.push(json!({"kernel": v.name(), "n": n, "block": block, "median_us": ms * 1e3, "gbps": gbps(add_bytes(dtype, n), ms), "verified": ok, "seed_config": seed_block == Some(block)}));
+                c.block_rows.push(BlockRow {
+                    kernel: v.name().into(),
+                    n,
+                    block,
+                    median_us: ms * 1e3,
+                    gbps: gbps(add_bytes(dtype, n), ms),
+                    verified: ok,
+                    seed_config: seed_block == Some(block),
+                });
                 bar.inc(1);
             }
         }
