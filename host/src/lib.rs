@@ -29,6 +29,7 @@ mod add;
 pub use add::AddGraph;
 mod buffer;
 mod context;
+mod element;
 mod error;
 mod gpu;
 #[cfg(feature = "cudarc")]
