@@ -14,6 +14,7 @@ use gpukern::half::{bf16, f16};
 use gpukern::reference::ReferenceAdd;
 use gpukern::Dtype;
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::{add_bytes, gbps, median};
 
@@ -117,5 +118,47 @@ pub fn gbps_of(dtype: Dtype, n: usize) -> (f64, f64, bool) {
         Dtype::F32 => measure::<f32>(n),
         Dtype::F16 => measure::<f16>(n),
         Dtype::Bf16 => measure::<bf16>(n),
+    }
+}
+
+/// The CPU baseline at one size.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CpuRow {
+    pub dtype: String,
+    pub n: usize,
+    pub cpu_1t_gbps: f64,
+    pub cpu_all_gbps: f64,
+    pub threads: usize,
+    pub method: String,
+    pub verified: bool,
+    pub gpu_best_gbps: f64,
+    pub speedup_vs_1t: f64,
+    pub speedup_vs_all: f64,
+}
+
+pub fn render(s: &mut String, rows: &[CpuRow]) {
+    use std::fmt::Write as _;
+    let Some(first) = rows.first() else { return };
+    let _ = writeln!(s, "\n## CPU baseline (host clock, median; every result checked against the reference)\n");
+    let mut seen = Vec::new();
+    for k in rows {
+        if !seen.contains(&&k.dtype) {
+            seen.push(&k.dtype);
+            let _ = writeln!(s, "- {}: {}", k.dtype, k.method);
+        }
+    }
+    let _ = writeln!(s, "\n| dtype | n | CPU 1 thread GB/s | CPU {} threads GB/s | GPU best GB/s | speedup vs 1 thread | vs all threads |\n|---|---|---:|---:|---:|---:|---:|", first.threads);
+    for k in rows {
+        let _ = writeln!(
+            s,
+            "| {} | 2^{} | {:.1} | {:.1} | {:.0} | {:.1}× | {:.1}× |",
+            k.dtype,
+            k.n.trailing_zeros(),
+            k.cpu_1t_gbps,
+            k.cpu_all_gbps,
+            k.gpu_best_gbps,
+            k.speedup_vs_1t,
+            k.speedup_vs_all
+        );
     }
 }

@@ -10,15 +10,20 @@
 //! [`markdown`] and [`plots`] render a report's JSON (also without a GPU:
 //! `report render`), [`record`] writes `verify.json` from a test run.
 
+pub mod auto;
 pub mod cpu;
+pub mod launch;
+pub mod main_table;
 pub mod markdown;
 mod opts;
 pub mod peers;
 pub mod plots;
 pub mod record;
+pub mod roofline;
 pub mod schema;
 mod studies_md;
 pub mod sweep;
+pub mod sweeps;
 
 use std::time::Instant;
 
@@ -28,7 +33,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::{copy_gbps, median};
-use schema::{AutoRow, BatchedRow, BlockRow, CpuRow, GridRow, KernelRow, MainRow, PeerRow, RooflineRow, Study};
+use schema::{AutoRow, BatchedRow, BlockRow, CpuRow, GridRow, MainRow, PeerRow, Study};
 
 pub use opts::Opts;
 
@@ -193,21 +198,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     }
 
     // Kernel resources and occupancy at the chosen block size.
-    let mut kernels = Vec::new();
-    for &v in &o.variants {
-        let r = gpu.kernel_resources(v.name()).map_err(e)?;
-        let blocks = gpu.blocks_per_sm(v.name(), o.block).map_err(e)?;
-        let occ = (blocks * o.block) as f64 / info.max_threads_per_sm as f64;
-        kernels.push(KernelRow {
-            kernel: v.name().into(),
-            registers: r.registers,
-            local_bytes: r.local_bytes,
-            shared_bytes: r.shared_bytes,
-            block: o.block,
-            blocks_per_sm: blocks,
-            occupancy: occ,
-        });
-    }
+    let kernels = roofline::resources(&gpu, &o.variants, o.block).map_err(e)?;
 
     // CPU baseline.
     let mut cpu_rows = Vec::new();
@@ -303,23 +294,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     let lead = crate::lead::rows(&lead_auto, &cub.gbps, &peers);
 
     // Roofline: 1 FLOP per element; bytes per element 3 * size.
-    let add_gflops = info.peak_fp32_add_gflops();
-    let roofline: Vec<RooflineRow> = o
-        .dtypes
-        .iter()
-        .map(|d| {
-            let ai = 1.0 / (3.0 * d.size() as f64);
-            let mem_bound = ai * copy; // GFLOP/s the memory system allows
-            RooflineRow {
-                dtype: d.name().into(),
-                flops_per_byte: ai,
-                bandwidth_bound_gflops: mem_bound,
-                fp32_add_peak_gflops: add_gflops,
-                ridge_flops_per_byte: add_gflops / copy,
-                memory_bound_by: add_gflops / mem_bound,
-            }
-        })
-        .collect();
+    let roofline = roofline::rows(&o.dtypes, copy, info.peak_fp32_add_gflops());
 
     let best_stream = ceiling.iter().map(|c| c.gbps).reduce(f64::max);
     let json_rows: Vec<MainRow> = rows
