@@ -59,6 +59,16 @@ fn older_sections_read_into_their_typed_rows() {
     assert!(!blocks.is_empty() && !batched.is_empty() && !grid.is_empty() && !kernels.is_empty() && !peers.is_empty());
 }
 
+/// The whole committed report is the serde form of `Report`: it reads into it,
+/// and writing it back gives the same JSON, field for field.
+#[test]
+fn the_committed_report_is_the_serde_form_of_report() {
+    use gpukern_benches::report::schema::Report;
+    let r = committed();
+    let typed: Report = serde_json::from_value(r.clone()).expect("the committed report reads into Report");
+    assert_eq!(serde_json::to_value(&typed).expect("serialises"), r, "a field the struct does not carry, or lost");
+}
+
 #[test]
 fn the_committed_report_renders() {
     let r = committed();

@@ -29,11 +29,13 @@ use std::time::Instant;
 
 use gpukern::half::{bf16, f16};
 use gpukern::{Dtype, Gpu, LaunchConfig};
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::{copy_gbps, median};
-use schema::{AutoRow, BatchedRow, BlockRow, CpuRow, GridRow, MainRow, PeerRow, Study};
+use schema::{
+    AutoRow, BatchedRow, BlockRow, CpuRow, DeviceFacts, GridRow, LaunchFloor, MainRow, PeerRow, Report, Study,
+};
 
 pub use opts::Opts;
 
@@ -323,39 +325,49 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
             }
         })
         .collect();
-    let report = json!({
-        "gpu": info.name,
-        "driver": driver_string(&gpu),
-        "git_commit": git_commit(),
-        "ptx_sha256": sha256_hex(gpukern::PTX.as_bytes()),
-        "ptx_sm90_sha256": sha256_hex(gpukern::PTX_SM90.as_bytes()),
-        "device": {"index": o.device, "compute_capability": format!("{}.{}", info.compute_capability.0, info.compute_capability.1), "sm_count": info.sm_count, "l2_bytes": info.l2_bytes, "memory_clock_khz": info.memory_clock_khz, "bus_width_bits": info.bus_width_bits, "total_memory": info.total_memory, "sm_clock_khz": info.sm_clock_khz},
-        "peak_gbps": peak,
-        "copy_gbps": copy,
-        "block": o.block,
-        "launch_floor_us": {"back_to_back": floor_b2b, "launch_and_sync": floor_sync},
-        "kernels": kernels,
-        "roofline": roofline,
-        "rows": json_rows,
-        "auto": auto_rows,
-        "block_sweep": block_rows,
-        "batched": batched,
-        "grid_sweep": grid_rows,
-        "cpu": cpu_rows,
-        "peers": peers.iter().map(|((d, n), g)| PeerRow { dtype: d.clone(), n: *n, torch_gbps: *g }).collect::<Vec<_>>(),
-        "peers_note": peers_note,
-        "cub_note": cub.note,
-        "cub_verified": cub.verified,
-        "cub_mismatch": cub.mismatch,
-        "lead": lead,
-        "foreach": foreach,
-        "ops": ops,
-        "ceiling": ceiling,
-        "tuning": tuning,
-        "peer_matmul": peer_matmul,
-        "studies": studies,
-        "failures": failures,
-        "elapsed_s": started.elapsed().as_secs_f64(),
-    });
+    let report = Report {
+        gpu: info.name.clone(),
+        driver: driver_string(&gpu),
+        git_commit: git_commit(),
+        ptx_sha256: sha256_hex(gpukern::PTX.as_bytes()),
+        ptx_sm90_sha256: sha256_hex(gpukern::PTX_SM90.as_bytes()),
+        device: DeviceFacts {
+            index: o.device,
+            compute_capability: format!("{}.{}", info.compute_capability.0, info.compute_capability.1),
+            sm_count: info.sm_count,
+            l2_bytes: info.l2_bytes,
+            memory_clock_khz: info.memory_clock_khz,
+            bus_width_bits: info.bus_width_bits,
+            total_memory: info.total_memory,
+            sm_clock_khz: info.sm_clock_khz,
+        },
+        peak_gbps: peak,
+        copy_gbps: copy,
+        block: o.block,
+        launch_floor_us: LaunchFloor { back_to_back: floor_b2b, launch_and_sync: floor_sync },
+        kernels,
+        roofline,
+        rows: json_rows,
+        auto: auto_rows,
+        block_sweep: block_rows,
+        batched,
+        grid_sweep: grid_rows,
+        cpu: cpu_rows,
+        peers: peers.iter().map(|((d, n), g)| PeerRow { dtype: d.clone(), n: *n, torch_gbps: *g }).collect(),
+        peers_note,
+        cub_note: cub.note,
+        cub_verified: cub.verified,
+        cub_mismatch: cub.mismatch,
+        lead,
+        foreach,
+        ops,
+        ceiling,
+        tuning,
+        peer_matmul,
+        studies,
+        failures: failures.clone(),
+        elapsed_s: started.elapsed().as_secs_f64(),
+    };
+    let report = serde_json::to_value(&report).map_err(|e| e.to_string())?;
     Ok((report, failures))
 }

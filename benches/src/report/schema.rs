@@ -113,3 +113,65 @@ impl Study {
         }
     }
 }
+
+/// The device as the report describes it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DeviceFacts {
+    pub index: usize,
+    /// e.g. `9.0`.
+    pub compute_capability: String,
+    pub sm_count: u32,
+    pub l2_bytes: u64,
+    pub memory_clock_khz: u64,
+    pub bus_width_bits: u64,
+    pub total_memory: u64,
+    pub sm_clock_khz: u64,
+}
+
+/// The empty kernel's cost, µs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LaunchFloor {
+    pub back_to_back: f64,
+    pub launch_and_sync: f64,
+}
+
+/// The whole report: `report.json` is this struct's serde serialisation.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
+    pub gpu: String,
+    pub driver: String,
+    pub git_commit: String,
+    pub ptx_sha256: String,
+    pub ptx_sm90_sha256: String,
+    pub device: DeviceFacts,
+    pub peak_gbps: f64,
+    pub copy_gbps: f64,
+    pub block: u32,
+    pub launch_floor_us: LaunchFloor,
+    pub kernels: Vec<KernelRow>,
+    pub roofline: Vec<RooflineRow>,
+    pub rows: Vec<MainRow>,
+    pub auto: Vec<AutoRow>,
+    pub block_sweep: Vec<BlockRow>,
+    pub batched: Vec<BatchedRow>,
+    pub grid_sweep: Vec<GridRow>,
+    pub cpu: Vec<CpuRow>,
+    pub peers: Vec<PeerRow>,
+    pub peers_note: String,
+    pub cub_note: String,
+    /// Per dtype: CUB's output matched the references.
+    pub cub_verified: std::collections::BTreeMap<String, bool>,
+    /// Per dtype that failed: CUB's first differing element.
+    pub cub_mismatch: std::collections::BTreeMap<String, String>,
+    pub lead: Vec<crate::lead::LeadRow>,
+    pub foreach: Vec<crate::foreach::ForeachRow>,
+    #[serde(default)]
+    pub ops: Vec<crate::ops::OpRow>,
+    pub ceiling: Vec<crate::hopper::CeilingRow>,
+    pub tuning: Vec<crate::hopper::TuneRow>,
+    /// torch.matmul rows, as peers.py prints them.
+    pub peer_matmul: Vec<serde_json::Value>,
+    pub studies: Vec<Study>,
+    pub failures: Vec<String>,
+    pub elapsed_s: f64,
+}
