@@ -41,27 +41,11 @@ def main():
             n = 1 << k
             nbytes = 3 * n * size
             sets = max(1, min(-(-4 * l2 // nbytes), cap // n))
-            reps = 200 if nbytes <= 1 << 24 else (60 if nbytes <= 1 << 28 else 25)
             views = [(a[i * n:(i + 1) * n], b[i * n:(i + 1) * n], c[i * n:(i + 1) * n]) for i in range(sets)]
             ref = views[0][0].float() + views[0][1].float()
             torch.add(views[0][0], views[0][1], out=views[0][2])
             assert torch.equal(views[0][2], ref.to(dt)), "torch.add disagrees with the f32 sum rounded once"
-            for i in range(5):
-                x, y, z = views[i % sets]
-                torch.add(x, y, out=z)
-            times = []
-            for i in range(reps):
-                x, y, z = views[i % sets]
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                # Keep the GPU busy while the events and the add are queued, as the
-                # report does with its spin kernel: the events then time the kernel.
-                torch.cuda._sleep(spin_cycles)
-                s.record()
-                torch.add(x, y, out=z)
-                e.record()
-                e.synchronize()
-                times.append(s.elapsed_time(e))
-            ms = statistics.median(times)
+            ms = median_ms(lambda x, y, z: torch.add(x, y, out=z), views, nbytes, spin_cycles)
             rows.append({"dtype": name, "n": n, "median_us": ms * 1e3, "gbps": nbytes / (ms * 1e-3) / 1e9, "input_sets": sets})
         del a, b, c
         torch.cuda.empty_cache()
@@ -87,6 +71,28 @@ def main():
     foreach = foreach_rows(args, dev, l2, types, spin_cycles) if args.foreach else []
     ops = ops_rows(args, dev, l2, types, spin_cycles) if args.ops else []
     print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "rows": rows, "matmul": matmul, "foreach": foreach, "ops": ops}))
+
+
+def median_ms(f, views, nbytes, spin_cycles):
+    """Median GPU time (ms) of one call f(x, y, z), the input sets `views` in
+    rotation: 5 warm-up calls, then each call between two events queued behind
+    a spin that keeps the GPU busy while they are queued (as the report does
+    with its spin kernel), so the events time the kernel. Fewer repetitions as
+    the bytes grow, like the report."""
+    reps = 200 if nbytes <= 1 << 24 else (60 if nbytes <= 1 << 28 else 25)
+    for i in range(5):
+        f(*views[i % len(views)])
+    times = []
+    for i in range(reps):
+        x, y, z = views[i % len(views)]
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(spin_cycles)
+        s.record()
+        f(x, y, z)
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
 
 
 def ops_rows(args, dev, l2, types, spin_cycles):
@@ -119,21 +125,8 @@ def ops_rows(args, dev, l2, types, spin_cycles):
                 n = 1 << k
                 nbytes = (inputs + 1) * n * size
                 sets = max(1, min(-(-4 * l2 // nbytes), cap // n))
-                reps = 200 if nbytes <= 1 << 24 else (60 if nbytes <= 1 << 28 else 25)
                 views = [(a[i * n:(i + 1) * n], b[i * n:(i + 1) * n], c[i * n:(i + 1) * n]) for i in range(sets)]
-                for i in range(5):
-                    f(*views[i % sets])
-                times = []
-                for i in range(reps):
-                    x, y, z = views[i % sets]
-                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    torch.cuda._sleep(spin_cycles)
-                    s.record()
-                    f(x, y, z)
-                    e.record()
-                    e.synchronize()
-                    times.append(s.elapsed_time(e))
-                ms = statistics.median(times)
+                ms = median_ms(f, views, nbytes, spin_cycles)
                 rows.append({"op": op, "dtype": name, "n": n, "median_us": ms * 1e3, "gbps": nbytes / (ms * 1e-3) / 1e9, "input_sets": sets})
         del a, b, c
         torch.cuda.empty_cache()

@@ -13,7 +13,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use gpukern::half::{bf16, f16};
 use gpukern::reference::ReferenceAdd;
 use gpukern::{Dtype, Gpu, LaunchConfig, Variant};
-use gpukern_benches::{add_bytes, Workload};
+use gpukern_benches::{add_bytes, bench_gpu, gpu_time, Workload};
 
 const SIZES_LOG2: [u32; 3] = [20, 24, 28];
 
@@ -40,20 +40,7 @@ fn bench_dtype<T: ReferenceAdd>(c: &mut Criterion, gpu: &Gpu) {
                 panic!("{v} at n = {n}: element {i} differs from the CPU reference; not benchmarking a wrong kernel");
             }
             g.bench_function(BenchmarkId::from_parameter(v.name()), |bch| {
-                bch.iter_custom(|iters| {
-                    // One event pair around `iters` back-to-back launches: device time.
-                    // The spin kernel first keeps the GPU busy while they are queued.
-                    gpu.spin(&stream, gpukern_benches::SPIN_NS).expect("spin");
-                    let ms = stream
-                        .time(|s| {
-                            for i in 0..iters as usize {
-                                w.launch(gpu, v, cfg, n, i % sets, s)?;
-                            }
-                            Ok(())
-                        })
-                        .expect("timed launches");
-                    Duration::from_secs_f64(ms as f64 * 1e-3)
-                })
+                bch.iter_custom(|iters| gpu_time(gpu, &stream, iters, |i, s| w.launch(gpu, v, cfg, n, i % sets, s)))
             });
         }
         g.finish();
@@ -61,13 +48,7 @@ fn bench_dtype<T: ReferenceAdd>(c: &mut Criterion, gpu: &Gpu) {
 }
 
 fn benches(c: &mut Criterion) {
-    let gpu = match Gpu::new(0) {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    };
+    let gpu = bench_gpu();
     eprintln!(
         "device: {} ({} SMs, L2 {} MiB, peak {:.0} GB/s)",
         gpu.info().name,

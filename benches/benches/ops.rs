@@ -16,7 +16,7 @@ use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
 use gpukern::{Dtype, Gpu, OpKind};
 use gpukern_benches::ops::{op_bytes, SCALES};
-use gpukern_benches::random_inputs;
+use gpukern_benches::{bench_gpu, gpu_time, random_inputs};
 
 const SIZES_LOG2: [u32; 3] = [20, 24, 28];
 
@@ -30,11 +30,7 @@ fn bench_dtype<T: ReferenceOps>(c: &mut Criterion, gpu: &Gpu) {
     let run = |kind: OpKind, n: usize, set: usize, out: &mut gpukern::DeviceVec<T>, s: &gpukern::Stream| {
         let r = set * n..set * n + n;
         let (a, b, o) = (a.slice(r.clone())?, b.slice(r.clone())?, out.slice_mut(r)?);
-        match kind {
-            OpKind::Binary(op) => gpu.binary(op, a, b, o, s),
-            OpKind::Unary(op) => gpu.unary(op, a, o, s),
-            OpKind::Axpby => gpu.axpby(SCALES.0, a, SCALES.1, b, o, s),
-        }
+        gpu.apply(kind, None, a, (kind.inputs() == 2).then_some(b), o, SCALES, s)
     };
     for kind in OpKind::ALL {
         let m = 1 << 20;
@@ -53,11 +49,7 @@ fn bench_dtype<T: ReferenceOps>(c: &mut Criterion, gpu: &Gpu) {
             g.throughput(Throughput::BytesDecimal(bytes));
             g.bench_function(BenchmarkId::from_parameter(format!("2^{log2} ({sets} input sets)")), |bch| {
                 bch.iter_custom(|iters| {
-                    gpu.spin(&stream, gpukern_benches::SPIN_NS).expect("spin");
-                    let ms = stream
-                        .time(|s| (0..iters as usize).try_for_each(|i| run(kind, n, i % sets, &mut out, s).map(|_| ())))
-                        .expect("timed launches");
-                    Duration::from_secs_f64(ms as f64 * 1e-3)
+                    gpu_time(gpu, &stream, iters, |i, s| run(kind, n, i % sets, &mut out, s).map(|_| ()))
                 })
             });
         }
@@ -66,13 +58,7 @@ fn bench_dtype<T: ReferenceOps>(c: &mut Criterion, gpu: &Gpu) {
 }
 
 fn benches(c: &mut Criterion) {
-    let gpu = match Gpu::new(0) {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    };
+    let gpu = bench_gpu();
     eprintln!(
         "timing: GPU time from CUDA events around each sample's back-to-back launches, queued behind a spin \
          kernel (not host time); thrpt in GB/s = 10^9 bytes/s (operands read plus the one written)"

@@ -5,24 +5,11 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use gpukern::{CountVariant, Gpu, MatmulVariant, Stream, TransposeVariant};
-use gpukern_benches::{random_inputs, SPIN_NS};
-
-/// Criterion `iter_custom` body: `iters` runs of `op` between one event pair.
-fn gpu_time(gpu: &Gpu, stream: &Stream, iters: u64, mut op: impl FnMut(&Stream) -> gpukern::Result<()>) -> Duration {
-    gpu.spin(stream, SPIN_NS).expect("spin");
-    let ms = stream.time(|s| (0..iters).try_for_each(|_| op(s))).expect("timed launches");
-    Duration::from_secs_f64(ms as f64 * 1e-3)
-}
+use gpukern::{CountVariant, MatmulVariant, TransposeVariant};
+use gpukern_benches::{bench_gpu, gpu_time, random_inputs};
 
 fn studies(c: &mut Criterion) {
-    let gpu = match Gpu::new(0) {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    };
+    let gpu = bench_gpu();
     let stream = gpu.stream().expect("stream");
 
     let s = 2048usize;
@@ -35,7 +22,7 @@ fn studies(c: &mut Criterion) {
         let dims = (s as u32, s as u32, s as u32);
         g.bench_function(BenchmarkId::from_parameter(v.name()), |bch| {
             bch.iter_custom(|it| {
-                gpu_time(&gpu, &stream, it, |st| gpu.matmul(v, a.view(), b.view(), out.view_mut(), dims, st))
+                gpu_time(&gpu, &stream, it, |_, st| gpu.matmul(v, a.view(), b.view(), out.view_mut(), dims, st))
             })
         });
     }
@@ -50,7 +37,7 @@ fn studies(c: &mut Criterion) {
     for &v in CountVariant::ALL {
         g.bench_function(BenchmarkId::from_parameter(v.name()), |bch| {
             bch.iter_custom(|it| {
-                gpu_time(&gpu, &stream, it, |st| gpu.count_eq_into(v, dx.view(), 7, counter.view_mut(), st))
+                gpu_time(&gpu, &stream, it, |_, st| gpu.count_eq_into(v, dx.view(), 7, counter.view_mut(), st))
             })
         });
     }
@@ -63,7 +50,7 @@ fn studies(c: &mut Criterion) {
     for stride in [1u64, 8, 32] {
         g.bench_function(BenchmarkId::from_parameter(format!("stride {stride}")), |bch| {
             bch.iter_custom(|it| {
-                gpu_time(&gpu, &stream, it, |st| gpu.copy_strided(src.view(), dst.view_mut(), stride, st))
+                gpu_time(&gpu, &stream, it, |_, st| gpu.copy_strided(src.view(), dst.view_mut(), stride, st))
             })
         });
     }
@@ -75,7 +62,7 @@ fn studies(c: &mut Criterion) {
     for &v in TransposeVariant::ALL {
         g.bench_function(BenchmarkId::from_parameter(v.name()), |bch| {
             bch.iter_custom(|it| {
-                gpu_time(&gpu, &stream, it, |st| gpu.transpose(v, src.view(), dst.view_mut(), (side, side), st))
+                gpu_time(&gpu, &stream, it, |_, st| gpu.transpose(v, src.view(), dst.view_mut(), (side, side), st))
             })
         });
     }
@@ -86,7 +73,7 @@ fn studies(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(12 * n as u64));
     g.bench_function("unfused (scale + add)", |bch| {
         bch.iter_custom(|it| {
-            gpu_time(&gpu, &stream, it, |st| {
+            gpu_time(&gpu, &stream, it, |_, st| {
                 gpu.scale(src.view(), 1.5, t.view_mut(), st)?;
                 gpu.add(gpukern::Variant::F32, &t, &src, &mut dst, st)
             })
@@ -94,7 +81,7 @@ fn studies(c: &mut Criterion) {
     });
     g.bench_function("fused saxpy", |bch| {
         bch.iter_custom(|it| {
-            gpu_time(&gpu, &stream, it, |st| gpu.saxpy(1.5, src.view(), src.view(), dst.view_mut(), st))
+            gpu_time(&gpu, &stream, it, |_, st| gpu.saxpy(1.5, src.view(), src.view(), dst.view_mut(), st))
         })
     });
     g.finish();

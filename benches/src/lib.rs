@@ -341,6 +341,28 @@ pub fn time_op(
     Ok(median(&mut t))
 }
 
+/// Criterion's `iter_custom` body for every bench: GPU time of `iters` runs of
+/// `op(i, stream)` back to back between one event pair, queued behind the spin
+/// kernel so the events time the GPU's work and not the host's queueing.
+pub fn gpu_time(
+    gpu: &Gpu,
+    stream: &Stream,
+    iters: u64,
+    mut op: impl FnMut(usize, &Stream) -> gpukern::Result<()>,
+) -> std::time::Duration {
+    gpu.spin(stream, SPIN_NS).expect("spin");
+    let ms = stream.time(|s| (0..iters as usize).try_for_each(|i| op(i, s))).expect("timed launches");
+    std::time::Duration::from_secs_f64(ms as f64 * 1e-3)
+}
+
+/// GPU 0 for a bench binary, or exit with the reason (no device, no driver).
+pub fn bench_gpu() -> Gpu {
+    Gpu::new(0).unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        std::process::exit(1)
+    })
+}
+
 /// Measured device-to-device copy bandwidth in GB/s (bytes read + bytes written),
 /// median of `reps` copies of `bytes`.
 pub fn copy_gbps(gpu: &Gpu, bytes: usize, reps: usize) -> gpukern::Result<f64> {

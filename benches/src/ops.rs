@@ -68,15 +68,8 @@ fn launch<T: gpukern::Element>(
     let r = set * n..set * n + n;
     let (a, b, out) = (bufs.a.slice(r.clone())?, bufs.b.slice(r.clone())?, bufs.out.slice_mut(r)?);
     let cfg = LaunchConfig::with_block(AutoPlan::new(T::DTYPE, n, false).block);
-    let (alpha, beta) = SCALES;
-    match (pattern, kind) {
-        (None, OpKind::Binary(op)) => gpu.binary(op, a, b, out, s),
-        (None, OpKind::Unary(op)) => gpu.unary(op, a, out, s),
-        (None, OpKind::Axpby) => gpu.axpby(alpha, a, beta, b, out, s),
-        (Some(p), OpKind::Binary(op)) => gpu.binary_with(op, p, cfg, a, b, out, s).map(|_| ""),
-        (Some(p), OpKind::Unary(op)) => gpu.unary_with(op, p, cfg, a, out, s).map(|_| ""),
-        (Some(p), OpKind::Axpby) => gpu.axpby_with(p, cfg, alpha, a, beta, b, out, s).map(|_| ""),
-    }
+    let b = (kind.inputs() == 2).then_some(b);
+    gpu.apply(kind, pattern.map(|p| (p, cfg)), a, b, out, SCALES, s)
 }
 
 fn measure_dtype<T: ReferenceOps>(

@@ -75,10 +75,8 @@ impl Gpu {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
-        let k = self.op_kernel_here(OpKind::Binary(op), T::DTYPE, pattern)?;
-        self.check_stream_owned(k.name, stream)?;
         let ops = Operands { a: a.into_view(), b: Some(b.into_view()), out: out.into_view_mut(), scales: None };
-        self.map_launch(k, cfg, ops, stream.raw())
+        self.map_explicit(OpKind::Binary(op), pattern, cfg, ops, stream).map(|_| ())
     }
 
     /// Queues `out = op(a)` with the automatic choice (as [`Gpu::binary`]).
@@ -104,10 +102,8 @@ impl Gpu {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
-        let k = self.op_kernel_here(OpKind::Unary(op), T::DTYPE, pattern)?;
-        self.check_stream_owned(k.name, stream)?;
         let ops = Operands { a: a.into_view(), b: None, out: out.into_view_mut(), scales: None };
-        self.map_launch(k, cfg, ops, stream.raw())
+        self.map_explicit(OpKind::Unary(op), pattern, cfg, ops, stream).map(|_| ())
     }
 
     /// Queues `out = alpha·a + beta·b` with the automatic choice. For f16 and
@@ -141,11 +137,38 @@ impl Gpu {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
-        let k = self.op_kernel_here(OpKind::Axpby, T::DTYPE, pattern)?;
-        self.check_stream_owned(k.name, stream)?;
         let scales = Some((alpha, beta));
         let ops = Operands { a: a.into_view(), b: Some(b.into_view()), out: out.into_view_mut(), scales };
-        self.map_launch(k, cfg, ops, stream.raw())
+        self.map_explicit(OpKind::Axpby, pattern, cfg, ops, stream).map(|_| ())
+    }
+
+    /// Any operation chosen at run time (e.g. while iterating `OpKind::ALL`):
+    /// with the automatic choice (`how = None`) or an explicit pattern and launch
+    /// settings. `b` is the second operand of the two-input kinds and must be
+    /// `None` for the unary ones; `scales` are axpby's (α, β), unused by the
+    /// others. Returns the kernel that did the bulk of the work.
+    ///
+    /// Errors as the typed calls, and when `b` does not match the kind.
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply<'a, T: Element>(
+        &self,
+        kind: OpKind,
+        how: Option<(OpPattern, LaunchConfig)>,
+        a: impl AsView<'a, T>,
+        b: Option<View<'a, T>>,
+        out: impl AsViewMut<'a, T>,
+        scales: (f32, f32),
+        stream: &Stream,
+    ) -> Result<&'static str> {
+        let scales = (kind == OpKind::Axpby).then_some(scales);
+        let ops = Operands { a: a.into_view(), b, out: out.into_view_mut(), scales };
+        match how {
+            None => {
+                self.check_stream_owned(kind.name(), stream)?;
+                self.map_auto(kind, ops, stream.raw())
+            }
+            Some((pattern, cfg)) => self.map_explicit(kind, pattern, cfg, ops, stream),
+        }
     }
 
     /// Blocking convenience: `op(a, b)` of two host slices, computed on the GPU.
@@ -256,6 +279,22 @@ impl Gpu {
         }
         self.map_launch_raw(scalar, LaunchConfig::default(), ops, raw)?;
         Ok(scalar.name)
+    }
+
+    /// The `*_with` calls: the kernel of `(kind, pattern)` for `T`, on a stream
+    /// of this `Gpu`.
+    fn map_explicit<T: Element>(
+        &self,
+        kind: OpKind,
+        pattern: OpPattern,
+        cfg: LaunchConfig,
+        ops: Operands<'_, T>,
+        stream: &Stream,
+    ) -> Result<&'static str> {
+        let k = self.op_kernel_here(kind, T::DTYPE, pattern)?;
+        self.check_stream_owned(k.name, stream)?;
+        self.map_launch(k, cfg, ops, stream.raw())?;
+        Ok(k.name)
     }
 
     /// One explicit kernel, after the checks.

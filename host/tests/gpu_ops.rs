@@ -33,15 +33,10 @@ fn launch<T: gpukern::Element>(
     scales: (f32, f32),
     stream: &gpukern::Stream,
 ) -> gpukern::Result<Option<&'static str>> {
-    let gpu = gpu();
-    let (alpha, beta) = scales;
-    match (how, kind) {
-        (How::Auto, OpKind::Binary(op)) => gpu.binary(op, a, b, out, stream).map(Some),
-        (How::Auto, OpKind::Unary(op)) => gpu.unary(op, a, out, stream).map(Some),
-        (How::Auto, OpKind::Axpby) => gpu.axpby(alpha, a, beta, b, out, stream).map(Some),
-        (How::Explicit(p, cfg), OpKind::Binary(op)) => gpu.binary_with(op, p, cfg, a, b, out, stream).map(|_| None),
-        (How::Explicit(p, cfg), OpKind::Unary(op)) => gpu.unary_with(op, p, cfg, a, out, stream).map(|_| None),
-        (How::Explicit(p, cfg), OpKind::Axpby) => gpu.axpby_with(p, cfg, alpha, a, beta, b, out, stream).map(|_| None),
+    let b = (kind.inputs() == 2).then_some(b);
+    match how {
+        How::Auto => gpu().apply(kind, None, a, b, out, scales, stream).map(Some),
+        How::Explicit(p, cfg) => gpu().apply(kind, Some((p, cfg)), a, b, out, scales, stream).map(|_| None),
     }
 }
 
@@ -224,6 +219,13 @@ fn bad_operands_are_errors() {
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
     let e = gpu.binary_with(BinaryOp::Mul, OpPattern::PackSm90, cfg, &a, &b, &mut out, &stream).unwrap_err();
     assert!(matches!(e, Error::Shape { kernel: "mul", .. }), "PackSm90 is bf16 only: {e:?}");
+    // A kind chosen at run time: its second operand must match it.
+    let sub = OpKind::Binary(BinaryOp::Sub);
+    let e = gpu.apply(sub, None, &a, None, &mut out, (0.0, 0.0), &stream).unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "a binary kind without b: {e:?}");
+    let neg = OpKind::Unary(UnaryOp::Neg);
+    let e = gpu.apply(neg, None, &a, Some(b.view()), &mut out, (0.0, 0.0), &stream).unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "a unary kind with b: {e:?}");
     let e = gpu.binary_host(BinaryOp::Div, &[1.0f32; 3], &[1.0f32; 4]).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
     let bad_cfg = LaunchConfig { block: 0, ..cfg };

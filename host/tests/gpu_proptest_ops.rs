@@ -75,16 +75,8 @@ fn run<T: ReferenceOps>(c: &Case) -> Result<(), String> {
     band.fill_bits(POISONS[0]).map_err(e)?;
     let (va, vb) = (da.slice(oa..).map_err(e)?, db.slice(ob..).map_err(e)?);
     let out = band.slice_mut(oc..oc + c.n).map_err(e)?;
-    let (alpha, beta) = c.scales;
-    let cfg = LaunchConfig::default();
-    let result = match (c.pattern, c.kind) {
-        (None, OpKind::Binary(op)) => gpu.binary(op, va, vb, out, &stream).map(|_| ()),
-        (None, OpKind::Unary(op)) => gpu.unary(op, va, out, &stream).map(|_| ()),
-        (None, OpKind::Axpby) => gpu.axpby(alpha, va, beta, vb, out, &stream).map(|_| ()),
-        (Some(p), OpKind::Binary(op)) => gpu.binary_with(op, p, cfg, va, vb, out, &stream),
-        (Some(p), OpKind::Unary(op)) => gpu.unary_with(op, p, cfg, va, out, &stream),
-        (Some(p), OpKind::Axpby) => gpu.axpby_with(p, cfg, alpha, va, beta, vb, out, &stream),
-    };
+    let how = c.pattern.map(|p| (p, LaunchConfig::default()));
+    let result = gpu.apply(c.kind, how, va, two.then_some(vb), out, c.scales, &stream).map(|_| ());
     let used = if two { [oa, ob, oc] } else { [oa, oc, oc] };
     let wide = matches!(c.pattern, Some(OpPattern::Pack | OpPattern::PackSm90));
     let aligned = !wide || used.iter().all(|o| (o * size) % 16 == 0);

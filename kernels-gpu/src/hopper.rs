@@ -7,6 +7,8 @@
 
 use core::arch::asm;
 
+use crate::lanes::{Bf16, Elem};
+
 /// The shared-window address of a generic pointer into this block's shared memory.
 #[inline(always)]
 pub fn shared_addr<T>(p: *const T) -> u32 {
@@ -159,21 +161,22 @@ pub fn bulk_wait_read() {
 /// (three roundings per element) memory-bound.
 pub struct Bf16Sm90;
 
-impl crate::lanes::Elem for Bf16Sm90 {
+// Everything but the rounding is `Bf16`'s: the same bits in the same lanes.
+impl Elem for Bf16Sm90 {
     type T = u16;
-    const SIGN: u32 = 0x8000;
-    const INF: u32 = 0x7f80;
+    const SIGN: u32 = Bf16::SIGN;
+    const INF: u32 = Bf16::INF;
     #[inline(always)]
     fn bits(x: u16) -> u32 {
-        x as u32
+        Bf16::bits(x)
     }
     #[inline(always)]
     fn from_bits(x: u32) -> u16 {
-        x as u16
+        Bf16::from_bits(x)
     }
     #[inline(always)]
     fn widen(x: u16) -> f32 {
-        crate::bits::bf16_to_f32(x)
+        Bf16::widen(x)
     }
     #[inline(always)]
     fn narrow(x: f32) -> u16 {
@@ -184,13 +187,11 @@ impl crate::lanes::Elem for Bf16Sm90 {
     }
     #[inline(always)]
     fn zip_word(x: u32, y: u32, f: impl Fn(u16, u16) -> u16) -> u32 {
-        let lo = f(x as u16, y as u16) as u32;
-        let hi = f((x >> 16) as u16, (y >> 16) as u16) as u32;
-        lo | (hi << 16)
+        Bf16::zip_word(x, y, f)
     }
     #[inline(always)]
     fn splat(x: u16) -> u32 {
-        (x as u32) * 0x1_0001
+        Bf16::splat(x)
     }
 }
 

@@ -4,35 +4,9 @@
 use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp, OP_KERNELS};
 use kernels_gpu::Dtype;
 
-const PTX: &str = include_str!("../../ptx/kernels_gpu.ptx");
-const PTX90: &str = include_str!("../../ptx/kernels_gpu_sm90.ptx");
+mod ptx_common;
 
-/// The instruction lines of one `.entry` of `ptx`, comments stripped.
-fn body_in(ptx: &'static str, name: &str) -> Vec<&'static str> {
-    let head = format!(".entry {name}(");
-    let start = ptx.find(&head).unwrap_or_else(|| panic!("no .entry {name} in the PTX"));
-    let rest = &ptx[start..];
-    let end = rest.find("\n}\n").expect("unterminated entry");
-    rest[..end].lines().map(|l| l.split("//").next().unwrap_or("").trim()).filter(|l| !l.is_empty()).collect()
-}
-
-/// Instructions of `name` (portable module) whose opcode starts with `prefix`.
-fn count(name: &str, prefix: &str) -> usize {
-    body_in(PTX, name).iter().filter(|l| l.starts_with(prefix)).count()
-}
-
-/// Width-agnostic: the backend may spell an access as b32, u32 or f32.
-fn count_any(name: &str, prefixes: &[&str]) -> usize {
-    prefixes.iter().map(|p| count(name, p)).sum()
-}
-
-const LD32: &[&str] =
-    &["ld.global.b32", "ld.global.u32", "ld.global.f32", "ld.global.nc.b32", "ld.global.nc.u32", "ld.global.nc.f32"];
-const ST32: &[&str] = &["st.global.b32", "st.global.u32", "st.global.f32"];
-const LD16: &[&str] = &["ld.global.b16", "ld.global.u16", "ld.global.nc.b16", "ld.global.nc.u16"];
-const ST16: &[&str] = &["st.global.b16", "st.global.u16"];
-const LD128: &[&str] = &["ld.global.v4.b32", "ld.global.v4.u32", "ld.global.v4.f32"];
-const ST128: &[&str] = &["st.global.v4.b32", "st.global.v4.u32", "st.global.v4.f32"];
+use ptx_common::*;
 
 #[test]
 fn every_op_kernel_is_in_exactly_its_module() {
