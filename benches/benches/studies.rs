@@ -1,5 +1,6 @@
 //! `cargo bench --bench studies`: the seed-003 families at one size each, naive
-//! to optimised, GPU time from CUDA events. Correctness is checked by the GPU
+//! to optimised, GPU time from CUDA events (byte rates in GB/s, 10^9 B/s, as in
+//! the report). Correctness is checked by the GPU
 //! tests and by `cargo xtask report`, which also prints the figures of merit.
 
 use std::time::Duration;
@@ -33,7 +34,7 @@ fn studies(c: &mut Criterion) {
     let dx = gpu.upload(&x).unwrap();
     let mut counter = gpu.alloc::<u64>(1).unwrap();
     let mut g = c.benchmark_group("count_eq/2^26 (1% matches)");
-    g.throughput(Throughput::Bytes(4 * n as u64));
+    g.throughput(Throughput::BytesDecimal(4 * n as u64));
     for &v in CountVariant::ALL {
         g.bench_function(BenchmarkId::from_parameter(v.name()), |bch| {
             bch.iter_custom(|it| {
@@ -46,7 +47,7 @@ fn studies(c: &mut Criterion) {
     let src = gpu.upload(&random_inputs::<f32>(n, 3)).unwrap();
     let mut dst = gpu.alloc::<f32>(n).unwrap();
     let mut g = c.benchmark_group("copy_strided/2^26 (useful bytes)");
-    g.throughput(Throughput::Bytes(8 * n as u64));
+    g.throughput(Throughput::BytesDecimal(8 * n as u64));
     for stride in [1u64, 8, 32] {
         g.bench_function(BenchmarkId::from_parameter(format!("stride {stride}")), |bch| {
             bch.iter_custom(|it| {
@@ -58,7 +59,7 @@ fn studies(c: &mut Criterion) {
 
     let side = 8192u32;
     let mut g = c.benchmark_group("transpose_f32/8192^2");
-    g.throughput(Throughput::Bytes(8 * (side as u64).pow(2)));
+    g.throughput(Throughput::BytesDecimal(8 * (side as u64).pow(2)));
     for &v in TransposeVariant::ALL {
         g.bench_function(BenchmarkId::from_parameter(v.name()), |bch| {
             bch.iter_custom(|it| {
@@ -70,7 +71,7 @@ fn studies(c: &mut Criterion) {
 
     let mut t = gpu.alloc::<f32>(n).unwrap();
     let mut g = c.benchmark_group("saxpy_f32/2^26 (ideal bytes 12n)");
-    g.throughput(Throughput::Bytes(12 * n as u64));
+    g.throughput(Throughput::BytesDecimal(12 * n as u64));
     g.bench_function("unfused (scale + add)", |bch| {
         bch.iter_custom(|it| {
             gpu_time(&gpu, &stream, it, |_, st| {
