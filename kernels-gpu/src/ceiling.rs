@@ -20,8 +20,8 @@ pub use kernels::*;
 
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
-    use crate::device::for_each_group;
-    use crate::pack::{load128, store128, Pack16};
+    use gpukern_device::for_each_group;
+    use gpukern_device::pack::{load128, store128, Pack16};
 
     /// Sums `a[i] + b[i]` over all `i < n` (wrapping) and writes the sum to `sink`
     /// only when it equals `key`.

@@ -27,7 +27,7 @@ pub use kernels::*;
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
     use super::strided_index;
-    use crate::device::{block_xy, for_each_group};
+    use gpukern_device::{block_xy, for_each_group};
 
     /// Copies `src` to `dst` with warp lanes `stride` elements apart.
     ///

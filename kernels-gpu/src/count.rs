@@ -21,8 +21,8 @@ pub use kernels::*;
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
     use super::*;
-    use crate::device::{for_each_group, shared, shfl_down, sync_threads, thread_xy};
     use core::sync::atomic::{AtomicU64, Ordering};
+    use gpukern_device::{dynamic_shared, for_each_group, shfl_down, sync_threads, thread_xy};
 
     #[inline(always)]
     unsafe fn add_global(counter: *mut u64, v: u64) {
@@ -80,7 +80,7 @@ mod kernels {
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn count_eq_block(x: *const i32, n: u64, key: i32, counter: *mut u64) {
         let (t, _) = thread_xy();
-        let s = shared::<u32>();
+        let s = dynamic_shared::<u32>();
         // SAFETY: t < 256 slots.
         unsafe { *s.add(t as usize) = local_count(x, n, key) };
         sync_threads();
@@ -126,7 +126,7 @@ mod kernels {
         for d in [16, 8, 4, 2, 1] {
             v += shfl_down(v, d);
         }
-        let s = shared::<u32>();
+        let s = dynamic_shared::<u32>();
         if lane == 0 {
             // SAFETY: warp < 8 slots.
             unsafe { *s.add(warp as usize) = v };

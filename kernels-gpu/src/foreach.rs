@@ -54,10 +54,10 @@ pub use kernels::*;
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 pub(crate) mod kernels {
     use super::{ManyDesc, MANY_CHUNK};
-    use crate::lanes::{Add, Bf16, Elem, Op, F16, F32};
-    use crate::pack::Pack16;
     use core::arch::nvptx;
     use core::sync::atomic::{AtomicU32, Ordering};
+    use gpukern_device::lanes::{Add, Bf16, Elem, Op, F16, F32};
+    use gpukern_device::pack::Pack16;
 
     /// The foreach walk over `chunks` chunks; `owner(j)` gives the triple that
     /// owns chunk `j`. `group(d, g)` handles lane group `g` (elements `g·LANES ..
@@ -275,7 +275,7 @@ pub const ADD_MANY_INLINE: [&str; 3] = ["add_many_inline_f32", "add_many_inline_
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod inline_kernels {
     use super::{ManyDesc, ManyInline, INLINE_MAX};
-    use crate::lanes::{Add, Bf16, Elem, Op, F16, F32};
+    use gpukern_device::lanes::{Add, Bf16, Elem, Op, F16, F32};
 
     /// The owner of chunk `j` by a scan with constant indices (every parameter
     /// load at a fixed offset; a run-time index would copy the list to local

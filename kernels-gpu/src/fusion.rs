@@ -18,7 +18,7 @@ pub use kernels::*;
 
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
-    use crate::device::for_each_group;
+    use gpukern_device::for_each_group;
 
     /// `y[i] = alpha · x[i]`: the second kernel of the unfused pipelines.
     ///

@@ -1,4 +1,5 @@
-//! CUDA kernels written in Rust.
+//! This project's CUDA kernels written in Rust, built on `gpukern-device` (the
+//! indices, walks, packs, lane rules and access patterns are there).
 //!
 //! This crate is compiled twice:
 //!
@@ -15,21 +16,7 @@
 //! the bulk-copy adds of [`bulk`]); a module's entry points are compiled under
 //! `not(target_feature = "sm_90")` or `target_feature = "sm_90"` accordingly.
 #![no_std]
-#![cfg_attr(
-    target_arch = "nvptx64",
-    feature(
-        abi_ptx,
-        stdarch_nvptx,
-        f16,
-        asm_experimental_arch,
-        core_float_math,
-        gpu_intrinsics,
-        gpu_launch_sized_workgroup_mem,
-        core_intrinsics
-    ),
-    // core::intrinsics is how the dynamic shared-memory intrinsic is reached.
-    allow(internal_features)
-)]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))]
 // The sm_90 build compiles a subset of the kernels; some features go unused there.
 #![cfg_attr(all(target_arch = "nvptx64", target_feature = "sm_90"), allow(unused_features))]
 
@@ -39,35 +26,20 @@
 extern crate std;
 
 pub mod add;
-pub mod bits;
 pub mod bulk;
 pub mod ceiling;
 pub mod coalesce;
 pub mod count;
 pub mod foreach;
 pub mod fusion;
-pub mod launch;
 pub mod matmul;
 pub mod ops;
 pub mod transpose;
 pub mod verify;
 
-// Device-only plumbing. The sm_90 build (`-C target-cpu=sm_90`, the second PTX
-// module) compiles only the kernels that need Hopper, so parts of it go unused there.
-#[cfg(target_arch = "nvptx64")]
-#[cfg_attr(target_feature = "sm_90", allow(dead_code))]
-mod device;
-#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
-mod hopper;
-#[cfg(target_arch = "nvptx64")]
-#[cfg_attr(target_feature = "sm_90", allow(dead_code))]
-mod lanes;
-#[cfg(target_arch = "nvptx64")]
-#[cfg_attr(target_feature = "sm_90", allow(dead_code))]
-mod pack;
-#[cfg(target_arch = "nvptx64")]
-#[cfg_attr(target_feature = "sm_90", allow(dead_code))]
-mod patterns;
+// The building blocks live in gpukern-device; the host imports the launch
+// geometry and bit-level helpers through these paths.
+pub use gpukern_device::{bits, launch};
 
 /// Element type of a kernel's operands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -34,8 +34,8 @@ pub use kernels::*;
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
     use super::*;
-    use crate::device::{at, block_xy, shared, sync_threads, thread_xy};
     use core::f32::math::mul_add;
+    use gpukern_device::{at, block_xy, dynamic_shared, sync_threads, thread_xy};
 
     /// Naive: one thread per element of C, reading its row of A and column of B
     /// straight from global memory (K loads of each per output).
@@ -90,7 +90,7 @@ mod kernels {
     ) {
         let ((tx, ty), (bx, by)) = (thread_xy(), block_xy());
         let (row, col) = (by * TILE + ty, bx * TILE + tx);
-        let sa = shared::<f32>();
+        let sa = dynamic_shared::<f32>();
         // SAFETY: the launch provides 2·16·16 floats of shared memory.
         let sb = unsafe { sa.add((TILE * TILE) as usize) };
         let t = (ty * TILE + tx) as usize;
@@ -155,8 +155,8 @@ mod kernels {
         let (bx, by) = block_xy();
         let (row0, col0) = (by * RB_BM, bx * RB_BN);
         let (tr, tc) = ((t / (RB_BN / RB_TN)) * RB_TM, (t % (RB_BN / RB_TN)) * RB_TN);
-        let sa = shared::<F4>() as *mut f32; // [RB_BK][RB_BM], A transposed
-                                             // SAFETY: the launch provides RB_BK·(RB_BM + RB_BN) floats.
+        let sa = dynamic_shared::<F4>() as *mut f32; // [RB_BK][RB_BM], A transposed
+                                                     // SAFETY: the launch provides RB_BK·(RB_BM + RB_BN) floats.
         let sb = unsafe { sa.add((RB_BK * RB_BM) as usize) }; // [RB_BK][RB_BN]
         let mut acc = [[0.0f32; RB_TN as usize]; RB_TM as usize];
         let mut k0 = 0;

@@ -194,8 +194,8 @@ macro_rules! op_kernels {
 
         #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
         mod kernels {
-            use crate::lanes::{Abs, Axpby, Bf16, Div, Elem, Max, Min, Mul, Neg, Relu, Sub, F16, F32};
-            use crate::patterns::{pack, scalar, PLAIN};
+            use gpukern_device::lanes::{Abs, Axpby, Bf16, Div, Elem, Max, Min, Mul, Neg, Relu, Sub, F16, F32};
+            use gpukern_device::patterns::{pack, scalar, PLAIN};
             $(
                 op_kernels!(@entry $kind $op $f32 F32 scalar);
                 op_kernels!(@entry $kind $op $f32x4 F32 pack);
@@ -208,9 +208,9 @@ macro_rules! op_kernels {
 
         #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
         mod kernels_sm90 {
-            use crate::hopper::Bf16Sm90;
-            use crate::lanes::{Abs, Add, Axpby, Div, Elem, Max, Min, Mul, Neg, Relu, Sub};
-            use crate::patterns::{pack, PLAIN};
+            use gpukern_device::hopper::Bf16Sm90;
+            use gpukern_device::lanes::{Abs, Add, Axpby, Div, Elem, Max, Min, Mul, Neg, Relu, Sub};
+            use gpukern_device::patterns::{pack, PLAIN};
             $(op_kernels!(@entry_sm90 $kind $op $bf16x8_sm90);)*
         }
     };

@@ -21,7 +21,7 @@ pub use kernels::*;
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
     use super::*;
-    use crate::device::{at, block_xy, shared, sync_threads, thread_xy};
+    use gpukern_device::{at, block_xy, dynamic_shared, sync_threads, thread_xy};
 
     /// Naive: reads rows (coalesced) and writes columns (each warp's 32 stores
     /// land 32 rows apart: uncoalesced).
@@ -54,7 +54,7 @@ mod kernels {
     #[inline(always)]
     unsafe fn tiled<const PITCH: u32>(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
         let ((tx, ty), (bx, by)) = (thread_xy(), block_xy());
-        let tile = shared::<f32>();
+        let tile = dynamic_shared::<f32>();
         let c = bx * TILE + tx;
         for j in (0..TILE).step_by(BLOCK_ROWS as usize) {
             let r = by * TILE + ty + j;

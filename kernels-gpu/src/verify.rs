@@ -34,9 +34,9 @@ pub use kernels::*;
 
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 mod kernels {
-    use crate::bits::{bf16_is_nan, f16_is_nan, f32_is_nan};
-    use crate::device::{block_tiles, for_each_group, for_each_pack_in_tile};
     use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+    use gpukern_device::bits::{bf16_is_nan, f16_is_nan, f32_is_nan};
+    use gpukern_device::{block_tiles, for_each_group, for_each_pack_in_tile};
 
     #[inline(always)]
     unsafe fn count<T: Copy>(x: *const T, y: *const T, n: u64, counter: *mut u64, same: impl Fn(T, T) -> bool) {

@@ -1,48 +1,37 @@
 //! `build-ptx`: the two PTX modules of the kernel crate, built and compared with
 //! the tracked files.
 
-use super::{cargo, root, run, sha256, Res};
+use gpukern_build::{Arch, Builder};
 
-const PTX_TARGET: &str = "nvptx64-nvidia-cuda";
+use super::{root, sha256, Res};
+
 pub(crate) const TRACKED_PTX: &str = "ptx/kernels_gpu.ptx";
 
 /// One PTX module built from the kernel crate.
 pub(crate) struct PtxModule {
     /// Tracked output, relative to the root.
     pub(crate) tracked: &'static str,
-    /// Cargo target folder of its build, so the two builds never share artifacts.
-    target_dir: &'static str,
-    /// Target flags; `None` takes the sm_70 flags of `.cargo/config.toml`.
-    rustflags: Option<&'static str>,
+    /// Which module (its flags are `gpukern_build::Arch::rustflags`).
+    arch: Arch,
 }
 
 /// The portable module (every kernel but the Hopper ones), then the Hopper one.
-/// `+ptx80` because `cp.async.bulk` and `mbarrier.expect_tx` need PTX ISA 8.0.
 pub(crate) const MODULES: [PtxModule; 2] = [
-    PtxModule { tracked: TRACKED_PTX, target_dir: "target/ptx", rustflags: None },
-    PtxModule {
-        tracked: "ptx/kernels_gpu_sm90.ptx",
-        target_dir: "target/ptx90",
-        rustflags: Some("-C target-cpu=sm_90 -C target-feature=+ptx80 -C panic=abort"),
-    },
+    PtxModule { tracked: TRACKED_PTX, arch: Arch::Sm70 },
+    PtxModule { tracked: "ptx/kernels_gpu_sm90.ptx", arch: Arch::Sm90 },
 ];
 
-/// Builds one PTX module of the kernels and returns the text.
-fn compile_ptx(m: &PtxModule) -> Res<String> {
-    let mut c = cargo();
-    c.args(["build", "--release", "--package", "kernels-gpu", "--target", PTX_TARGET, "-Zbuild-std=core"])
-        .args(["--target-dir", m.target_dir])
-        // Stray host flags must not leak into the device build (they would change
-        // the PTX): the sm_70 flags come from .cargo/config.toml, the sm_90 ones
-        // from RUSTFLAGS, which cargo then uses instead of the config's.
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS");
-    if let Some(flags) = m.rustflags {
-        c.env("RUSTFLAGS", flags);
+/// Builds the kernel crate's modules with gpukern-build (the same code a user's
+/// build.rs runs: one path to PTX), in target/ptx/<arch>, and returns the texts.
+fn compile_ptx() -> Res<Vec<String>> {
+    let mut b = Builder::new(root().join("kernels-gpu"))
+        .target_dir(root().join("target/ptx"))
+        .out_dir(root().join("target/ptx"));
+    for m in &MODULES {
+        b = b.arch(m.arch);
     }
-    run(c)?;
-    let out = root().join(m.target_dir).join(PTX_TARGET).join("release/kernels_gpu.ptx");
-    std::fs::read_to_string(&out).map_err(|e| format!("reading {}: {e}", out.display()))
+    let built = b.build().map_err(|e| e.to_string())?;
+    Ok(built.into_iter().map(|m| m.ptx).collect())
 }
 
 fn entries(ptx: &str) -> Vec<&str> {
@@ -53,8 +42,7 @@ fn entries(ptx: &str) -> Vec<&str> {
 }
 
 pub(crate) fn build_ptx(check: bool) -> Res {
-    for m in &MODULES {
-        let fresh = compile_ptx(m)?;
+    for (m, fresh) in MODULES.iter().zip(compile_ptx()?) {
         let name = m.tracked;
         let tracked_path = root().join(name);
         if check {

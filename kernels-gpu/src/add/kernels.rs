@@ -1,12 +1,12 @@
 //! The add family's entry points (the portable module): each one generic access
-//! pattern of [`crate::patterns`] instantiated with [`crate::lanes::Add`] on one
+//! pattern of [`crate::patterns`] instantiated with [`gpukern_device::lanes::Add`] on one
 //! dtype. The table describing them is [`super::ADD_KERNELS`].
 
-use crate::lanes::{Add, Bf16, Elem, F16, F32};
-use crate::patterns::{pack, pair, scalar, tile, words4, CS, NC, PLAIN};
+use gpukern_device::lanes::{Add, Bf16, Elem, F16, F32};
+use gpukern_device::patterns::{pack, pair, scalar, tile, words4, CS, NC, PLAIN};
 
 /// Declares add entry points `(a, b, c, n)`, each one generic access pattern of
-/// [`crate::patterns`] instantiated with [`crate::lanes::Add`] on one dtype.
+/// [`crate::patterns`] instantiated with [`gpukern_device::lanes::Add`] on one dtype.
 macro_rules! add_kernels {
     ($($(#[$doc:meta])* $name:ident: $e:ident => $pattern:ident $(::<$($arg:tt),*>)?;)*) => {$(
         $(#[$doc])*
@@ -74,7 +74,7 @@ add_kernels! {
     add_f16x8_pack: F16 => pack::<PLAIN>;
     /// bf16 scalar: each element widened to f32, added with `add.rn.f32` and
     /// rounded once to bf16 (ties to even), which is the correctly rounded
-    /// bf16 sum (see [`crate::bits::bf16_add`]); sm_70 has no bf16 add.
+    /// bf16 sum (see [`gpukern_device::bits::bf16_add`]); sm_70 has no bf16 add.
     ///
     /// # Thread mapping
     /// As V1.
@@ -121,7 +121,7 @@ add_kernels! {
     /// As V5.
     add_bf16x8_nc: Bf16 => pack::<NC>;
     /// f32x4 unrolled: two packs per thread per tile, every load of a tile
-    /// before its first store ([`crate::patterns::tile`]).
+    /// before its first store ([`gpukern_device::patterns::tile`]).
     ///
     /// # Thread mapping
     /// Block `b` takes tiles `b, b + gridDim, …` of `U × blockDim` packs;

@@ -1,7 +1,8 @@
 //! The 16-byte pack and its spelled-out global loads and stores (plain, `.cs`,
 //! `.nc`, `.L2::256B`), shared by every 128-bit access pattern
-//! ([`crate::patterns`], the bulk-copy and foreach walks). What is computed on a
-//! pack lives in [`crate::lanes`].
+//! (`crate::patterns`, the bulk-copy and foreach walks). What is computed on a
+//! pack lives in [`crate::lanes`]. Only [`Pack16`] and [`unrolled`] exist on the
+//! host; the loads and stores are device code.
 
 /// 16 bytes, 16-byte aligned: reading one through a pointer gives `ld.*.v4.b32`.
 #[derive(Clone, Copy)]
@@ -10,6 +11,7 @@ pub struct Pack16(pub [u32; 4]);
 
 /// One 128-bit global load with the instruction `$ld` (e.g. `ld.global.cs.v4.u32`),
 /// the generic address converted to the global window first, as the ISA asks.
+#[cfg(target_arch = "nvptx64")]
 macro_rules! ld128 {
     ($ld:literal, $p:expr, $($opt:ident),*) => {{
         let (x0, x1, x2, x3): (u32, u32, u32, u32);
@@ -24,6 +26,7 @@ macro_rules! ld128 {
 }
 
 /// One 128-bit global store with the instruction `$st` (e.g. `st.global.cs.v4.u32`).
+#[cfg(target_arch = "nvptx64")]
 macro_rules! st128 {
     ($st:literal, $p:expr, $v:expr) => {{
         let v: Pack16 = $v;
@@ -41,6 +44,7 @@ macro_rules! st128 {
 ///
 /// # Safety
 /// `p` points to 16 readable, 16-byte aligned bytes of global memory.
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub unsafe fn load128(p: *const Pack16) -> Pack16 {
     // SAFETY: per the contract.
@@ -51,6 +55,7 @@ pub unsafe fn load128(p: *const Pack16) -> Pack16 {
 ///
 /// # Safety
 /// `p` points to 16 writable, 16-byte aligned bytes of global memory.
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub unsafe fn store128(p: *mut Pack16, v: Pack16) {
     // SAFETY: per the contract.
@@ -61,6 +66,7 @@ pub unsafe fn store128(p: *mut Pack16, v: Pack16) {
 ///
 /// # Safety
 /// As [`load128`].
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub unsafe fn load128_cs(p: *const Pack16) -> Pack16 {
     // SAFETY: per the contract.
@@ -71,6 +77,7 @@ pub unsafe fn load128_cs(p: *const Pack16) -> Pack16 {
 ///
 /// # Safety
 /// As [`store128`].
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub unsafe fn store128_cs(p: *mut Pack16, v: Pack16) {
     // SAFETY: per the contract.
@@ -103,6 +110,7 @@ pub fn unrolled<const U: usize>(mut f: impl FnMut(usize)) {
 /// # Safety
 /// `p` points to 16 readable, 16-byte aligned bytes of global memory that no
 /// one writes during the kernel.
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub unsafe fn load128_nc<const L2: bool>(p: *const Pack16) -> Pack16 {
     // SAFETY: per the contract.

@@ -1,7 +1,7 @@
 //! The element types and the operations, written once: what one lane, one
 //! 32-bit word and one 16-byte pack of an operation compute, for every dtype.
 //!
-//! An access pattern ([`crate::patterns`], the bulk-copy walk, the foreach walk)
+//! An access pattern (`crate::patterns`, the bulk-copy walk, the foreach walk)
 //! is generic over an [`Elem`] and an [`Op`] on it; a new operation is one type
 //! here with its lane rule, and the patterns give it every access width.
 //!
@@ -19,7 +19,9 @@
 //!   and -0 is below +0. `neg`/`abs` flip or clear the sign bit (NaN included);
 //!   `relu` gives +0 for every negative input and -0, and keeps NaN.
 
+#[cfg(target_arch = "nvptx64")]
 use core::arch::nvptx::{f16x2, f16x2_add, f16x2_mul, f16x2_sub};
+#[cfg(target_arch = "nvptx64")]
 use core::mem::transmute;
 
 use crate::bits::{bf16_to_f32, f32_to_bf16_rne};
@@ -177,6 +179,7 @@ pub trait Op<E: Elem>: Copy {
 }
 
 /// Two f16 in a word through one packed instruction.
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn half2(x: u32, y: u32, f: unsafe fn(f16x2, f16x2) -> f16x2) -> u32 {
     // SAFETY: f16x2 and u32 have the same size and every bit pattern is valid for
@@ -203,6 +206,9 @@ macro_rules! arithmetic {
             fn one(self, x: f16, y: f16) -> f16 {
                 x $op y
             }
+            // On the device, one packed `.rn` instruction per word; on the
+            // host, the lane rule (the same rounding).
+            #[cfg(target_arch = "nvptx64")]
             #[inline(always)]
             fn word(self, x: u32, y: u32) -> u32 {
                 half2(x, y, $half2)

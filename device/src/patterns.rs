@@ -18,9 +18,9 @@
 //! pattern's access needs (element, 4 bytes, 16 bytes); `c` overlaps no input.
 //! For the `ld.global.nc` hints nobody writes the inputs during the kernel.
 
-use crate::device::{block_tiles, for_each_group};
 use crate::lanes::{Elem, Op};
 use crate::pack::{load128, load128_cs, load128_nc, store128_cs, unrolled, Pack16};
+use crate::walk::{block_tiles, for_each_group};
 
 /// Plain 128-bit loads and stores (V2, V6).
 pub const PLAIN: u8 = 0;

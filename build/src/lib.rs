@@ -1,0 +1,377 @@
+//! # gpukern-build
+//!
+//! Compiles a kernel crate (a `#![no_std]` `cdylib` using `gpukern-device`) to
+//! PTX with rustc's `nvptx64-nvidia-cuda` backend. It plays the role of
+//! rust-cuda's `cuda_builder`, on stock nightly rustc.
+//!
+//! In a host crate's `build.rs`:
+//!
+//! ```no_run
+//! // build.rs
+//! gpukern_build::Builder::new("../kernels")
+//!     .arch(gpukern_build::Arch::Sm70)
+//!     .build_script()
+//!     .unwrap_or_else(|e| panic!("{e}"));
+//! ```
+//!
+//! and in the host code `include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"))`
+//! (`kernels_sm90.ptx` for [`Arch::Sm90`]; the name is the kernel crate's
+//! library name).
+//!
+//! What it does, and why:
+//! * runs `cargo build --release --target nvptx64-nvidia-cuda -Zbuild-std=core`
+//!   under the pinned nightly ([`PINNED_TOOLCHAIN`], or the kernel crate's
+//!   `rust-toolchain.toml`), through `rustup run`, so it does not matter which
+//!   toolchain runs the outer build;
+//! * in a target directory of its own (under `OUT_DIR` in a build script), so
+//!   the inner cargo never waits on the outer one's lock;
+//! * with the arch's flags set explicitly ([`Arch::rustflags`]) and every
+//!   variable the outer cargo set for its own build removed, so the PTX is the
+//!   same whoever calls it;
+//! * `--offline` by default: a kernel crate depends on `core` and path or
+//!   already-fetched crates, and a build script should not reach the network;
+//! * prints `cargo:rerun-if-changed` for every source file the compiler read
+//!   (from its dep-info), the kernel crate's own and its dependencies';
+//! * checks first for the toolchain, `rust-src` and `llvm-bitcode-linker`, and
+//!   names the command that installs what is missing.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// The nightly this project's kernels are built and verified with.
+pub const PINNED_TOOLCHAIN: &str = "nightly-2026-10-15";
+
+/// rustc's PTX target.
+pub const TARGET: &str = "nvptx64-nvidia-cuda";
+
+/// Which PTX module to build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Arch {
+    /// `.target sm_70` (PTX ISA 7.0): runs on every GPU from Volta up, which
+    /// JIT-compile it at load. Kernels under `not(target_feature = "sm_90")`.
+    Sm70,
+    /// `.target sm_90` with PTX ISA 8.0: Hopper's bulk copies, `mbarrier` with
+    /// transaction counts, packed bf16. Kernels under `target_feature = "sm_90"`.
+    Sm90,
+}
+
+impl Arch {
+    /// The rustc flags of this module's build.
+    pub const fn rustflags(self) -> &'static [&'static str] {
+        match self {
+            Arch::Sm70 => &["-C", "target-cpu=sm_70", "-C", "panic=abort"],
+            Arch::Sm90 => &["-C", "target-cpu=sm_90", "-C", "target-feature=+ptx80", "-C", "panic=abort"],
+        }
+    }
+    /// Suffix of the output file: `""` or `"_sm90"`.
+    pub const fn suffix(self) -> &'static str {
+        match self {
+            Arch::Sm70 => "",
+            Arch::Sm90 => "_sm90",
+        }
+    }
+    /// Short name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Arch::Sm70 => "sm_70",
+            Arch::Sm90 => "sm_90",
+        }
+    }
+}
+
+/// Why a build failed. Each message names what to run or fix.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// rustup is not on the PATH.
+    #[error("gpukern-build: `rustup` was not found ({0}); it runs the pinned nightly. Install rustup (https://rustup.rs), then `rustup toolchain install {PINNED_TOOLCHAIN} --component rust-src,llvm-bitcode-linker`")]
+    NoRustup(String),
+    /// The toolchain is not installed.
+    #[error("gpukern-build: the toolchain `{toolchain}` is not installed. Run `rustup toolchain install {toolchain} --component rust-src,llvm-bitcode-linker`")]
+    ToolchainMissing {
+        /// The toolchain asked for.
+        toolchain: String,
+    },
+    /// A component the PTX build needs is missing.
+    #[error("gpukern-build: the toolchain `{toolchain}` lacks the `{component}` component ({why}). Run `rustup component add {component} --toolchain {toolchain}`")]
+    ComponentMissing {
+        /// The toolchain.
+        toolchain: String,
+        /// `rust-src` or `llvm-bitcode-linker`.
+        component: &'static str,
+        /// What was looked for.
+        why: String,
+    },
+    /// The kernel crate has no Cargo.toml.
+    #[error("gpukern-build: {0} is not a crate (no Cargo.toml)")]
+    NotACrate(PathBuf),
+    /// The inner cargo failed; its diagnostics went to stderr.
+    #[error("gpukern-build: `cargo build` of {krate} for {arch} failed ({status}); the compiler's messages are above")]
+    Cargo {
+        /// The kernel crate.
+        krate: PathBuf,
+        /// The module.
+        arch: &'static str,
+        /// Its exit status.
+        status: String,
+    },
+    /// The build succeeded but wrote no PTX (the crate is not a `cdylib`?).
+    #[error("gpukern-build: building {0} wrote no .ptx file; is it a `cdylib` (crate-type = [\"cdylib\"])?")]
+    NoPtx(PathBuf),
+    /// A build-script variable is missing.
+    #[error("gpukern-build: {0} is not set; build_script() runs inside a build script (use build() elsewhere)")]
+    NotInBuildScript(&'static str),
+    /// Reading or writing a file failed.
+    #[error("gpukern-build: {what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// One module built.
+#[derive(Clone, Debug)]
+pub struct Built {
+    /// Which module.
+    pub arch: Arch,
+    /// Where its PTX was written.
+    pub path: PathBuf,
+    /// Its text.
+    pub ptx: String,
+    /// Every source file the compiler read for it (dep-info), sysroot excluded.
+    pub sources: Vec<PathBuf>,
+}
+
+/// Compiles one kernel crate to one or more PTX modules.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    krate: PathBuf,
+    archs: Vec<Arch>,
+    toolchain: Option<String>,
+    target_dir: Option<PathBuf>,
+    out_dir: Option<PathBuf>,
+    offline: bool,
+}
+
+mod run;
+
+impl Builder {
+    /// A builder for the kernel crate at `krate` (the folder of its Cargo.toml;
+    /// relative paths are taken from the current directory, which in a build
+    /// script is the host crate's folder). Builds [`Arch::Sm70`] unless told.
+    pub fn new(krate: impl Into<PathBuf>) -> Builder {
+        Builder {
+            krate: krate.into(),
+            archs: Vec::new(),
+            toolchain: None,
+            target_dir: None,
+            out_dir: None,
+            offline: true,
+        }
+    }
+    /// Adds a module to build (`Sm70`, `Sm90`, or both by calling twice).
+    pub fn arch(mut self, arch: Arch) -> Builder {
+        if !self.archs.contains(&arch) {
+            self.archs.push(arch);
+        }
+        self
+    }
+    /// The toolchain to build with. Default: the `channel` of a
+    /// `rust-toolchain.toml` in the kernel crate's folder or above it, else
+    /// [`PINNED_TOOLCHAIN`].
+    pub fn toolchain(mut self, toolchain: impl Into<String>) -> Builder {
+        self.toolchain = Some(toolchain.into());
+        self
+    }
+    /// The inner cargo's target directory. Default: `OUT_DIR/gpukern-build` in
+    /// a build script, else the kernel crate's `target/gpukern-build`. Each
+    /// module builds in its own subfolder.
+    pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Builder {
+        self.target_dir = Some(dir.into());
+        self
+    }
+    /// Where the PTX files go. Default: `OUT_DIR` in a build script, else the
+    /// target directory.
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Builder {
+        self.out_dir = Some(dir.into());
+        self
+    }
+    /// Lets the inner cargo use the network (default: `--offline`).
+    pub fn online(mut self) -> Builder {
+        self.offline = false;
+        self
+    }
+
+    /// The toolchain this builder will use.
+    pub fn resolved_toolchain(&self) -> String {
+        if let Some(t) = &self.toolchain {
+            return t.clone();
+        }
+        if let Ok(t) = std::env::var("GPUKERN_TOOLCHAIN") {
+            return t;
+        }
+        toolchain_file_channel(&self.krate).unwrap_or_else(|| PINNED_TOOLCHAIN.to_string())
+    }
+
+    /// Builds every module asked for and writes `<lib>.ptx` / `<lib>_sm90.ptx`
+    /// into the output folder.
+    pub fn build(&self) -> Result<Vec<Built>, BuildError> {
+        let krate = absolute(&self.krate)?;
+        if !krate.join("Cargo.toml").is_file() {
+            return Err(BuildError::NotACrate(krate));
+        }
+        let toolchain = self.resolved_toolchain();
+        run::check_toolchain(&toolchain)?;
+        let target_dir = match &self.target_dir {
+            Some(d) => absolute(d)?,
+            None => match std::env::var_os("OUT_DIR") {
+                Some(o) => PathBuf::from(o).join("gpukern-build"),
+                None => krate.join("target/gpukern-build"),
+            },
+        };
+        let out_dir = match &self.out_dir {
+            Some(d) => absolute(d)?,
+            None => std::env::var_os("OUT_DIR").map(PathBuf::from).unwrap_or_else(|| target_dir.clone()),
+        };
+        std::fs::create_dir_all(&out_dir)
+            .map_err(|source| BuildError::Io { what: format!("creating {}", out_dir.display()), source })?;
+        let archs = if self.archs.is_empty() { vec![Arch::Sm70] } else { self.archs.clone() };
+        let mut built = Vec::new();
+        for arch in archs {
+            let dir = target_dir.join(arch.name());
+            let (ptx_path, sources) = run::cargo_build(&krate, &toolchain, arch, &dir, self.offline)?;
+            let ptx = std::fs::read_to_string(&ptx_path)
+                .map_err(|source| BuildError::Io { what: format!("reading {}", ptx_path.display()), source })?;
+            let stem = ptx_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let path = out_dir.join(format!("{stem}{}.ptx", arch.suffix()));
+            std::fs::write(&path, &ptx)
+                .map_err(|source| BuildError::Io { what: format!("writing {}", path.display()), source })?;
+            built.push(Built { arch, path, ptx, sources });
+        }
+        Ok(built)
+    }
+
+    /// [`Builder::build`] from a build script: the PTX goes to `OUT_DIR`, and
+    /// cargo is told to rerun the script when any source of the kernel crate
+    /// (or of its dependencies), its manifest, or the toolchain choice changes.
+    pub fn build_script(&self) -> Result<Vec<Built>, BuildError> {
+        if std::env::var_os("OUT_DIR").is_none() {
+            return Err(BuildError::NotInBuildScript("OUT_DIR"));
+        }
+        let krate = absolute(&self.krate)?;
+        // Before building, so that a failed build still reruns once fixed.
+        println!("cargo:rerun-if-changed={}", krate.join("Cargo.toml").display());
+        println!("cargo:rerun-if-changed={}", krate.join("src").display());
+        println!("cargo:rerun-if-env-changed=GPUKERN_TOOLCHAIN");
+        let built = self.build()?;
+        let mut seen = std::collections::BTreeSet::new();
+        for b in &built {
+            for s in &b.sources {
+                if seen.insert(s.clone()) {
+                    println!("cargo:rerun-if-changed={}", s.display());
+                }
+            }
+        }
+        Ok(built)
+    }
+}
+
+fn absolute(p: &Path) -> Result<PathBuf, BuildError> {
+    std::path::absolute(p).map_err(|source| BuildError::Io { what: format!("resolving {}", p.display()), source })
+}
+
+/// The `channel` of the nearest `rust-toolchain.toml` (or `rust-toolchain`)
+/// in `dir` or above.
+fn toolchain_file_channel(dir: &Path) -> Option<String> {
+    let dir = std::path::absolute(dir).ok()?;
+    for d in dir.ancestors() {
+        for name in ["rust-toolchain.toml", "rust-toolchain"] {
+            let Ok(text) = std::fs::read_to_string(d.join(name)) else { continue };
+            return parse_channel(&text);
+        }
+    }
+    None
+}
+
+/// `channel = "…"` of a toolchain file, or a bare toolchain name (the old
+/// one-line format).
+fn parse_channel(text: &str) -> Option<String> {
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("channel") {
+            let v = rest.trim_start().strip_prefix('=')?.trim().trim_matches('"');
+            return Some(v.to_string());
+        }
+    }
+    let first = text.lines().next()?.trim();
+    (!first.is_empty() && !first.starts_with('[') && !first.contains('=')).then(|| first.to_string())
+}
+
+/// Environment variables of the outer cargo that must not reach the inner one:
+/// they describe the outer build (its compiler, flags, target, folders).
+fn is_outer_build_var(key: &OsString) -> bool {
+    let k = key.to_string_lossy();
+    let keep = ["CARGO_HOME", "CARGO_NET_", "CARGO_HTTP_", "CARGO_REGISTRIES_", "CARGO_REGISTRY_", "CARGO_TERM_"];
+    if k.starts_with("CARGO") {
+        return !keep.iter().any(|p| k.starts_with(p));
+    }
+    matches!(
+        k.as_ref(),
+        "RUSTC"
+            | "RUSTC_WRAPPER"
+            | "RUSTC_WORKSPACE_WRAPPER"
+            | "RUSTDOC"
+            | "RUSTFLAGS"
+            | "RUSTDOCFLAGS"
+            | "RUSTUP_TOOLCHAIN"
+            | "OUT_DIR"
+            | "TARGET"
+            | "HOST"
+            | "OPT_LEVEL"
+            | "PROFILE"
+            | "DEBUG"
+            | "NUM_JOBS"
+            | "RUSTC_LINKER"
+            | "__CARGO_FIX_PLZ"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channel_from_toolchain_files() {
+        assert_eq!(
+            parse_channel("[toolchain]\nchannel = \"nightly-2026-10-15\"\n").as_deref(),
+            Some("nightly-2026-10-15")
+        );
+        assert_eq!(parse_channel("nightly-2025-01-01\n").as_deref(), Some("nightly-2025-01-01"));
+        assert_eq!(parse_channel("[toolchain]\ncomponents = []\n"), None);
+    }
+
+    #[test]
+    fn this_repository_pins_the_builders_toolchain() {
+        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(toolchain_file_channel(here).as_deref(), Some(PINNED_TOOLCHAIN));
+    }
+
+    #[test]
+    fn outer_build_variables_are_dropped_and_network_settings_kept() {
+        for k in [
+            "CARGO",
+            "CARGO_TARGET_DIR",
+            "CARGO_ENCODED_RUSTFLAGS",
+            "CARGO_MANIFEST_DIR",
+            "RUSTC",
+            "RUSTFLAGS",
+            "OUT_DIR",
+        ] {
+            assert!(is_outer_build_var(&OsString::from(k)), "{k}");
+        }
+        for k in ["CARGO_HOME", "CARGO_NET_OFFLINE", "PATH", "HOME", "RUSTUP_HOME"] {
+            assert!(!is_outer_build_var(&OsString::from(k)), "{k}");
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! The commands: finding the toolchain and running the inner cargo.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::{is_outer_build_var, Arch, BuildError, TARGET};
+
+/// `rustup run <toolchain> <program>`, with the outer build's variables removed.
+fn rustup_run(toolchain: &str, program: &str) -> Command {
+    let mut c = Command::new(std::env::var("RUSTUP").unwrap_or_else(|_| "rustup".into()));
+    c.args(["run", toolchain, program]);
+    for (k, _) in std::env::vars_os() {
+        if is_outer_build_var(&k) {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+/// Checks that `toolchain` is installed with `rust-src` and
+/// `llvm-bitcode-linker`; returns its sysroot.
+pub(crate) fn check_toolchain(toolchain: &str) -> Result<PathBuf, BuildError> {
+    let rustup = Command::new(std::env::var("RUSTUP").unwrap_or_else(|_| "rustup".into()))
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if let Err(e) = rustup {
+        return Err(BuildError::NoRustup(e.to_string()));
+    }
+    let out = rustup_run(toolchain, "rustc")
+        .args(["--print", "sysroot"])
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| BuildError::NoRustup(e.to_string()))?;
+    if !out.status.success() {
+        return Err(BuildError::ToolchainMissing { toolchain: toolchain.to_string() });
+    }
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    check_sysroot(&sysroot, toolchain)?;
+    Ok(sysroot)
+}
+
+/// The components of a sysroot that the PTX build needs.
+pub(crate) fn check_sysroot(sysroot: &Path, toolchain: &str) -> Result<(), BuildError> {
+    let core = sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml");
+    if !core.is_file() {
+        return Err(BuildError::ComponentMissing {
+            toolchain: toolchain.into(),
+            component: "rust-src",
+            why: format!("no {}; -Zbuild-std=core compiles core from it", core.display()),
+        });
+    }
+    // rustc links nvptx64 code with llvm-bitcode-linker, under the host's
+    // rustlib folder (bin/ or bin/self-contained/).
+    let rustlib = sysroot.join("lib/rustlib");
+    let found = std::fs::read_dir(&rustlib).into_iter().flatten().flatten().any(|host| {
+        let bin = host.path().join("bin");
+        bin.join("llvm-bitcode-linker").is_file() || bin.join("self-contained/llvm-bitcode-linker").is_file()
+    });
+    if !found {
+        return Err(BuildError::ComponentMissing {
+            toolchain: toolchain.into(),
+            component: "llvm-bitcode-linker",
+            why: format!("no llvm-bitcode-linker under {}; rustc links nvptx64 code with it", rustlib.display()),
+        });
+    }
+    Ok(())
+}
+
+/// Builds one module; returns the PTX file cargo wrote and the sources it read.
+pub(crate) fn cargo_build(
+    krate: &Path,
+    toolchain: &str,
+    arch: Arch,
+    target_dir: &Path,
+    offline: bool,
+) -> Result<(PathBuf, Vec<PathBuf>), BuildError> {
+    let mut c = rustup_run(toolchain, "cargo");
+    c.current_dir(krate)
+        .args(["build", "--release", "--lib", "-Zbuild-std=core", "--target", TARGET])
+        .arg("--manifest-path")
+        .arg(krate.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(target_dir)
+        .arg("--message-format=json-render-diagnostics")
+        // The arch's flags, and nothing else: they replace .cargo/config.toml's.
+        .env("CARGO_ENCODED_RUSTFLAGS", arch.rustflags().join("\u{1f}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    if offline {
+        c.arg("--offline");
+    }
+    let out = c.output().map_err(|e| BuildError::NoRustup(e.to_string()))?;
+    if !out.status.success() {
+        return Err(BuildError::Cargo { krate: krate.into(), arch: arch.name(), status: out.status.to_string() });
+    }
+    let manifest = krate.join("Cargo.toml");
+    let mut ptx = None;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        if v["reason"] != "compiler-artifact" || v["manifest_path"].as_str().map(Path::new) != Some(manifest.as_path())
+        {
+            continue;
+        }
+        let files = v["filenames"].as_array().cloned().unwrap_or_default();
+        ptx = files.iter().filter_map(|f| f.as_str()).find(|f| f.ends_with(".ptx")).map(PathBuf::from).or(ptx);
+    }
+    let ptx = ptx.ok_or_else(|| BuildError::NoPtx(krate.into()))?;
+    let sources = dep_info(&ptx.with_extension("d"));
+    Ok((ptx, sources))
+}
+
+/// The sources listed in a dep-info file (`target: src1 src2 …`), without the
+/// toolchain's own (core's sources do not change under a pinned toolchain).
+fn dep_info(path: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
+    let Some((_, deps)) = text.lines().next().and_then(|l| l.split_once(": ")) else { return Vec::new() };
+    // Spaces inside paths are escaped as `\ `.
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = deps.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match ch {
+            '\\' if chars.peek() == Some(&' ') => {
+                cur.push(' ');
+                chars.next();
+            }
+            ' ' => {
+                if !cur.is_empty() {
+                    out.push(PathBuf::from(std::mem::take(&mut cur)));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(PathBuf::from(cur));
+    }
+    out.retain(|p| !p.components().any(|c| c.as_os_str() == "rustlib"));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sysroot_without_rust_src_names_the_component() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = check_sysroot(dir.path(), "nightly-x").unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("rust-src") && msg.contains("rustup component add rust-src --toolchain nightly-x"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_sysroot_without_the_bitcode_linker_names_the_component() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = dir.path().join("lib/rustlib/src/rust/library/core");
+        std::fs::create_dir_all(&core).unwrap();
+        std::fs::write(core.join("Cargo.toml"), "").unwrap();
+        std::fs::create_dir_all(dir.path().join("lib/rustlib/x86_64-unknown-linux-gnu/bin")).unwrap();
+        let msg = check_sysroot(dir.path(), "nightly-x").unwrap_err().to_string();
+        assert!(msg.contains("rustup component add llvm-bitcode-linker --toolchain nightly-x"), "{msg}");
+    }
+
+    #[test]
+    fn dep_info_lists_sources_and_unescapes_spaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("k.d");
+        std::fs::write(&d, "/t/k.ptx: /a/src/lib.rs /b/my\\ dir/x.rs /r/lib/rustlib/src/rust/library/core/src/lib.rs\n\n/a/src/lib.rs:\n")
+            .unwrap();
+        assert_eq!(dep_info(&d), vec![PathBuf::from("/a/src/lib.rs"), PathBuf::from("/b/my dir/x.rs")]);
+    }
+}

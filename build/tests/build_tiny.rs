@@ -1,0 +1,106 @@
+//! The builder end to end, as CI runs it: a tiny kernel crate in a temporary
+//! folder (outside this workspace) compiled to both PTX modules, and the
+//! missing-toolchain error.
+
+use std::path::Path;
+
+use gpukern_build::{Arch, BuildError, Builder, PINNED_TOOLCHAIN};
+
+fn tiny_crate(dir: &Path) {
+    let device = Path::new(env!("CARGO_MANIFEST_DIR")).join("../device").canonicalize().unwrap();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"tiny-kernels\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n[dependencies]\ngpukern-device = {{ path = {:?} }}\n\n[workspace]\n",
+            device.display().to_string()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        r#"#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+use gpukern_device::lanes::{Bf16, Elem, Op, F32};
+use gpukern_device::Params;
+
+/// `2x + y`, rounded after each step.
+#[derive(Clone, Copy)]
+pub struct TwiceAdd;
+impl<E: Elem> Op<E> for TwiceAdd {
+    fn one(self, x: E::T, y: E::T) -> E::T {
+        let t = E::narrow(E::widen(x) * 2.0);
+        E::narrow(E::widen(t) + E::widen(y))
+    }
+}
+impl<E: Elem> Params<E> for TwiceAdd {
+    fn from_params(_: [f32; 2]) -> Self {
+        TwiceAdd
+    }
+}
+gpukern_device::elementwise! {
+    binary twice_add = TwiceAdd: [F32, Bf16];
+}
+
+/// A hand-written kernel next to the generated ones.
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn fill_index(out: *mut u32, n: u64) {
+    gpukern_device::for_each_group::<1>(n, |i| unsafe { *out.add(i as usize) = i as u32 }, |_| {});
+}
+"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_tiny_kernel_crate_compiles_to_both_modules() {
+    let dir = tempfile::tempdir().unwrap();
+    let krate = dir.path().join("tiny");
+    tiny_crate(&krate);
+    let out = dir.path().join("out");
+    let built = Builder::new(&krate)
+        .arch(Arch::Sm70)
+        .arch(Arch::Sm90)
+        .target_dir(dir.path().join("target"))
+        .out_dir(&out)
+        .toolchain(PINNED_TOOLCHAIN)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(built.len(), 2);
+    let (sm70, sm90) = (&built[0], &built[1]);
+    assert_eq!(sm70.path, out.join("tiny_kernels.ptx"));
+    assert_eq!(sm90.path, out.join("tiny_kernels_sm90.ptx"));
+    assert!(sm70.ptx.contains(".target sm_70") && sm90.ptx.contains(".target sm_90"));
+    for name in ["twice_add_f32", "twice_add_f32x4", "twice_add_bf16", "twice_add_bf16x8"] {
+        for b in &built {
+            assert!(b.ptx.contains(&format!(".visible .entry {name}(")), "{name} missing in {}", b.arch.name());
+        }
+    }
+    assert!(sm70.ptx.contains(".visible .entry fill_index(") && !sm90.ptx.contains("fill_index"));
+    // The manifest the host checks: magic, version, binary, f32|bf16.
+    assert!(sm70.ptx.contains("gpukern_ew_twice_add"), "manifest missing");
+    assert!(sm70.ptx.contains("ld.global.v4.u32") || sm70.ptx.contains("ld.global.v4.b32"), "no 128-bit loads");
+    assert!(sm70.sources.iter().any(|s| s.ends_with("tiny/src/lib.rs")), "{:?}", sm70.sources);
+    assert!(sm70.sources.iter().any(|s| s.ends_with("device/src/patterns.rs")), "dependency sources not listed");
+}
+
+#[test]
+fn a_missing_toolchain_names_the_install_command() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny_crate(dir.path());
+    let err = Builder::new(dir.path()).toolchain("nightly-1999-01-01").build().unwrap_err();
+    assert!(matches!(err, BuildError::ToolchainMissing { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("rustup toolchain install nightly-1999-01-01 --component rust-src,llvm-bitcode-linker"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_folder_without_a_manifest_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Builder::new(dir.path()).build().unwrap_err();
+    assert!(matches!(err, BuildError::NotACrate(_)), "{err:?}");
+}

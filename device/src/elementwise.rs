@@ -1,0 +1,142 @@
+//! Element-wise entry points for your own operations: [`elementwise!`](crate::elementwise)
+//! turns a type implementing [`Op`](crate::lanes::Op) and [`Params`] into PTX
+//! kernels of every access width, with a parameter list the host library
+//! (`gpukern::Module`) knows, and a manifest it checks before it launches them.
+//!
+//! For an operation `name` and each dtype listed, two kernels:
+//!
+//! | dtype | scalar (any element alignment) | pack (16-byte aligned operands) |
+//! |---|---|---|
+//! | `F32` | `name_f32` | `name_f32x4` |
+//! | `F16` | `name_f16` | `name_f16x8` |
+//! | `Bf16` | `name_bf16` | `name_bf16x8` |
+//!
+//! Parameters: unary `(a, c, n: u64, p0: f32, p1: f32)`, binary
+//! `(a, b, c, n: u64, p0: f32, p1: f32)`, where `p0`, `p1` are the launch's
+//! scalars, handed to [`Params::from_params`]. The walks are the library's
+//! own ([`crate::patterns`]): grid-stride over lane groups, any grid, any `n`.
+//!
+//! The manifest is a global `gpukern_ew_<name>` of four `u32`:
+//! [`ABI_MAGIC`], [`ABI_VERSION`], the [`EwKind`] and a dtype mask (bit 0 f32,
+//! bit 1 f16, bit 2 bf16). The host refuses to launch an operation whose
+//! manifest is missing or says otherwise, so a hand-written kernel that merely
+//! shares a name cannot be launched through the safe API with the wrong
+//! parameters.
+
+use crate::lanes::{Elem, Op};
+
+/// First word of every manifest ("gpke").
+pub const ABI_MAGIC: u32 = 0x6770_6b65;
+/// Version of the parameter lists above.
+pub const ABI_VERSION: u32 = 1;
+
+/// What a manifest says an operation reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum EwKind {
+    /// `c = op(a)`.
+    Unary = 1,
+    /// `c = op(a, b)`.
+    Binary = 2,
+}
+
+/// How an operation is built from the launch's two scalars (on the device, once
+/// per thread). An operation without parameters ignores them.
+pub trait Params<E: Elem>: Op<E> {
+    /// The operation for scalars `p` (as the host passed them, in f32).
+    fn from_params(p: [f32; 2]) -> Self;
+}
+
+/// Declares the element-wise entry points and manifest of user operations.
+///
+/// ```ignore
+/// gpukern_device::elementwise! {
+///     unary silu = Silu: [F32, Bf16];
+///     binary relu_axpy = ReluAxpy: [F32, Bf16];
+/// }
+/// ```
+///
+/// Each line: `unary` or `binary`, the name (the kernels' prefix, unique in
+/// the module), the operation type, and the dtypes (`F32`, `F16`, `Bf16`). The
+/// type implements [`Op`] and [`Params`] for each dtype; a unary operation has
+/// `const INPUTS: u32 = 1` (checked at compile time), a binary one 2. Outside
+/// `nvptx64` the macro expands to nothing, so the crate also builds for the host.
+#[macro_export]
+macro_rules! elementwise {
+    ($($kind:ident $name:ident = $op:ty : [$($e:ident),+ $(,)?];)*) => {
+        $($crate::elementwise!(@one $kind $name ($op) [$($e)+]);)*
+    };
+    (@one $kind:ident $name:ident ($op:ty) [$($e:ident)+]) => {
+        #[cfg(target_arch = "nvptx64")]
+        const _: () = {
+            #[used]
+            #[export_name = concat!("gpukern_ew_", stringify!($name))]
+            static MANIFEST: [u32; 4] = [
+                $crate::ABI_MAGIC,
+                $crate::ABI_VERSION,
+                $crate::elementwise!(@kind $kind) as u32,
+                0 $(| $crate::elementwise!(@bit $e))+,
+            ];
+            $($crate::elementwise!(@dtype $kind $name ($op) $e);)+
+        };
+    };
+    (@kind unary) => { $crate::EwKind::Unary };
+    (@kind binary) => { $crate::EwKind::Binary };
+    (@bit F32) => { 1u32 };
+    (@bit F16) => { 2u32 };
+    (@bit Bf16) => { 4u32 };
+    (@inputs unary) => { 1 };
+    (@inputs binary) => { 2 };
+    (@dtype $kind:ident $name:ident ($op:ty) F32) => { $crate::elementwise!(@entries $kind $name ($op) F32 "_f32" "_f32x4"); };
+    (@dtype $kind:ident $name:ident ($op:ty) F16) => { $crate::elementwise!(@entries $kind $name ($op) F16 "_f16" "_f16x8"); };
+    (@dtype $kind:ident $name:ident ($op:ty) Bf16) => { $crate::elementwise!(@entries $kind $name ($op) Bf16 "_bf16" "_bf16x8"); };
+    (@entries $kind:ident $name:ident ($op:ty) $e:ident $scalar:literal $pack:literal) => {
+        const _: () = {
+            assert!(
+                <$op as $crate::lanes::Op<$crate::lanes::$e>>::INPUTS == $crate::elementwise!(@inputs $kind),
+                concat!(stringify!($name), ": Op::INPUTS does not match `", stringify!($kind), "`"),
+            );
+            $crate::elementwise!(@entry $kind $name ($op) $e $scalar scalar);
+            $crate::elementwise!(@entry $kind $name ($op) $e $pack pack);
+        };
+    };
+    (@walk scalar $e:ident $op:ty) => { $crate::patterns::scalar::<$crate::lanes::$e, $op> };
+    (@walk pack $e:ident $op:ty) => { $crate::patterns::pack::<$crate::lanes::$e, $op, { $crate::patterns::PLAIN }> };
+    (@entry unary $name:ident ($op:ty) $e:ident $suffix:literal $walk:ident) => {
+        /// A user element-wise kernel (see `gpukern_device::elementwise!`).
+        ///
+        /// # Safety
+        /// `a`, `c` hold `n` elements, aligned as the walk needs; `c` overlaps no input.
+        #[export_name = concat!(stringify!($name), $suffix)]
+        pub unsafe extern "ptx-kernel" fn $walk(
+            a: *const <$crate::lanes::$e as $crate::lanes::Elem>::T,
+            c: *mut <$crate::lanes::$e as $crate::lanes::Elem>::T,
+            n: u64,
+            p0: f32,
+            p1: f32,
+        ) {
+            let op = <$op as $crate::Params<$crate::lanes::$e>>::from_params([p0, p1]);
+            // SAFETY: per the contract; a unary operation never reads b.
+            unsafe { $crate::elementwise!(@walk $walk $e $op)(op, a, ::core::ptr::null(), c, n) }
+        }
+    };
+    (@entry binary $name:ident ($op:ty) $e:ident $suffix:literal $walk:ident) => {
+        /// A user element-wise kernel (see `gpukern_device::elementwise!`).
+        ///
+        /// # Safety
+        /// `a`, `b`, `c` hold `n` elements, aligned as the walk needs; `c` overlaps no input.
+        #[export_name = concat!(stringify!($name), $suffix)]
+        pub unsafe extern "ptx-kernel" fn $walk(
+            a: *const <$crate::lanes::$e as $crate::lanes::Elem>::T,
+            b: *const <$crate::lanes::$e as $crate::lanes::Elem>::T,
+            c: *mut <$crate::lanes::$e as $crate::lanes::Elem>::T,
+            n: u64,
+            p0: f32,
+            p1: f32,
+        ) {
+            let op = <$op as $crate::Params<$crate::lanes::$e>>::from_params([p0, p1]);
+            // SAFETY: per the contract.
+            unsafe { $crate::elementwise!(@walk $walk $e $op)(op, a, b, c, n) }
+        }
+    };
+}

@@ -1,0 +1,90 @@
+//! # gpukern-device
+//!
+//! The device side of gpukern: what a CUDA kernel written in Rust reaches for,
+//! on stock nightly rustc's `nvptx64-nvidia-cuda` backend (built into PTX by
+//! `gpukern-build`). It plays the role of rust-cuda's `cuda_std`.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`thread`] | thread, block and grid indices (64-bit products) |
+//! | [`walk`] | the grid-stride walk over lane groups and the tiled walk |
+//! | [`pack`] | the 16-byte pack and 128-bit loads/stores with hints (`.cs`, `.nc`, `.L2::256B`) |
+//! | [`sync`] | block barrier, fences, dynamic and static shared memory |
+//! | [`warp`] | shuffles, votes and warp reductions |
+//! | [`atomic`] | global atomics (integer and f32) |
+//! | [`lanes`] | the element types ([`lanes::Elem`]: f32, f16, bf16) and operations ([`lanes::Op`]) |
+//! | [`patterns`] | the element-wise access patterns (scalar, pair, pack, tile) over any `Elem`/`Op` |
+//! | [`hopper`], [`bulk`] | sm_90: `mbarrier`, `cp.async.bulk`, packed bf16, and the bulk-copy walk |
+//! | [`bits`], [`launch`] | bf16 rounding and NaN classes; launch geometry (also on the host) |
+//! | [`elementwise!`] | entry points for your own [`lanes::Op`], every width, with an ABI the host library checks |
+//!
+//! Everything that touches special registers, PTX or memory exists only when
+//! compiling for `nvptx64` (`cfg(target_arch = "nvptx64")`); the sm_90 parts
+//! only when `target_feature = "sm_90"` too (`gpukern-build`'s `Arch::Sm90`).
+//! [`bits`], [`launch`], [`lanes`] and the [`pack::Pack16`] type also compile
+//! for the host, so a kernel crate's lane rules can be unit-tested, and used as
+//! the CPU reference, on the CPU.
+//!
+//! A kernel crate using this one is `#![no_std]`, a `cdylib` (plus `rlib` when
+//! the host shares its code), and turns on the nightly features its own entry
+//! points need: `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]`.
+//! This crate supplies the panic handler (`trap`) of the device build.
+#![no_std]
+#![feature(f16)]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(
+        stdarch_nvptx,
+        asm_experimental_arch,
+        gpu_intrinsics,
+        gpu_launch_sized_workgroup_mem,
+        core_intrinsics
+    ),
+    // core::intrinsics is how the dynamic shared-memory intrinsic is reached.
+    allow(internal_features)
+)]
+#![warn(missing_docs)]
+
+pub mod bits;
+pub mod bulk;
+mod elementwise;
+pub mod lanes;
+pub mod launch;
+pub mod pack;
+
+#[cfg(target_arch = "nvptx64")]
+pub mod atomic;
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+pub mod hopper;
+#[cfg(target_arch = "nvptx64")]
+pub mod patterns;
+#[cfg(target_arch = "nvptx64")]
+pub mod sync;
+#[cfg(target_arch = "nvptx64")]
+pub mod thread;
+#[cfg(target_arch = "nvptx64")]
+pub mod walk;
+#[cfg(target_arch = "nvptx64")]
+pub mod warp;
+
+#[cfg(target_arch = "nvptx64")]
+pub use sync::{dynamic_shared, sync_threads, thread_fence, thread_fence_block};
+#[cfg(target_arch = "nvptx64")]
+pub use thread::{
+    at, block_dim_xy, block_xy, global_thread, grid_dim_xy, grid_threads, is_block_leader, lane_id, thread_xy, warp_id,
+};
+#[cfg(target_arch = "nvptx64")]
+pub use walk::{block_tiles, for_each_group, for_each_pack_in_tile};
+#[cfg(target_arch = "nvptx64")]
+pub use warp::shfl_down;
+
+pub use elementwise::{EwKind, Params, ABI_MAGIC, ABI_VERSION};
+
+/// The device build's panic handler: `trap` aborts the kernel, and the host
+/// sees a launch failure at its next synchronisation.
+#[cfg(target_arch = "nvptx64")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: trap has no preconditions; it ends the kernel.
+    unsafe { core::arch::nvptx::trap() }
+}
