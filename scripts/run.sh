@@ -68,7 +68,7 @@ sanitize)
     out=${1:-$here/out}; mkdir -p "$out"
     tools=${2:-memcheck,initcheck,racecheck,synccheck}
     export GPUKERN_SANITIZE=1
-    skips=(--skip huge_n --skip kernel_fault --skip alloc_launch_free --skip concurrent_streams)
+    skips=(--skip huge_n --skip kernel_fault --skip faulting_user_kernel --skip alloc_launch_free --skip concurrent_streams)
     # Provenance: which GPU, driver, commit and PTX the record belongs to.
     commit=$(grep -o '"git_commit": *"[0-9a-f]*"' "$here/manifest.json" 2>/dev/null | grep -o '[0-9a-f]\{40\}')
     ptx=$(sha256sum "$here/kernels_gpu.ptx" 2>/dev/null | cut -d' ' -f1)
@@ -114,12 +114,12 @@ sanitize)
     }
     # racecheck and synccheck: the kernels with shared memory and barriers (the
     # seed-003 studies; the bulk-copy kernels with their mbarriers, in gpu_hopper).
-    run_tool memcheck 270 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors gpukern-gpu_hopper gpukern-gpu_ops" --leak-check full --padding 512
+    run_tool memcheck 270 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors gpukern-gpu_hopper gpukern-gpu_ops custom-kernels-app-gpu" --leak-check full --padding 512
     # initcheck does not see the global writes of the bulk-copy engine: every
     # byte a cp.async.bulk shared->global store wrote reads as uninitialized to it.
     export GPUKERN_NO_BULK_STORE=1
     TOOL_NOTE="the add_*_bulk_st kernels (written back by cp.async.bulk) are left out: initcheck does not track the copy engine's global writes" \
-        run_tool initcheck 110 "gpukern-gpu_add gpukern-gpu_studies gpukern-gpu_hopper gpukern-gpu_ops"
+        run_tool initcheck 110 "gpukern-gpu_add gpukern-gpu_studies gpukern-gpu_hopper gpukern-gpu_ops custom-kernels-app-gpu"
     unset GPUKERN_NO_BULK_STORE
     run_tool racecheck 110 "gpukern-gpu_studies gpukern-gpu_hopper"
     run_tool synccheck 60 "gpukern-gpu_studies gpukern-gpu_hopper"

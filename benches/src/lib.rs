@@ -12,6 +12,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 pub mod cub;
+pub mod custom;
 pub mod foreach;
 pub mod hopper;
 pub mod lead;
@@ -314,6 +315,15 @@ impl<T: ReferenceAdd> Workload<T> {
             t.push(stream.time(|s| graph.launch(s))? as f64 / batch as f64);
         }
         Ok(median(&mut t))
+    }
+}
+
+/// Timed launches per measurement: fewer as the bytes grow.
+pub fn reps_for(bytes: u64) -> usize {
+    match bytes {
+        b if b <= 1 << 24 => 200,
+        b if b <= 1 << 28 => 60,
+        _ => 25,
     }
 }
 

@@ -105,7 +105,7 @@ fn measure_dtype<T: ReferenceOps>(
             let verified = crate::first_mismatch_par(&got, &want).is_none();
             let mut timed = |pattern: Option<OpPattern>| {
                 let mut i = 0usize;
-                time_op(gpu, stream, crate::report::reps_for(bytes), 3, |s| {
+                time_op(gpu, stream, crate::reps_for(bytes), 3, |s| {
                     i += 1;
                     launch(gpu, kind, pattern, &mut bufs, n, i % sets, s).map(|_| ())
                 })

@@ -277,8 +277,12 @@ impl Builder {
     }
 }
 
+/// The canonical path when it exists (cargo reports canonical manifest
+/// paths), else the absolute one.
 fn absolute(p: &Path) -> Result<PathBuf, BuildError> {
-    std::path::absolute(p).map_err(|source| BuildError::Io { what: format!("resolving {}", p.display()), source })
+    p.canonicalize()
+        .or_else(|_| std::path::absolute(p))
+        .map_err(|source| BuildError::Io { what: format!("resolving {}", p.display()), source })
 }
 
 /// The `channel` of the nearest `rust-toolchain.toml` (or `rust-toolchain`)

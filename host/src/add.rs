@@ -148,7 +148,7 @@ impl Gpu {
         a: View<'_, T>,
         b: View<'_, T>,
         mut out: ViewMut<'_, T>,
-        raw: cust::sys::CUstream,
+        raw: cudarc::driver::sys::CUstream,
     ) -> Result<Variant> {
         let dtype = T::DTYPE;
         let n = a.len();
@@ -350,7 +350,7 @@ impl Gpu {
         a: &View<'_, T>,
         b: &View<'_, T>,
         out: &mut ViewMut<'_, T>,
-        stream: cust::sys::CUstream,
+        stream: cudarc::driver::sys::CUstream,
     ) -> Result<()> {
         self.launch_tiled(variant, cfg, BulkConfig::default(), a, b, out, stream)
     }
@@ -365,7 +365,7 @@ impl Gpu {
         a: &View<'_, T>,
         b: &View<'_, T>,
         out: &mut ViewMut<'_, T>,
-        stream: cust::sys::CUstream,
+        stream: cudarc::driver::sys::CUstream,
     ) -> Result<()> {
         let n = a.len();
         let size = T::DTYPE.size() as u32;

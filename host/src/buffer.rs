@@ -113,9 +113,11 @@ impl<T: Pod> DeviceVec<T> {
 impl<T: Pod> Drop for DeviceVec<T> {
     fn drop(&mut self) {
         // Best effort: a context broken by a kernel fault may refuse both calls, and
-        // a drop must not panic.
-        let _ = self.gpu.bind();
-        raw::free(self.addr);
+        // a drop must not panic. After Gpu::reset the memory is gone with the old
+        // context, and the address may belong to a new buffer: no free then.
+        if self.gpu.bind().is_ok() {
+            raw::free(self.addr);
+        }
     }
 }
 

@@ -3,12 +3,30 @@
 //! `raw` and `error`, so `buffer` and `gpu` can both build on it without a circle.
 
 use std::collections::HashMap;
-
-use cust::context::{Context, CurrentContext};
-use cust::module::Module;
+use std::sync::{Mutex, OnceLock};
 
 use crate::error::{Error, Result};
-use crate::raw::{self, RawFn};
+use crate::raw::{PrimaryContext, RawFn, RawModule};
+
+/// Resets per device ordinal: a handle made before the latest [`crate::Gpu::reset`]
+/// of its device is dead (its context, memory and modules were destroyed).
+fn resets() -> &'static Mutex<HashMap<usize, u64>> {
+    static RESETS: OnceLock<Mutex<HashMap<usize, u64>>> = OnceLock::new();
+    RESETS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The reset count of device `index` now.
+pub(crate) fn generation(index: usize) -> u64 {
+    resets().lock().map(|m| m.get(&index).copied().unwrap_or(0)).unwrap_or(0)
+}
+
+/// Counts one more reset of device `index`; returns the new count.
+pub(crate) fn bump_generation(index: usize) -> u64 {
+    let mut m = resets().lock().unwrap_or_else(|p| p.into_inner());
+    let g = m.entry(index).or_insert(0);
+    *g += 1;
+    *g
+}
 
 /// Facts about the device, read from the driver.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,20 +91,31 @@ impl DeviceInfo {
 
 /// What every handle of one GPU shares.
 pub(crate) struct Shared {
-    pub(crate) ctx: Context,
+    pub(crate) ctx: PrimaryContext,
     // Kept alive: the RawFn handles below point into them.
-    pub(crate) _module: Module,
-    pub(crate) _module_sm90: Option<Module>,
+    pub(crate) modules: Vec<RawModule>,
     pub(crate) funcs: HashMap<&'static str, RawFn>,
     pub(crate) info: DeviceInfo,
+    /// The device's reset count when this was made (see [`generation`]).
+    pub(crate) generation: u64,
+    /// The last kernel of a user module queued through this handle, named in
+    /// [`Error::KernelFault`].
+    pub(crate) last_user_kernel: Mutex<Option<String>>,
 }
 
 impl Shared {
+    /// False once the device was reset after this was made.
+    pub(crate) fn is_live(&self) -> bool {
+        generation(self.info.index) == self.generation
+    }
+
     /// Makes this context current on the calling thread (cheap; done before every
-    /// driver call so any thread can use any handle).
+    /// driver call so any thread can use any handle). Refuses a reset context.
     pub(crate) fn bind(&self) -> Result<()> {
-        CurrentContext::set_current(&self.ctx)
-            .map_err(|e| Error::Driver { context: "cuCtxSetCurrent", source: raw::from_cust(e) })
+        if !self.is_live() {
+            return Err(Error::DeviceReset { what: "Gpu" });
+        }
+        self.ctx.set_current()
     }
 
     pub(crate) fn func(&self, name: &'static str) -> Result<RawFn> {
@@ -98,5 +127,32 @@ impl Shared {
                 message: "not resolved at load".into(),
             },
         })
+    }
+
+    /// Notes a user kernel queued now (for the fault report).
+    pub(crate) fn note_user_kernel(&self, name: &str) {
+        if let Ok(mut k) = self.last_user_kernel.lock() {
+            *k = Some(name.to_string());
+        }
+    }
+
+    /// A synchronisation failure as [`Error::KernelFault`], naming the last
+    /// user kernel.
+    pub(crate) fn fault(&self, source: crate::error::DriverError) -> Error {
+        let kernel = self.last_user_kernel.lock().ok().and_then(|k| k.clone());
+        Error::KernelFault { kernel, source }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // After a reset the modules died with the old context; unloading them
+        // again could hit a new module at the same handle.
+        if self.is_live() && self.ctx.set_current().is_ok() {
+            for m in &self.modules {
+                m.unload();
+            }
+        }
+        // The context's retain is released by PrimaryContext's Drop either way.
     }
 }

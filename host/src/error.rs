@@ -28,6 +28,15 @@ pub enum Error {
     #[error("{variant}: length mismatch: a has {a} elements, b has {b}, out has {out}")]
     LengthMismatch { variant: &'static str, a: usize, b: usize, out: usize },
 
+    /// A one-input operation's `a` and `out` differ in length.
+    #[error("{variant}: length mismatch: a has {a} elements, out has {out}")]
+    UnaryLengthMismatch { variant: &'static str, a: usize, out: usize },
+
+    /// The operands given do not fit the operation (a `b` for a unary
+    /// operation, none for a binary one).
+    #[error("{op}: wrong operands: {detail}")]
+    WrongOperands { op: &'static str, detail: &'static str },
+
     /// An operand's device address does not meet the variant's alignment.
     #[error(
         "{variant}: operand `{operand}` at device address {addr:#x} is {offset} bytes past a \
@@ -40,7 +49,7 @@ pub enum Error {
     DtypeMismatch { variant: &'static str, expected: &'static str, got: &'static str },
 
     /// Operands or stream come from a different [`crate::Gpu`] handle.
-    #[error("{variant}: the {what} belong to another Gpu handle; use buffers and streams of the Gpu that launches")]
+    #[error("{variant}: the {what} {} to another Gpu handle; use buffers and streams of the Gpu that launches", if what.ends_with('s') { "belong" } else { "belongs" })]
     ForeignHandle { variant: &'static str, what: &'static str },
 
     /// A foreign stream (cudarc's) lives in another CUDA context or device than
@@ -91,10 +100,20 @@ pub enum Error {
     #[error("out of device memory allocating {bytes} bytes: {source}")]
     OutOfMemory { bytes: usize, source: DriverError },
 
-    /// A kernel faulted; reported by the first synchronisation after it.
-    /// The context is unusable afterwards (CUDA errors of this kind are sticky).
-    #[error("a kernel faulted on this stream (reported at synchronize): {0}")]
-    KernelFault(DriverError),
+    /// A kernel faulted; reported by the first synchronisation after it, with
+    /// the last kernel of a user module ([`crate::Module`]) queued on this
+    /// `Gpu`, when there was one. The context is unusable afterwards (CUDA
+    /// errors of this kind are sticky) until [`crate::Gpu::reset`].
+    #[error("a kernel faulted{} (reported at synchronize): {source}; call Gpu::reset to use the device again", kernel.as_ref().map(|k| format!(" (last user kernel queued: `{k}`)")).unwrap_or_default())]
+    KernelFault { kernel: Option<String>, source: DriverError },
+
+    /// The handle belongs to a context that [`crate::Gpu::reset`] destroyed.
+    #[error("{what}: its device was reset (Gpu::reset); use the Gpu that reset returned and new buffers")]
+    DeviceReset { what: &'static str },
+
+    /// A user module's operation is missing or does not match its manifest.
+    #[error("custom op `{name}`: {detail}")]
+    CustomOp { name: String, detail: String },
 
     /// Any other driver call that failed; `context` says which.
     #[error("{context}: {source}")]

@@ -3,12 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cust::context::{Context, CurrentContext};
-use cust::device::{Device, DeviceAttribute};
-use cust::event::{Event, EventFlags};
-use cust::function::FunctionAttribute;
-use cust::module::Module;
-use cust::stream::StreamFlags;
+use cudarc::driver::sys::CUdevice_attribute as DevAttr;
 
 use kernels_gpu::add::ADD_KERNELS;
 
@@ -16,7 +11,7 @@ use crate::buffer::{DeviceVec, Pod};
 pub use crate::context::DeviceInfo;
 pub(crate) use crate::context::Shared;
 use crate::error::{Error, Result};
-use crate::raw::{self, RawFn};
+use crate::raw::{self, PrimaryContext, RawModule, RawStream};
 
 /// The PTX built by `cargo xtask build-ptx` from `kernels-gpu`, embedded at compile
 /// time so the library needs no file at run time: the portable sm_70 module.
@@ -72,6 +67,8 @@ pub struct KernelResources {
 #[derive(Clone)]
 pub struct Gpu {
     pub(crate) shared: Arc<Shared>,
+    /// The portable module's text, loaded again by [`Gpu::reset`].
+    ptx: Arc<str>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -80,18 +77,11 @@ impl std::fmt::Debug for Gpu {
     }
 }
 
-fn driver(context: &'static str) -> impl Fn(cust::error::CudaError) -> Error {
-    move |e| Error::Driver { context, source: raw::from_cust(e) }
-}
-
 impl Gpu {
     /// Number of CUDA devices, or [`Error::NoDevice`] when there is no driver/device.
     pub fn device_count() -> Result<usize> {
-        cust::init(cust::CudaFlags::empty())
-            .map_err(|e| Error::NoDevice(format!("cuInit failed: {}", raw::from_cust(e))))?;
-        let n = Device::num_devices()
-            .map_err(|e| Error::NoDevice(format!("cuDeviceGetCount failed: {}", raw::from_cust(e))))?;
-        Ok(n as usize)
+        raw::init()?;
+        raw::device_count()
     }
 
     /// Opens GPU `index` with the embedded PTX and resolves every kernel.
@@ -107,51 +97,66 @@ impl Gpu {
         if index >= count {
             return Err(Error::NoDevice(format!("no CUDA device with index {index}; {count} present")));
         }
-        let device = Device::get_device(index as u32).map_err(driver("cuDeviceGet"))?;
-        let ctx = Context::new(device).map_err(driver("cuDevicePrimaryCtxRetain"))?;
-        CurrentContext::set_current(&ctx).map_err(driver("cuCtxSetCurrent"))?;
-        let module = Module::from_ptx(ptx, &[]).map_err(|e| Error::PtxLoad(raw::from_cust(e)))?;
+        let generation = crate::context::generation(index);
+        let dev = raw::device(index)?;
+        let ctx = PrimaryContext::retain(dev)?;
+        let module = RawModule::load(ptx)?;
         let mut funcs = HashMap::new();
         for name in kernel_names() {
-            let f = module.get_function(name).map_err(|e| Error::MissingKernel { name, source: raw::from_cust(e) })?;
-            funcs.insert(name, RawFn(f.to_raw()));
+            let f = module.function(name).map_err(|source| Error::MissingKernel { name, source })?;
+            funcs.insert(name, f);
         }
-        let attr = |a: DeviceAttribute| device.get_attribute(a).map_err(driver("cuDeviceGetAttribute"));
+        let attr = |a: DevAttr| raw::device_attribute(dev, a);
         let shared_optin = raw::shared_per_block_optin(index)?;
-        let major = attr(DeviceAttribute::ComputeCapabilityMajor)? as u32;
-        let module_sm90 = if major >= 9 {
-            let m = Module::from_ptx(PTX_SM90, &[]).map_err(|e| Error::PtxLoad(raw::from_cust(e)))?;
+        let major = attr(DevAttr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32;
+        let mut modules = vec![module];
+        if major >= 9 {
+            let m = RawModule::load(PTX_SM90)?;
             for name in sm90_kernel_names() {
-                let f = m.get_function(name).map_err(|e| Error::MissingKernel { name, source: raw::from_cust(e) })?;
-                let f = RawFn(f.to_raw());
+                let f = m.function(name).map_err(|source| Error::MissingKernel { name, source })?;
                 // The bulk kernels size their shared memory at launch; let them
                 // use all a block may have, not only the default 48 KiB.
                 raw::set_max_dynamic_shared(f, shared_optin)?;
                 funcs.insert(name, f);
             }
-            Some(m)
-        } else {
-            None
-        };
+            modules.push(m);
+        }
+        let (name, total_memory) = raw::device_name_and_memory(dev)?;
         let info = DeviceInfo {
             index,
-            name: device.name().map_err(driver("cuDeviceGetName"))?,
-            compute_capability: (
-                attr(DeviceAttribute::ComputeCapabilityMajor)? as u32,
-                attr(DeviceAttribute::ComputeCapabilityMinor)? as u32,
-            ),
-            sm_count: attr(DeviceAttribute::MultiprocessorCount)? as u32,
-            l2_bytes: attr(DeviceAttribute::L2CacheSize)? as u64,
-            total_memory: device.total_memory().map_err(driver("cuDeviceTotalMem"))? as u64,
-            memory_clock_khz: attr(DeviceAttribute::MemoryClockRate)? as u64,
-            bus_width_bits: attr(DeviceAttribute::GlobalMemoryBusWidth)? as u64,
-            max_threads_per_sm: attr(DeviceAttribute::MaxThreadsPerMultiprocessor)? as u32,
-            registers_per_sm: attr(DeviceAttribute::MaxRegistersPerMultiprocessor)? as u32,
-            sm_clock_khz: attr(DeviceAttribute::ClockRate)? as u64,
+            name,
+            compute_capability: (major, attr(DevAttr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32),
+            sm_count: attr(DevAttr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            l2_bytes: attr(DevAttr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
+            total_memory,
+            memory_clock_khz: attr(DevAttr::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? as u64,
+            bus_width_bits: attr(DevAttr::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)? as u64,
+            max_threads_per_sm: attr(DevAttr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)? as u32,
+            registers_per_sm: attr(DevAttr::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)? as u32,
+            sm_clock_khz: attr(DevAttr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as u64,
             driver_version: raw::driver_version()?,
             shared_per_block_optin: shared_optin,
         };
-        Ok(Gpu { shared: Arc::new(Shared { ctx, _module: module, _module_sm90: module_sm90, funcs, info }) })
+        let shared = Shared { ctx, modules, funcs, info, generation, last_user_kernel: Default::default() };
+        Ok(Gpu { shared: Arc::new(shared), ptx: Arc::from(ptx) })
+    }
+
+    /// Recovers the device after a kernel fault ([`Error::KernelFault`] is
+    /// sticky: every later call on the context fails): resets the device's
+    /// primary context and opens it again with the same PTX.
+    ///
+    /// Returns the new handle. Everything made before the reset, on this
+    /// device, by any `Gpu` handle of this process (buffers, views, streams,
+    /// user modules, other `Gpu` clones) is dead: its calls return
+    /// [`Error::DeviceReset`] and dropping it frees nothing. So is memory that
+    /// other libraries (cudarc, the CUDA runtime) hold in the primary context.
+    /// Load user modules again on the returned `Gpu`.
+    pub fn reset(&self) -> Result<Gpu> {
+        let index = self.shared.info.index;
+        crate::context::bump_generation(index);
+        // The reset itself needs only a context handle of the device.
+        self.shared.ctx.reset()?;
+        Gpu::with_ptx(index, &self.ptx)
     }
 
     /// The device's facts.
@@ -164,8 +169,7 @@ impl Gpu {
     /// copies and fills of `DeviceVec` use, so those never race with queued work.
     pub fn stream(&self) -> Result<Stream> {
         self.shared.bind()?;
-        let inner = cust::stream::Stream::new(StreamFlags::NON_BLOCKING, None).map_err(driver("cuStreamCreate"))?;
-        Ok(Stream { inner, gpu: self.shared.clone() })
+        Ok(Stream { inner: RawStream::create()?, gpu: self.shared.clone() })
     }
 
     /// Allocates `len` elements. The contents are unspecified until written.
@@ -183,7 +187,7 @@ impl Gpu {
     /// Waits for all work on this GPU; a kernel fault shows up here.
     pub fn synchronize(&self) -> Result<()> {
         self.shared.bind()?;
-        CurrentContext::synchronize().map_err(|e| Error::KernelFault(raw::from_cust(e)))
+        self.shared.ctx.synchronize().map_err(|e| self.shared.fault(e))
     }
 
     /// Refuses buffers or a stream of another `Gpu` handle: their device
@@ -227,15 +231,8 @@ impl Gpu {
     /// Registers, local memory and limits of one kernel, from the driver.
     pub fn kernel_resources(&self, name: &'static str) -> Result<KernelResources> {
         self.shared.bind()?;
-        // cust names the attributes; the query goes through `raw` on the resolved handle.
         let f = self.shared.func(name)?;
-        let get = |a: FunctionAttribute| raw::func_attribute(f, a as i32).map(|v| v as u32);
-        Ok(KernelResources {
-            registers: get(FunctionAttribute::NumRegisters)?,
-            local_bytes: get(FunctionAttribute::LocalSizeBytes)?,
-            shared_bytes: get(FunctionAttribute::SharedMemorySizeBytes)?,
-            max_threads_per_block: get(FunctionAttribute::MaxThreadsPerBlock)?,
-        })
+        raw::kernel_resources(f)
     }
 
     /// Resident blocks per SM for `name` at `block` threads (driver occupancy API).
@@ -276,13 +273,13 @@ impl Gpu {
 
 /// A CUDA stream: work on it runs in order, asynchronously to the host.
 pub struct Stream {
-    inner: cust::stream::Stream,
+    inner: RawStream,
     gpu: Arc<Shared>,
 }
 
 impl Stream {
-    pub(crate) fn raw(&self) -> cust::sys::CUstream {
-        self.inner.as_inner()
+    pub(crate) fn raw(&self) -> cudarc::driver::sys::CUstream {
+        self.inner.0
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
@@ -293,25 +290,32 @@ impl Stream {
     /// reported here as [`Error::KernelFault`].
     pub fn synchronize(&self) -> Result<()> {
         self.gpu.bind()?;
-        self.inner.synchronize().map_err(|e| Error::KernelFault(raw::from_cust(e)))
+        self.inner.synchronize().map_err(|e| self.gpu.fault(e))
     }
 
     /// Times the work `work` queues on this stream with CUDA events (device time,
     /// not host time). Returns milliseconds.
     pub fn time(&self, work: impl FnOnce(&Stream) -> Result<()>) -> Result<f32> {
         self.gpu.bind()?;
-        let start = Event::new(EventFlags::DEFAULT).map_err(driver("cuEventCreate"))?;
-        let stop = Event::new(EventFlags::DEFAULT).map_err(driver("cuEventCreate"))?;
-        start.record(&self.inner).map_err(driver("cuEventRecord"))?;
-        work(self)?;
-        stop.record(&self.inner).map_err(driver("cuEventRecord"))?;
-        stop.synchronize().map_err(|e| Error::KernelFault(raw::from_cust(e)))?;
-        stop.elapsed_time_f32(&start).map_err(driver("cuEventElapsedTime"))
+        raw::time_events(self.raw(), || work(self)).map_err(|e| match e {
+            Error::KernelFault { kernel: None, source } => self.gpu.fault(source),
+            e => e,
+        })
     }
 
     /// Device-to-device copy of equal-length views, queued on this stream.
     pub fn copy<T: Pod>(&self, dst: &mut crate::ViewMut<'_, T>, src: &crate::View<'_, T>) -> Result<()> {
         self.gpu.bind()?;
         raw::copy_async(dst, src, self.raw())
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // A reset destroyed the stream with its context; its handle may now be
+        // another stream's.
+        if self.gpu.bind().is_ok() {
+            self.inner.destroy();
+        }
     }
 }

@@ -61,7 +61,7 @@ impl Gpu {
                 scales,
             }
         };
-        self.map_auto(kind, ops, stream.cu_stream() as cust::sys::CUstream)
+        self.map_auto(kind, ops, stream.cu_stream())
     }
 
     /// `out = op(a, b)` on cudarc buffers, queued on a cudarc stream of this

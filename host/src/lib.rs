@@ -35,6 +35,7 @@ mod gpu;
 #[cfg(feature = "cudarc")]
 mod interop;
 mod many;
+mod module;
 mod ops;
 mod raw;
 pub mod reference;
@@ -49,6 +50,7 @@ pub use half;
 pub use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp};
 pub use kernels_gpu::Dtype;
 pub use many::{AddManyPlan, Triple};
+pub use module::{Arg, CustomBinary, CustomPattern, CustomUnary, Launch, Module};
 pub use studies::{CountVariant, MatmulVariant, TransposeVariant};
 pub use tuning::{AutoPlan, BulkConfig};
 pub use variant::{LaunchConfig, Variant};

@@ -160,6 +160,13 @@ impl Gpu {
         scales: (f32, f32),
         stream: &Stream,
     ) -> Result<&'static str> {
+        match (kind.inputs(), &b) {
+            (1, Some(_)) => {
+                return Err(Error::WrongOperands { op: kind.name(), detail: "a one-input operation takes no b" })
+            }
+            (2, None) => return Err(Error::WrongOperands { op: kind.name(), detail: "a two-input operation needs b" }),
+            _ => {}
+        }
         let scales = (kind == OpKind::Axpby).then_some(scales);
         let ops = Operands { a: a.into_view(), b, out: out.into_view_mut(), scales };
         match how {
@@ -233,10 +240,9 @@ impl Gpu {
         b: Option<&[T]>,
         scales: Option<(f32, f32)>,
     ) -> Result<Vec<T>> {
-        let b_len = b.map_or(a.len(), |b| b.len());
-        if b_len != a.len() {
+        if let Some(b) = b.filter(|b| b.len() != a.len()) {
             let name = self.auto_scalar(kind, T::DTYPE).name;
-            return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b_len, out: a.len() });
+            return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: a.len() });
         }
         let stream = self.stream()?;
         let da = self.upload(a)?;
@@ -253,7 +259,7 @@ impl Gpu {
         &self,
         kind: OpKind,
         ops: Operands<'_, T>,
-        raw: cust::sys::CUstream,
+        raw: cudarc::driver::sys::CUstream,
     ) -> Result<&'static str> {
         if let (OpKind::Binary(BinaryOp::Add), Some(b)) = (kind, ops.b) {
             return Ok(self.add_auto_raw(None, ops.a, b, ops.out, raw)?.name());
@@ -303,7 +309,7 @@ impl Gpu {
         k: &'static OpKernel,
         cfg: LaunchConfig,
         ops: Operands<'_, T>,
-        raw: cust::sys::CUstream,
+        raw: cudarc::driver::sys::CUstream,
     ) -> Result<()> {
         self.check_map(k, cfg, &ops)?;
         self.map_launch_raw(k, cfg, ops, raw)
@@ -311,9 +317,15 @@ impl Gpu {
 
     /// Lengths, launch settings and ownership of the operands.
     fn check_map<T: Element>(&self, k: &'static OpKernel, cfg: LaunchConfig, ops: &Operands<'_, T>) -> Result<()> {
-        let (n, b_len) = (ops.a.len(), ops.b.map_or(ops.a.len(), |b| b.len()));
-        if b_len != n || ops.out.len() != n {
-            return Err(Error::LengthMismatch { variant: k.name, a: n, b: b_len, out: ops.out.len() });
+        let n = ops.a.len();
+        match ops.b {
+            Some(b) if b.len() != n || ops.out.len() != n => {
+                return Err(Error::LengthMismatch { variant: k.name, a: n, b: b.len(), out: ops.out.len() })
+            }
+            None if ops.out.len() != n => {
+                return Err(Error::UnaryLengthMismatch { variant: k.name, a: n, out: ops.out.len() })
+            }
+            _ => {}
         }
         cfg.check(k.name)?;
         let owners = [Some(ops.a.owner()), ops.b.as_ref().map(|b| b.owner()), Some(ops.out.owner())];
@@ -325,7 +337,7 @@ impl Gpu {
         k: &'static OpKernel,
         cfg: LaunchConfig,
         mut ops: Operands<'_, T>,
-        raw: cust::sys::CUstream,
+        raw: cudarc::driver::sys::CUstream,
     ) -> Result<()> {
         let n = ops.a.len();
         let launch = MapLaunch {

@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::ptx::{build_ptx, MODULES, TRACKED_PTX};
-use super::{cargo_with_cuda, root, sha256, Res};
+use super::{cargo, root, sha256, Res, EXAMPLE};
 
 /// Runs `cargo <args> --message-format=json` and returns (name, executable) of every
 /// artifact that has one.
 fn executables(args: &[&str], want: Want) -> Res<Vec<(String, PathBuf)>> {
-    let mut c = cargo_with_cuda()?;
+    let mut c = cargo();
     c.args(args).arg("--message-format=json-render-diagnostics").stderr(std::process::Stdio::inherit());
     let out = c.output().map_err(|e| format!("{e}"))?;
     if !out.status.success() {
@@ -86,6 +86,16 @@ pub(crate) fn bundle(out: &Path) -> Res {
     // The examples, the cudarc one included (its feature loads the driver at run time).
     let examples = ["build", "--release", "--package", "gpukern", "--features", "cudarc", "--examples"];
     for (name, exe) in executables(&examples, Want::Binaries)? {
+        copy(&exe, out.join("examples").join(&name))?;
+    }
+    // The worked example: its GPU tests join the others, its program the examples.
+    let manifest = root().join(EXAMPLE).display().to_string();
+    let ex_tests = ["test", "--release", "--workspace", "--no-run", "--manifest-path", &manifest];
+    for (name, exe) in executables(&ex_tests, Want::TestHarnesses)? {
+        copy(&exe, out.join("tests").join(&name))?;
+    }
+    let ex_bins = ["build", "--release", "--workspace", "--bins", "--manifest-path", &manifest];
+    for (name, exe) in executables(&ex_bins, Want::Binaries)? {
         copy(&exe, out.join("examples").join(&name))?;
     }
     let ptx = std::fs::read(root().join(TRACKED_PTX)).map_err(|e| e.to_string())?;

@@ -4,14 +4,14 @@
 //!   (sm_70, the portable module, and sm_90 with PTX ISA 8.0, the Hopper module)
 //!   and write (or compare) the tracked `ptx/kernels_gpu.ptx` and
 //!   `ptx/kernels_gpu_sm90.ptx`.
-//! * `test [args]`: make libcuda available, then `cargo test --workspace [args]`.
+//! * `test [args]`: `cargo test --workspace [args]`, then the same in the worked
+//!   example's workspace (`examples/custom-kernels`).
 //! * `ci`: what CI runs: fmt, clippy, `build-ptx --check`, `test`.
 //! * `report [args]`: the main job, `cargo run --release --bin report -- [args]`.
 //! * `bundle [--out DIR]`: release test, bench and report executables plus the PTX
 //!   and `run.sh` in one folder that runs on a GPU machine without Rust.
 //! * `import-results DIR...`: copy a GPU run's report/verify/sanitizer files into
 //!   `results/<gpu>/` and regenerate the README's results block from them.
-//! * `libcuda`: print the folder used as `CUDA_LIBRARY_PATH`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -45,7 +45,7 @@ enum Cmd {
         #[arg(long)]
         check: bool,
     },
-    /// The tests: make libcuda available, then `cargo test --workspace [ARGS]`.
+    /// The tests: `cargo test --workspace [ARGS]`, here and in examples/custom-kernels.
     #[command(disable_help_flag = true)]
     Test {
         /// Passed to cargo test (e.g. `-- --include-ignored` on a GPU machine).
@@ -75,8 +75,6 @@ enum Cmd {
         #[arg(required = true)]
         dirs: Vec<String>,
     },
-    /// Print the folder used as CUDA_LIBRARY_PATH.
-    Libcuda,
 }
 
 fn main() -> ExitCode {
@@ -93,7 +91,6 @@ fn main() -> ExitCode {
             Cmd::Report { args } => report(&args),
             Cmd::Bundle { out } => bundle(&out),
             Cmd::ImportResults { dirs } => import_results(&dirs),
-            Cmd::Libcuda => libcuda().map(|p| println!("{}", p.display())),
         },
     };
     match result {
@@ -128,35 +125,23 @@ fn sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Makes libcuda linkable and loadable (the real driver's, or Debian's libcuda1 on
-/// machines without one) and returns the `CUDA_LIBRARY_PATH` folder.
-fn libcuda() -> Res<PathBuf> {
-    let out = Command::new("bash")
-        .arg(root().join("scripts/libcuda.sh"))
-        .output()
-        .map_err(|e| format!("running scripts/libcuda.sh: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("scripts/libcuda.sh failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
-    }
-    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-}
+/// The worked example's workspace (a user's project: its own Cargo.lock and target).
+const EXAMPLE: &str = "examples/custom-kernels/Cargo.toml";
 
-/// A cargo command with libcuda on the link and load paths.
-fn cargo_with_cuda() -> Res<Command> {
-    let dir = libcuda()?;
-    let lib64 = dir.join("lib64");
+/// A cargo command for the example's workspace.
+fn cargo_example(args: &[&str]) -> Command {
     let mut c = cargo();
-    let ld = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
-    c.env("CUDA_LIBRARY_PATH", &dir).env(
-        "LD_LIBRARY_PATH",
-        if ld.is_empty() { lib64.display().to_string() } else { format!("{}:{ld}", lib64.display()) },
-    );
-    Ok(c)
+    c.args(args).arg("--manifest-path").arg(root().join(EXAMPLE));
+    c
 }
 
 fn test(extra: &[String]) -> Res {
-    let mut c = cargo_with_cuda()?;
+    let mut c = cargo();
     c.args(["test", "--workspace"]).args(extra);
+    run(c)?;
+    // The example's CPU-side tests (its GPU tests are ignored without a GPU).
+    let mut c = cargo_example(&["test", "--workspace"]);
+    c.args(extra);
     run(c)
 }
 
@@ -164,15 +149,19 @@ fn ci() -> Res {
     let mut c = cargo();
     c.args(["fmt", "--all", "--", "--check"]);
     run(c)?;
-    let mut c = cargo_with_cuda()?;
+    run(cargo_example(&["fmt", "--all", "--", "--check"]))?;
+    let mut c = cargo();
     c.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    run(c)?;
+    let mut c = cargo_example(&["clippy", "--workspace", "--all-targets"]);
+    c.args(["--", "-D", "warnings"]);
     run(c)?;
     build_ptx(true)?;
     test(&[])
 }
 
 fn report(args: &[String]) -> Res {
-    let mut c = cargo_with_cuda()?;
+    let mut c = cargo();
     c.args(["run", "--quiet", "--release", "--package", "gpukern-benches", "--bin", "report", "--"]).args(args);
     // The report prints its own one-line error (e.g. no GPU); pass its status on
     // without adding a second line.

@@ -5,9 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-pub fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or(f64::NAN)
-}
+pub use super::schema::f;
 
 /// The main table (all rows, or only n == `only_n`) of a report's JSON.
 pub fn main_table(r: &Value, only_n: Option<u64>) -> String {
@@ -87,6 +85,14 @@ pub fn markdown(r: &Value) -> String {
     crate::hopper::render(&mut s, &bulk, &ceiling, &foreach, f(&r["copy_gbps"]), f(&r["peak_gbps"]));
     let ops: Vec<crate::ops::OpRow> = serde_json::from_value(r["ops"].clone()).unwrap_or_default();
     crate::ops::render(&mut s, &ops);
+    let custom: Vec<crate::custom::CustomRow> = serde_json::from_value(r["custom"].clone()).unwrap_or_default();
+    if !custom.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Custom operations\n\nThe worked example's own operations (examples/custom-kernels: `silu`, and `relu_axpy` = relu(1.5·a − 0.75·b)), built with gpukern-build and run through `Module::unary`/`binary`, beside the built-in `neg` (one input) and `add`'s automatic path (two inputs), same dtype and n, in this run.\n"
+        );
+        crate::custom::render(&mut s, &custom);
+    }
     let _ = writeln!(s, "\n## Peers\n\n{}\n", r["peers_note"].as_str().unwrap_or(""));
     let _ = writeln!(s, "## All sizes\n\n{}", main_table(r, None));
     s

@@ -80,14 +80,7 @@ fn open_gpu(index: usize) -> Result<Gpu, String> {
     Gpu::new(index).map_err(|e| e.to_string())
 }
 
-/// Timed launches per measurement: fewer as the bytes grow.
-pub fn reps_for(bytes: u64) -> usize {
-    match bytes {
-        b if b <= 1 << 24 => 200,
-        b if b <= 1 << 28 => 60,
-        _ => 25,
-    }
-}
+pub use crate::reps_for;
 
 /// One row of the main sweep.
 #[derive(Clone)]
@@ -259,6 +252,16 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         eprintln!("element-wise operations at {op_sizes:?} ...");
         crate::ops::measure(&gpu, &o.dtypes, &op_sizes)?
     };
+    // User-defined operations at 2^28 (the section needs that size).
+    let custom = if o.ops && o.max_log2 >= 28 && o.min_log2 <= 28 {
+        eprintln!("custom operations at 2^28 ...");
+        crate::custom::measure(&gpu, &[1 << 28])?
+    } else {
+        Vec::new()
+    };
+    for r in custom.iter().filter(|r| !r.verified) {
+        failures.push(format!("custom {} {} n={}: differs from the CPU rule", r.op, r.dtype, r.n));
+    }
     for r in ops.iter().filter(|r| !r.verified) {
         failures.push(format!("op {} {} n={}: differs from the CPU reference", r.op, r.dtype, r.n));
     }
@@ -361,6 +364,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         lead,
         foreach,
         ops,
+        custom,
         ceiling,
         tuning,
         peer_matmul,

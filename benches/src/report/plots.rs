@@ -6,7 +6,7 @@
 use plotters::prelude::*;
 use serde_json::Value;
 
-use super::markdown::f;
+use super::schema::f;
 
 const SIZE: (u32, u32) = (1100, 720);
 

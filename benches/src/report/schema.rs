@@ -8,6 +8,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A JSON number, or NaN: what the renderers read rows' optional numbers with.
+pub fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
 pub use super::auto::AutoRow;
 pub use super::cpu::CpuRow;
 pub use super::launch::BatchedRow;
@@ -167,6 +172,9 @@ pub struct Report {
     pub foreach: Vec<crate::foreach::ForeachRow>,
     #[serde(default)]
     pub ops: Vec<crate::ops::OpRow>,
+    /// User-defined operations (the worked example's) beside the built-in ones.
+    #[serde(default)]
+    pub custom: Vec<crate::custom::CustomRow>,
     pub ceiling: Vec<crate::hopper::CeilingRow>,
     pub tuning: Vec<crate::hopper::TuneRow>,
     /// torch.matmul rows, as peers.py prints them.

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::markdown::f;
+use super::schema::f;
 use super::schema::Study;
 
 fn ok(verified: bool) -> &'static str {

@@ -4,7 +4,7 @@
 
 use std::ffi::c_void;
 
-use cust::sys as cu;
+use cudarc::driver::sys as cu;
 
 use super::{arg, launch, launch_2d, need, AnyBits, Geometry, RawFn};
 use super::{DevRead, DevWrite};

@@ -1,6 +1,6 @@
 //! CUDA graphs: capture on a private stream, instantiate, launch, destroy.
 
-use cust::sys as cu;
+use cudarc::driver::sys as cu;
 
 use super::check;
 use crate::error::{Error, Result};

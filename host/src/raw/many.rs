@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-use cust::sys as cu;
+use cudarc::driver::sys as cu;
 use kernels_gpu::foreach::{ManyDesc, ManyInline};
 
 use super::{alloc, arg, check, free, launch, RawFn};

@@ -8,21 +8,25 @@
 use std::ffi::{c_void, CStr};
 use std::os::raw::c_char;
 
-use cust::sys as cu;
+use cudarc::driver::sys as cu;
 
 use crate::error::{DriverError, Error, Result};
 
 mod add;
+mod driver;
 mod graph;
 mod many;
 mod ops;
 mod studies;
+mod user;
 
 pub(crate) use add::*;
+pub(crate) use driver::*;
 pub(crate) use graph::*;
 pub(crate) use many::*;
 pub(crate) use ops::*;
 pub(crate) use studies::*;
+pub(crate) use user::*;
 
 /// Turns a `CUresult` into a [`DriverError`] with the driver's own name and text.
 pub(crate) fn check(result: cu::CUresult) -> Result<(), DriverError> {
@@ -49,19 +53,6 @@ pub(crate) fn check(result: cu::CUresult) -> Result<(), DriverError> {
         name: read(name, format!("CUresult {}", result as u32)),
         message: read(text, "unknown error".into()),
     })
-}
-
-/// Converts cust's error into ours (same code, the driver's name and text).
-pub(crate) fn from_cust(e: cust::error::CudaError) -> DriverError {
-    let code = e as u32;
-    if code <= 999 {
-        // SAFETY: cust's CudaError mirrors CUresult for codes up to 999.
-        let r: cu::CUresult = unsafe { std::mem::transmute(code) };
-        if let Err(d) = check(r) {
-            return d;
-        }
-    }
-    DriverError { code, name: format!("{e:?}"), message: e.to_string() }
 }
 
 /// Plain data that device bytes may be copied into: every bit pattern is a
@@ -265,16 +256,25 @@ pub(super) fn need(kernel: &'static str, what: &str, have: usize, want: u64) -> 
     Ok(())
 }
 
-/// One attribute of a kernel (`CUfunction_attribute` value `attr`).
-pub(crate) fn func_attribute(func: RawFn, attr: i32) -> Result<i32> {
+/// One attribute of a kernel.
+pub(crate) fn func_attribute(func: RawFn, attr: cu::CUfunction_attribute) -> Result<i32> {
     let mut value = 0i32;
-    // SAFETY: writes one integer; the attribute value comes from cust's enum, which
-    // mirrors CUfunction_attribute.
-    let r = unsafe {
-        cu::cuFuncGetAttribute(&mut value, std::mem::transmute::<i32, cu::CUfunction_attribute>(attr), func.0)
-    };
+    // SAFETY: writes one integer.
+    let r = unsafe { cu::cuFuncGetAttribute(&mut value, attr, func.0) };
     check(r).map_err(|source| Error::Driver { context: "cuFuncGetAttribute", source })?;
     Ok(value)
+}
+
+/// Registers, local memory, static shared memory and block limit of a kernel.
+pub(crate) fn kernel_resources(f: RawFn) -> Result<crate::gpu::KernelResources> {
+    use cu::CUfunction_attribute as A;
+    let get = |a: A| func_attribute(f, a).map(|v| v as u32);
+    Ok(crate::gpu::KernelResources {
+        registers: get(A::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+        local_bytes: get(A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+        shared_bytes: get(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+        max_threads_per_block: get(A::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+    })
 }
 
 /// Most dynamic shared memory a block of device `ordinal` may use after opting in.

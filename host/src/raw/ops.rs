@@ -1,7 +1,7 @@
 //! Launches of the element-wise library's kernels (`kernels_gpu::ops`): binary
 //! `(a, b, c, n)`, unary `(a, c, n)` and axpby `(a, b, c, n, alpha, beta)`.
 
-use cust::sys as cu;
+use cudarc::driver::sys as cu;
 use kernels_gpu::ops::OpKind;
 
 use super::{arg, launch, AnyBits, DevRead, DevWrite, RawFn};
@@ -40,9 +40,14 @@ pub(crate) fn launch_map<T: AnyBits, R: DevRead<T>>(
     if !shape_ok {
         return Err(Error::Shape { kernel: l.name, detail: "operands do not match the operation".into() });
     }
-    let b_len = b.map_or(n, |b| b.len());
-    if a.len() < n || b_len < n || out.len() < n {
-        return Err(Error::LengthMismatch { variant: l.name, a: a.len(), b: b_len, out: out.len() });
+    match b {
+        Some(b) if a.len() < n || b.len() < n || out.len() < n => {
+            return Err(Error::LengthMismatch { variant: l.name, a: a.len(), b: b.len(), out: out.len() });
+        }
+        None if a.len() < n || out.len() < n => {
+            return Err(Error::UnaryLengthMismatch { variant: l.name, a: a.len(), out: out.len() });
+        }
+        _ => {}
     }
     let addrs = [("a", Some(a.addr())), ("b", b.map(|b| b.addr())), ("out", Some(out.addr()))];
     for (operand, addr) in addrs.into_iter().filter_map(|(o, a)| a.map(|a| (o, a))) {

@@ -1,6 +1,6 @@
 //! Launches of the seed-003 study kernels (matmul, count, strided copy, transpose, fusion).
 
-use cust::sys as cu;
+use cudarc::driver::sys as cu;
 use kernels_gpu::coalesce;
 
 use super::{arg, launch_2d, need, Geometry, RawFn};

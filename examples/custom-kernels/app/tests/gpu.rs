@@ -1,0 +1,154 @@
+//! GPU tests of the example (ignored without a GPU): the custom operations
+//! across sizes × offsets with canaries, the checks of the typed handles, and a
+//! user kernel that faults, then a reset, then a correct add.
+
+use custom_kernels_app::{check, load};
+use gpukern::half::bf16;
+use gpukern::{Arg, Error, Gpu, Launch};
+
+fn record(case: &str, n: usize, ok: bool) {
+    use std::io::Write;
+    if let Ok(path) = std::env::var("GPUKERN_CASES") {
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = writeln!(f, "{{\"test\":\"custom_ops\",\"case\":\"{case}\",\"n\":{n},\"ok\":{ok}}}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn custom_ops_are_bit_exact_at_every_size_and_offset() {
+    let gpu = Gpu::new(0).unwrap();
+    let module = load(&gpu).unwrap();
+    let stream = gpu.stream().unwrap();
+    let mut failures = Vec::new();
+    for n in [
+        0usize,
+        1,
+        2,
+        3,
+        4,
+        5,
+        7,
+        8,
+        9,
+        15,
+        16,
+        17,
+        31,
+        33,
+        255,
+        256,
+        257,
+        4095,
+        4096,
+        4097,
+        65_537,
+        1 << 20,
+        (1 << 22) + 5,
+    ] {
+        for offset in [0usize, 1, 2, 5, 8] {
+            for (dtype, r) in [
+                ("f32", check::<f32>(&gpu, &module, &stream, n, offset)),
+                ("bf16", check::<bf16>(&gpu, &module, &stream, n, offset)),
+            ] {
+                record(&format!("silu+relu_axpy {dtype} offset {offset}"), n, r.is_ok());
+                if let Err(m) = r {
+                    failures.push(m);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn handles_check_the_manifest_and_the_operands() {
+    let gpu = Gpu::new(0).unwrap();
+    let module = load(&gpu).unwrap();
+    let stream = gpu.stream().unwrap();
+    // Kind, dtype and name come from the manifest.
+    assert!(matches!(module.binary::<f32>("silu"), Err(Error::CustomOp { .. })));
+    assert!(
+        matches!(module.unary::<gpukern::half::f16>("silu"), Err(Error::CustomOp { .. })),
+        "no f16 kernels declared"
+    );
+    assert!(matches!(module.unary::<f32>("write_one"), Err(Error::CustomOp { .. })), "a plain kernel has no manifest");
+    assert!(matches!(module.unary::<f32>("nope"), Err(Error::CustomOp { .. })));
+    let silu = module.unary::<f32>("silu").unwrap();
+    assert_eq!(silu.kernels(), ("silu_f32", "silu_f32x4"));
+    let a = gpu.upload(&[1.0f32; 64]).unwrap();
+    let mut out = gpu.alloc::<f32>(64).unwrap();
+    let e = silu.run(&a, out.slice_mut(..60).unwrap(), [0.0; 2], &stream).unwrap_err();
+    assert!(matches!(e, Error::UnaryLengthMismatch { a: 64, out: 60, .. }), "{e:?}");
+    let cfg = gpukern::LaunchConfig::default();
+    let e = silu
+        .run_with(
+            gpukern::CustomPattern::Pack,
+            cfg,
+            a.slice(1..).unwrap(),
+            out.slice_mut(1..).unwrap(),
+            [0.0; 2],
+            &stream,
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::Misaligned { operand: "a", .. }), "{e:?}");
+    let other = Gpu::new(0).unwrap();
+    let e = silu.run(&a, &mut out, [0.0; 2], &other.stream().unwrap()).unwrap_err();
+    assert!(matches!(e, Error::ForeignHandle { what: "stream", .. }), "{e:?}");
+    let b = other.upload(&[1.0f32; 64]).unwrap();
+    let relu = module.binary::<f32>("relu_axpy").unwrap();
+    let e = relu.run(&a, &b, &mut out, [1.0, 1.0], &stream).unwrap_err();
+    assert!(matches!(e, Error::ForeignHandle { what: "buffers", .. }), "{e:?}");
+    // The escape hatch checks what it can: geometry and stream.
+    let bad = Launch { grid: (0, 1, 1), block: (32, 1, 1), shared_bytes: 0 };
+    // SAFETY: refused before launching (grid of zero blocks).
+    let e = unsafe { module.launch("write_one", bad, &[Arg::view_mut(&out.view_mut())], &stream) }.unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "{e:?}");
+    stream.synchronize().unwrap();
+}
+
+fn in_child() -> bool {
+    std::env::var_os("GPUKERN_CHILD").is_some()
+}
+
+/// A user kernel faults: the error names it; `Gpu::reset` recovers the device
+/// and a new add is correct. In a child process: the fault poisons the
+/// process's context, which the other tests share.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_faulting_user_kernel_is_named_and_reset_recovers() {
+    if !in_child() {
+        let exe = std::env::current_exe().unwrap();
+        let out = std::process::Command::new(exe)
+            .args(["--exact", "a_faulting_user_kernel_is_named_and_reset_recovers", "--include-ignored", "--nocapture"])
+            .env("GPUKERN_CHILD", "1")
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let ok = out.status.success() && text.contains("USER-FAULT-OK");
+        record("user kernel fault, reset, add", 1 << 16, ok);
+        assert!(ok, "child failed:\n{text}");
+        return;
+    }
+    let gpu = Gpu::new(0).unwrap();
+    let module = load(&gpu).unwrap();
+    let stream = gpu.stream().unwrap();
+    let one = Launch { grid: (1, 1, 1), block: (1, 1, 1), shared_bytes: 0 };
+    // SAFETY: deliberately not: write_one stores through address 0, which faults.
+    unsafe { module.launch("write_one", one, &[Arg::Ptr(0)], &stream) }.unwrap();
+    let e = stream.synchronize().unwrap_err();
+    assert!(matches!(&e, Error::KernelFault { kernel: Some(k), .. } if k == "write_one"), "{e:?}");
+    assert!(e.to_string().contains("`write_one`"), "{e}");
+    let gpu = gpu.reset().unwrap();
+    let a: Vec<f32> = (0..1 << 16).map(|i| i as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..1 << 16).map(|i| 3.0 - i as f32).collect();
+    let c = gpu.add_host(&a, &b).unwrap();
+    assert!(c.iter().zip(a.iter().zip(&b)).all(|(c, (a, b))| c.to_bits() == (a + b).to_bits()));
+    // User modules load again on the new handle and run correctly.
+    let module = load(&gpu).unwrap();
+    let stream = gpu.stream().unwrap();
+    check::<f32>(&gpu, &module, &stream, 10_000, 3).unwrap();
+    println!("USER-FAULT-OK");
+}

@@ -1,0 +1,410 @@
+//! User modules: PTX built from your own kernel crate (with `gpukern-build`),
+//! loaded into a [`Gpu`]'s context.
+//!
+//! * [`Module::unary`] and [`Module::binary`] give typed handles to the
+//!   element-wise operations that `gpukern_device::elementwise!` declared. They
+//!   run with the built-in operations' automatic choice (the 16-byte pack
+//!   kernel on aligned operands, after a scalar head when all are misaligned
+//!   alike; the scalar kernel otherwise) and the same checks: lengths,
+//!   alignment, buffers and streams of this `Gpu`. They are safe because the
+//!   macro fixes the kernels' parameter lists and the module's manifest says
+//!   which operation and dtypes it holds; the handle reads it before it
+//!   launches anything.
+//! * [`Module::launch`] is the escape hatch for any other kernel: `unsafe`,
+//!   under the contract in its docs.
+
+use std::collections::HashSet;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use gpukern_device::{EwKind, ABI_MAGIC, ABI_VERSION};
+use kernels_gpu::launch::grid_for;
+use kernels_gpu::Dtype;
+
+use crate::add::PEEL_MIN_ELEMENTS;
+use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
+use crate::context::Shared;
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, Stream};
+use crate::raw::{self, CustomLaunch, RawFn, RawModule};
+use crate::tuning::AutoPlan;
+use crate::variant::LaunchConfig;
+
+/// Kernel names live as long as the process (errors carry `&'static str`);
+/// each distinct name is stored once however often modules are loaded.
+pub(crate) fn intern(name: &str) -> &'static str {
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut set = NAMES.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(s) = set.get(name) {
+        return s;
+    }
+    let s: &'static str = Box::leak(name.to_string().into_boxed_str());
+    set.insert(s);
+    s
+}
+
+/// A loaded module, kept alive by every handle into it.
+pub(crate) struct ModuleInner {
+    pub(crate) gpu: Arc<Shared>,
+    pub(crate) raw: RawModule,
+}
+
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        // After Gpu::reset the module died with the old context.
+        if self.gpu.bind().is_ok() {
+            self.raw.unload();
+        }
+    }
+}
+
+/// A PTX module of your own, loaded with [`Gpu::load_module`].
+#[derive(Clone)]
+pub struct Module {
+    pub(crate) inner: Arc<ModuleInner>,
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Module").field("device", &self.inner.gpu.info.index).finish()
+    }
+}
+
+impl Gpu {
+    /// Loads PTX text (e.g. `include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"))`
+    /// from `gpukern-build`) into this GPU's context. Fails with
+    /// [`Error::PtxLoad`] when the driver rejects it (a module built for sm_90
+    /// on an older GPU, say).
+    pub fn load_module(&self, ptx: &str) -> Result<Module> {
+        self.shared.bind()?;
+        let raw = RawModule::load(ptx)?;
+        Ok(Module { inner: Arc::new(ModuleInner { gpu: self.shared.clone(), raw }) })
+    }
+}
+
+/// Bit of a dtype in a manifest's mask.
+const fn dtype_bit(d: Dtype) -> u32 {
+    match d {
+        Dtype::F32 => 1,
+        Dtype::F16 => 2,
+        Dtype::Bf16 => 4,
+    }
+}
+
+/// Suffixes of the two kernels of a dtype (see `gpukern_device::elementwise!`).
+const fn suffixes(d: Dtype) -> (&'static str, &'static str) {
+    match d {
+        Dtype::F32 => ("_f32", "_f32x4"),
+        Dtype::F16 => ("_f16", "_f16x8"),
+        Dtype::Bf16 => ("_bf16", "_bf16x8"),
+    }
+}
+
+impl Module {
+    /// The manifest of operation `name`: its kind and dtype mask.
+    fn manifest(&self, name: &str) -> Result<(u32, u32)> {
+        let bad = |detail: String| Error::CustomOp { name: name.to_string(), detail };
+        self.inner.gpu.bind()?;
+        let Some(bytes) = self.inner.raw.read_global(&format!("gpukern_ew_{name}"))? else {
+            return Err(bad(format!(
+                "the module has no manifest `gpukern_ew_{name}`; declare the operation with gpukern_device::elementwise!"
+            )));
+        };
+        let words: Vec<u32> = bytes.as_chunks::<4>().0.iter().map(|w| u32::from_le_bytes(*w)).collect();
+        match words[..] {
+            [ABI_MAGIC, ABI_VERSION, kind, mask] => Ok((kind, mask)),
+            [ABI_MAGIC, v, ..] => Err(bad(format!("manifest version {v}, this library reads {ABI_VERSION}"))),
+            _ => Err(bad("the manifest is not gpukern's".into())),
+        }
+    }
+
+    fn custom<T: Element>(&self, name: &str, kind: EwKind) -> Result<Custom> {
+        let (k, mask) = self.manifest(name)?;
+        let bad = |detail: String| Error::CustomOp { name: name.to_string(), detail };
+        if k != kind as u32 {
+            let says = if k == EwKind::Unary as u32 { "unary" } else { "binary" };
+            return Err(bad(format!("the module declares it {says}, asked for as {kind:?}")));
+        }
+        if mask & dtype_bit(T::DTYPE) == 0 {
+            return Err(bad(format!("the module has no {} kernels for it", T::DTYPE.name())));
+        }
+        let (s, p) = suffixes(T::DTYPE);
+        let func = |suffix: &str| -> Result<(&'static str, RawFn)> {
+            let full = intern(&format!("{name}{suffix}"));
+            let f = self.inner.raw.function(full).map_err(|source| Error::MissingKernel { name: full, source })?;
+            Ok((full, f))
+        };
+        Ok(Custom { module: self.inner.clone(), dtype: T::DTYPE, kind, scalar: func(s)?, pack: func(p)? })
+    }
+
+    /// The one-input operation `name` of this module on `T` (declared `unary`
+    /// for `T`'s dtype with `gpukern_device::elementwise!`).
+    pub fn unary<T: Element>(&self, name: &str) -> Result<CustomUnary<T>> {
+        Ok(CustomUnary { op: self.custom::<T>(name, EwKind::Unary)?, _t: PhantomData })
+    }
+
+    /// The two-input operation `name` of this module on `T`.
+    pub fn binary<T: Element>(&self, name: &str) -> Result<CustomBinary<T>> {
+        Ok(CustomBinary { op: self.custom::<T>(name, EwKind::Binary)?, _t: PhantomData })
+    }
+}
+
+/// The two kernels of one operation and dtype.
+#[derive(Clone)]
+struct Custom {
+    module: Arc<ModuleInner>,
+    dtype: Dtype,
+    kind: EwKind,
+    scalar: (&'static str, RawFn),
+    pack: (&'static str, RawFn),
+}
+
+/// Which kernel of a custom operation to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CustomPattern {
+    /// One element per thread, any element alignment.
+    Scalar,
+    /// One 16-byte pack per thread; operands 16-byte aligned.
+    Pack,
+}
+
+impl Custom {
+    fn check<T: Element>(
+        &self,
+        a: &View<'_, T>,
+        b: Option<&View<'_, T>>,
+        out: &ViewMut<'_, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let name = self.scalar.0;
+        let n = a.len();
+        match b {
+            Some(b) if b.len() != n || out.len() != n => {
+                return Err(Error::LengthMismatch { variant: name, a: n, b: b.len(), out: out.len() })
+            }
+            None if out.len() != n => return Err(Error::UnaryLengthMismatch { variant: name, a: n, out: out.len() }),
+            _ => {}
+        }
+        let gpu = &self.module.gpu;
+        gpu.bind()?;
+        let owners = [Some(a.owner()), b.map(|b| b.owner()), Some(out.owner())];
+        if owners.into_iter().flatten().any(|o| !Arc::ptr_eq(o, gpu)) {
+            return Err(Error::ForeignHandle { variant: name, what: "buffers" });
+        }
+        if !Arc::ptr_eq(stream.shared(), gpu) {
+            return Err(Error::ForeignHandle { variant: name, what: "stream" });
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch<T: Element>(
+        &self,
+        pattern: CustomPattern,
+        cfg: LaunchConfig,
+        a: View<'_, T>,
+        b: Option<View<'_, T>>,
+        mut out: ViewMut<'_, T>,
+        params: [f32; 2],
+        stream: &Stream,
+    ) -> Result<&'static str> {
+        let ((name, func), lanes, align) = match pattern {
+            CustomPattern::Scalar => (self.scalar, 1, self.dtype.size()),
+            CustomPattern::Pack => (self.pack, (16 / self.dtype.size()) as u32, 16),
+        };
+        cfg.check(name)?;
+        let n = a.len();
+        let l = CustomLaunch {
+            name,
+            func,
+            binary: self.kind == EwKind::Binary,
+            grid: grid_for(n as u64, lanes, cfg.block, cfg.max_grid),
+            block: cfg.block,
+            align,
+        };
+        self.module.gpu.note_user_kernel(name);
+        raw::launch_custom(&l, &a, b.as_ref(), &mut out, n, params, stream.raw())?;
+        Ok(name)
+    }
+
+    /// The automatic choice (as the built-in operations').
+    fn run_auto<T: Element>(
+        &self,
+        a: View<'_, T>,
+        b: Option<View<'_, T>>,
+        out: ViewMut<'_, T>,
+        params: [f32; 2],
+        stream: &Stream,
+    ) -> Result<&'static str> {
+        self.check(&a, b.as_ref(), &out, stream)?;
+        let n = a.len();
+        let cfg = LaunchConfig::with_block(AutoPlan::new(self.dtype, n, false).block);
+        let addrs: Vec<u64> =
+            [Some(a.addr()), b.as_ref().map(|b| b.addr()), Some(out.addr())].into_iter().flatten().collect();
+        let offset = addrs[0] % 16;
+        if addrs.iter().all(|x| x % 16 == 0) {
+            return self.launch(CustomPattern::Pack, cfg, a, b, out, params, stream);
+        }
+        if addrs.iter().all(|x| x % 16 == offset) && n >= PEEL_MIN_ELEMENTS {
+            // Same misalignment everywhere: after `head` elements all are aligned.
+            let head = (16 - offset as usize) / self.dtype.size();
+            let (o1, o2) = out.into_split_at(head)?;
+            let (b1, b2) = match b {
+                Some(b) => (Some(b.slice(..head)?), Some(b.slice(head..)?)),
+                None => (None, None),
+            };
+            self.launch(CustomPattern::Scalar, cfg, a.slice(..head)?, b1, o1, params, stream)?;
+            return self.launch(CustomPattern::Pack, cfg, a.slice(head..)?, b2, o2, params, stream);
+        }
+        self.launch(CustomPattern::Scalar, LaunchConfig::default(), a, b, out, params, stream)
+    }
+}
+
+/// A one-input operation of a user module on `T`: `out = op(a)`.
+#[derive(Clone)]
+pub struct CustomUnary<T: Element> {
+    op: Custom,
+    _t: PhantomData<T>,
+}
+
+impl<T: Element> CustomUnary<T> {
+    /// Queues `out = op(a)` with the automatic choice; `params` reach the
+    /// operation's `Params::from_params`. Returns the kernel that did the bulk
+    /// of the work. `n = 0` is a no-op.
+    pub fn run<'a>(
+        &self,
+        a: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        params: [f32; 2],
+        stream: &Stream,
+    ) -> Result<&'static str> {
+        self.op.run_auto(a.into_view(), None, out.into_view_mut(), params, stream)
+    }
+
+    /// As [`CustomUnary::run`] with an explicit kernel and launch settings
+    /// (errors when operands are not aligned as the pattern needs).
+    pub fn run_with<'a>(
+        &self,
+        pattern: CustomPattern,
+        cfg: LaunchConfig,
+        a: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        params: [f32; 2],
+        stream: &Stream,
+    ) -> Result<&'static str> {
+        let (a, out) = (a.into_view(), out.into_view_mut());
+        self.op.check(&a, None, &out, stream)?;
+        self.op.launch(pattern, cfg, a, None, out, params, stream)
+    }
+
+    /// The scalar and pack kernels' names.
+    pub fn kernels(&self) -> (&'static str, &'static str) {
+        (self.op.scalar.0, self.op.pack.0)
+    }
+}
+
+/// A two-input operation of a user module on `T`: `out = op(a, b)`.
+#[derive(Clone)]
+pub struct CustomBinary<T: Element> {
+    op: Custom,
+    _t: PhantomData<T>,
+}
+
+impl<T: Element> CustomBinary<T> {
+    /// Queues `out = op(a, b)` with the automatic choice (see [`CustomUnary::run`]).
+    pub fn run<'a>(
+        &self,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        params: [f32; 2],
+        stream: &Stream,
+    ) -> Result<&'static str> {
+        self.op.run_auto(a.into_view(), Some(b.into_view()), out.into_view_mut(), params, stream)
+    }
+
+    /// As [`CustomBinary::run`] with an explicit kernel and launch settings.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_with<'a>(
+        &self,
+        pattern: CustomPattern,
+        cfg: LaunchConfig,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        params: [f32; 2],
+        stream: &Stream,
+    ) -> Result<&'static str> {
+        let (a, b, out) = (a.into_view(), b.into_view(), out.into_view_mut());
+        self.op.check(&a, Some(&b), &out, stream)?;
+        self.op.launch(pattern, cfg, a, Some(b), out, params, stream)
+    }
+
+    /// The scalar and pack kernels' names.
+    pub fn kernels(&self) -> (&'static str, &'static str) {
+        (self.op.scalar.0, self.op.pack.0)
+    }
+}
+
+/// One parameter of a kernel launched through [`Module::launch`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arg {
+    /// A device address (`*const T` / `*mut T` in the kernel).
+    Ptr(u64),
+    /// `u64`.
+    U64(u64),
+    /// `u32`.
+    U32(u32),
+    /// `i32`.
+    I32(i32),
+    /// `f32`.
+    F32(f32),
+}
+
+impl Arg {
+    /// The address of a view's first element.
+    pub fn view<T: crate::Pod>(v: &View<'_, T>) -> Arg {
+        Arg::Ptr(v.addr())
+    }
+    /// The address of a mutable view's first element.
+    pub fn view_mut<T: crate::Pod>(v: &ViewMut<'_, T>) -> Arg {
+        Arg::Ptr(v.addr())
+    }
+}
+
+/// Grid, block and dynamic shared memory of a [`Module::launch`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// Blocks, x y z (each at least 1).
+    pub grid: (u32, u32, u32),
+    /// Threads per block, x y z (at least 1, at most 1024 in all).
+    pub block: (u32, u32, u32),
+    /// Dynamic shared memory per block, bytes.
+    pub shared_bytes: u32,
+}
+
+impl Module {
+    /// Checks a raw launch's geometry and stream before the unsafe part.
+    pub(crate) fn check_launch(&self, name: &str, l: &Launch, stream: &Stream) -> Result<RawFn> {
+        let gpu = &self.inner.gpu;
+        gpu.bind()?;
+        let name = intern(name);
+        if !Arc::ptr_eq(stream.shared(), gpu) {
+            return Err(Error::ForeignHandle { variant: name, what: "stream" });
+        }
+        let (b, g) = (l.block, l.grid);
+        let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
+        if threads == 0 || threads > 1024 {
+            return Err(Error::BlockSize { variant: name, block: threads.min(u32::MAX as u64) as u32, max: 1024 });
+        }
+        if g.0 == 0 || g.1 == 0 || g.2 == 0 || g.0 > i32::MAX as u32 || g.1 > 65535 || g.2 > 65535 {
+            return Err(Error::Shape {
+                kernel: name,
+                detail: format!("grid {g:?} outside 1..=(2^31-1, 65535, 65535)"),
+            });
+        }
+        let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { name, source })?;
+        gpu.note_user_kernel(name);
+        Ok(f)
+    }
+}
