@@ -107,6 +107,13 @@ pub enum Error {
     #[error("a kernel faulted{} (reported at synchronize): {source}; call Gpu::reset to use the device again", kernel.as_ref().map(|k| format!(" (last user kernel queued: `{k}`)")).unwrap_or_default())]
     KernelFault { kernel: Option<String>, source: DriverError },
 
+    /// [`crate::Gpu::reset`] could not recover the device: the driver keeps the
+    /// fault for the rest of the process (CUDA treats an illegal address or a
+    /// failed launch as fatal to the process). Seen on driver 580 (CUDA 13.0):
+    /// the reset succeeds and every later context call returns the fault.
+    #[error("the device cannot be recovered in this process: {source}; the CUDA driver keeps this fault until the process exits: restart it, or run kernels that may fault in a child process")]
+    DeviceLost { source: DriverError },
+
     /// The handle belongs to a context that [`crate::Gpu::reset`] destroyed.
     #[error("{what}: its device was reset (Gpu::reset); use the Gpu that reset returned and new buffers")]
     DeviceReset { what: &'static str },

@@ -145,7 +145,12 @@ impl Gpu {
     /// sticky: every later call on the context fails): resets the device's
     /// primary context and opens it again with the same PTX.
     ///
-    /// Returns the new handle. Everything made before the reset, on this
+    /// Returns the new handle, or [`Error::DeviceLost`] when the driver keeps
+    /// the fault for the whole process, which CUDA documents for illegal
+    /// addresses and failed launches and which driver 580 does (measured: the
+    /// reset succeeds, every later retain of the context returns the fault).
+    /// Then only a new process can use the GPU: run kernels that may fault in
+    /// a child process (as this crate's tests do) to keep the parent going. Everything made before the reset, on this
     /// device, by any `Gpu` handle of this process (buffers, views, streams,
     /// user modules, other `Gpu` clones) is dead: its calls return
     /// [`Error::DeviceReset`] and dropping it frees nothing. So is memory that
@@ -156,7 +161,10 @@ impl Gpu {
         crate::context::bump_generation(index);
         // The reset itself needs only a context handle of the device.
         self.shared.ctx.reset()?;
-        Gpu::with_ptx(index, &self.ptx)
+        Gpu::with_ptx(index, &self.ptx).map_err(|e| match e {
+            Error::Driver { context: "cuDevicePrimaryCtxRetain", source } => Error::DeviceLost { source },
+            e => e,
+        })
     }
 
     /// The device's facts.

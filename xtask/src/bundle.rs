@@ -71,7 +71,9 @@ pub(crate) fn bundle(out: &Path) -> Res {
     let copy = |from: &Path, to: PathBuf| {
         std::fs::copy(from, &to).map(|_| ()).map_err(|e| format!("copy {} -> {}: {e}", from.display(), to.display()))
     };
-    for (name, exe) in executables(&["test", "--release", "--workspace", "--no-run"], Want::TestHarnesses)? {
+    // gpukern-build's tests need a Rust toolchain, which the GPU machine lacks (CI runs them).
+    let tests = ["test", "--release", "--workspace", "--exclude", "gpukern-build", "--no-run"];
+    for (name, exe) in executables(&tests, Want::TestHarnesses)? {
         copy(&exe, out.join("tests").join(&name))?;
     }
     for (name, exe) in executables(&["bench", "--package", "gpukern-benches", "--benches", "--no-run"], Want::Benches)?
@@ -98,6 +100,14 @@ pub(crate) fn bundle(out: &Path) -> Res {
     for (name, exe) in executables(&ex_bins, Want::Binaries)? {
         copy(&exe, out.join("examples").join(&name))?;
     }
+    // Symbols off (best effort, where binutils' strip exists): each executable
+    // embeds both PTX modules, and the bundle travels to the GPU machine.
+    for sub in ["tests", "bench", "examples"] {
+        for e in std::fs::read_dir(out.join(sub)).map_err(|e| e.to_string())?.flatten() {
+            let _ = Command::new("strip").arg(e.path()).status();
+        }
+    }
+    let _ = Command::new("strip").arg(out.join("report")).status();
     let ptx = std::fs::read(root().join(TRACKED_PTX)).map_err(|e| e.to_string())?;
     let ptx90 = std::fs::read(root().join(MODULES[1].tracked)).map_err(|e| e.to_string())?;
     copy(&root().join(TRACKED_PTX), out.join("kernels_gpu.ptx"))?;

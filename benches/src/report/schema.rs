@@ -173,7 +173,7 @@ pub struct Report {
     #[serde(default)]
     pub ops: Vec<crate::ops::OpRow>,
     /// User-defined operations (the worked example's) beside the built-in ones.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub custom: Vec<crate::custom::CustomRow>,
     pub ceiling: Vec<crate::hopper::CeilingRow>,
     pub tuning: Vec<crate::hopper::TuneRow>,
