@@ -131,7 +131,9 @@ const EXAMPLE: &str = "examples/custom-kernels/Cargo.toml";
 /// A cargo command for the example's workspace.
 fn cargo_example(args: &[&str]) -> Command {
     let mut c = cargo();
-    c.args(args).arg("--manifest-path").arg(root().join(EXAMPLE));
+    // The manifest right after the subcommand: later, `--` would hand it to rustfmt.
+    let (sub, rest) = args.split_first().expect("a subcommand");
+    c.arg(sub).arg("--manifest-path").arg(root().join(EXAMPLE)).args(rest);
     c
 }
 
