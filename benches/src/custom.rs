@@ -1,18 +1,17 @@
 //! The report's `custom` section: user-defined operations (the worked example's
-//! `silu` and `relu_axpy`, from examples/custom-kernels, built by gpukern-build
-//! in build.rs and loaded with `Gpu::load_module`) timed beside the built-in
+//! `silu` and `relu_axpy`, from examples/custom-kernels: the example program's
+//! library embeds the PTX its build.rs made with gpukern-build and holds the
+//! CPU rules; loaded with `Gpu::load_module`) timed beside the built-in
 //! operations they should match in rate: unary ops beside `neg`, binary ops
 //! beside `add`'s automatic path, same dtype, n and run.
 
+use custom_kernels_app::Lane;
 use gpukern::half::bf16;
-use gpukern::{BinaryOp, Element, Gpu, Module, OpKind, Stream, UnaryOp};
+use gpukern::{BinaryOp, Gpu, Module, OpKind, Stream, UnaryOp};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 use crate::{gbps, random_inputs, reps_for, time_op};
-
-/// The example's PTX (sm_70), built by build.rs.
-pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/custom_kernels.ptx"));
 
 /// Scalars of relu_axpy in the report.
 const PARAMS: [f32; 2] = [1.5, -0.75];
@@ -35,36 +34,7 @@ pub struct CustomRow {
     pub verified: bool,
 }
 
-/// The CPU rules of the example's crate, per element type.
-trait Rule: Element {
-    fn silu(x: Self) -> Self;
-    fn relu_axpy(a: Self, b: Self) -> Self;
-    fn bits(self) -> u32;
-}
-impl Rule for f32 {
-    fn silu(x: f32) -> f32 {
-        custom_kernels::cpu::silu_f32(x)
-    }
-    fn relu_axpy(a: f32, b: f32) -> f32 {
-        custom_kernels::cpu::relu_axpy_f32(PARAMS[0], PARAMS[1], a, b)
-    }
-    fn bits(self) -> u32 {
-        self.to_bits()
-    }
-}
-impl Rule for bf16 {
-    fn silu(x: bf16) -> bf16 {
-        bf16::from_bits(custom_kernels::cpu::silu_bf16(x.to_bits()))
-    }
-    fn relu_axpy(a: bf16, b: bf16) -> bf16 {
-        bf16::from_bits(custom_kernels::cpu::relu_axpy_bf16(PARAMS[0], PARAMS[1], a.to_bits(), b.to_bits()))
-    }
-    fn bits(self) -> u32 {
-        self.to_bits() as u32
-    }
-}
-
-fn measure_dtype<T: Rule>(
+fn measure_dtype<T: Lane>(
     gpu: &Gpu,
     module: &Module,
     stream: &Stream,
@@ -103,7 +73,7 @@ fn measure_dtype<T: Rule>(
         stream.synchronize()?;
         let got = out.slice(..check.min(n))?.to_vec()?;
         let verified = got.iter().enumerate().all(|(i, g)| {
-            let w = if inputs == 1 { T::silu(ha[i]) } else { T::relu_axpy(ha[i], hb[i]) };
+            let w = if inputs == 1 { T::silu(ha[i]) } else { T::relu_axpy(PARAMS[0], PARAMS[1], ha[i], hb[i]) };
             g.bits() == w.bits()
         });
         let t1 = builtin(&mut out)?;
@@ -127,7 +97,7 @@ fn measure_dtype<T: Rule>(
 /// Measures the example's operations in f32 and bf16 at each size.
 pub fn measure(gpu: &Gpu, sizes: &[usize]) -> Result<Vec<CustomRow>, String> {
     let e = |e: gpukern::Error| format!("custom: {e}");
-    let module = gpu.load_module(PTX).map_err(e)?;
+    let module = custom_kernels_app::load(gpu).map_err(e)?;
     let stream = gpu.stream().map_err(e)?;
     let mut rows = Vec::new();
     for &n in sizes {

@@ -5,9 +5,14 @@ use std::process::{Command, Stdio};
 
 use crate::{is_outer_build_var, Arch, BuildError, TARGET};
 
+/// `rustup` (or `$RUSTUP`).
+fn rustup() -> Command {
+    Command::new(std::env::var("RUSTUP").unwrap_or_else(|_| "rustup".into()))
+}
+
 /// `rustup run <toolchain> <program>`, with the outer build's variables removed.
 fn rustup_run(toolchain: &str, program: &str) -> Command {
-    let mut c = Command::new(std::env::var("RUSTUP").unwrap_or_else(|_| "rustup".into()));
+    let mut c = rustup();
     c.args(["run", toolchain, program]);
     for (k, _) in std::env::vars_os() {
         if is_outer_build_var(&k) {
@@ -20,11 +25,7 @@ fn rustup_run(toolchain: &str, program: &str) -> Command {
 /// Checks that `toolchain` is installed with `rust-src` and
 /// `llvm-bitcode-linker`; returns its sysroot.
 pub(crate) fn check_toolchain(toolchain: &str) -> Result<PathBuf, BuildError> {
-    let rustup = Command::new(std::env::var("RUSTUP").unwrap_or_else(|_| "rustup".into()))
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+    let rustup = rustup().arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status();
     if let Err(e) = rustup {
         return Err(BuildError::NoRustup(e.to_string()));
     }

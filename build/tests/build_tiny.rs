@@ -21,7 +21,7 @@ fn tiny_crate(dir: &Path) {
         dir.join("src/lib.rs"),
         r#"#![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
-use gpukern_device::lanes::{Bf16, Elem, Op, F32};
+use gpukern_device::lanes::{Elem, Op};
 use gpukern_device::Params;
 
 /// `2x + y`, rounded after each step.

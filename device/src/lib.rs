@@ -75,8 +75,6 @@ pub use thread::{
 };
 #[cfg(target_arch = "nvptx64")]
 pub use walk::{block_tiles, for_each_group, for_each_pack_in_tile};
-#[cfg(target_arch = "nvptx64")]
-pub use warp::shfl_down;
 
 pub use elementwise::{EwKind, Params, ABI_MAGIC, ABI_VERSION};
 

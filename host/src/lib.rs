@@ -41,6 +41,7 @@ mod raw;
 pub mod reference;
 mod studies;
 mod tuning;
+mod user_launch;
 mod variant;
 
 pub use buffer::{AsView, AsViewMut, DeviceVec, Element, Pod, View, ViewMut};
@@ -50,9 +51,10 @@ pub use half;
 pub use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp};
 pub use kernels_gpu::Dtype;
 pub use many::{AddManyPlan, Triple};
-pub use module::{Arg, CustomBinary, CustomPattern, CustomUnary, Launch, Module};
+pub use module::{CustomBinary, CustomPattern, CustomUnary, Module};
 pub use studies::{CountVariant, MatmulVariant, TransposeVariant};
 pub use tuning::{AutoPlan, BulkConfig};
+pub use user_launch::{Arg, Launch};
 pub use variant::{LaunchConfig, Variant};
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //!   macro fixes the kernels' parameter lists and the module's manifest says
 //!   which operation and dtypes it holds; the handle reads it before it
 //!   launches anything.
-//! * [`Module::launch`] is the escape hatch for any other kernel: `unsafe`,
+//! * [`Module::launch`] (`raw/user.rs`, parameters in `user_launch.rs`) is the escape hatch for any other kernel: `unsafe`,
 //!   under the contract in its docs.
 
 use std::collections::HashSet;
@@ -21,11 +21,10 @@ use gpukern_device::{EwKind, ABI_MAGIC, ABI_VERSION};
 use kernels_gpu::launch::grid_for;
 use kernels_gpu::Dtype;
 
-use crate::add::PEEL_MIN_ELEMENTS;
 use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
-use crate::context::Shared;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
+use crate::ops::{AutoSplit, Operands};
 use crate::raw::{self, CustomLaunch, RawFn, RawModule};
 use crate::tuning::AutoPlan;
 use crate::variant::LaunchConfig;
@@ -45,14 +44,14 @@ pub(crate) fn intern(name: &str) -> &'static str {
 
 /// A loaded module, kept alive by every handle into it.
 pub(crate) struct ModuleInner {
-    pub(crate) gpu: Arc<Shared>,
+    pub(crate) gpu: Gpu,
     pub(crate) raw: RawModule,
 }
 
 impl Drop for ModuleInner {
     fn drop(&mut self) {
         // After Gpu::reset the module died with the old context.
-        if self.gpu.bind().is_ok() {
+        if self.gpu.shared.bind().is_ok() {
             self.raw.unload();
         }
     }
@@ -66,7 +65,7 @@ pub struct Module {
 
 impl std::fmt::Debug for Module {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Module").field("device", &self.inner.gpu.info.index).finish()
+        f.debug_struct("Module").field("device", &self.inner.gpu.info().index).finish()
     }
 }
 
@@ -78,7 +77,7 @@ impl Gpu {
     pub fn load_module(&self, ptx: &str) -> Result<Module> {
         self.shared.bind()?;
         let raw = RawModule::load(ptx)?;
-        Ok(Module { inner: Arc::new(ModuleInner { gpu: self.shared.clone(), raw }) })
+        Ok(Module { inner: Arc::new(ModuleInner { gpu: self.clone(), raw }) })
     }
 }
 
@@ -104,7 +103,7 @@ impl Module {
     /// The manifest of operation `name`: its kind and dtype mask.
     fn manifest(&self, name: &str) -> Result<(u32, u32)> {
         let bad = |detail: String| Error::CustomOp { name: name.to_string(), detail };
-        self.inner.gpu.bind()?;
+        self.inner.gpu.shared.bind()?;
         let Some(bytes) = self.inner.raw.read_global(&format!("gpukern_ew_{name}"))? else {
             return Err(bad(format!(
                 "the module has no manifest `gpukern_ew_{name}`; declare the operation with gpukern_device::elementwise!"
@@ -169,43 +168,20 @@ pub enum CustomPattern {
 }
 
 impl Custom {
-    fn check<T: Element>(
-        &self,
-        a: &View<'_, T>,
-        b: Option<&View<'_, T>>,
-        out: &ViewMut<'_, T>,
-        stream: &Stream,
-    ) -> Result<()> {
-        let name = self.scalar.0;
-        let n = a.len();
-        match b {
-            Some(b) if b.len() != n || out.len() != n => {
-                return Err(Error::LengthMismatch { variant: name, a: n, b: b.len(), out: out.len() })
-            }
-            None if out.len() != n => return Err(Error::UnaryLengthMismatch { variant: name, a: n, out: out.len() }),
-            _ => {}
-        }
-        let gpu = &self.module.gpu;
-        gpu.bind()?;
-        let owners = [Some(a.owner()), b.map(|b| b.owner()), Some(out.owner())];
-        if owners.into_iter().flatten().any(|o| !Arc::ptr_eq(o, gpu)) {
-            return Err(Error::ForeignHandle { variant: name, what: "buffers" });
-        }
-        if !Arc::ptr_eq(stream.shared(), gpu) {
-            return Err(Error::ForeignHandle { variant: name, what: "stream" });
-        }
-        Ok(())
+    /// Lengths and ownership, as the built-in operations check them.
+    fn check<T: Element>(&self, ops: &Operands<'_, T>, stream: &Stream) -> Result<()> {
+        let (name, gpu) = (self.scalar.0, &self.module.gpu);
+        gpu.shared.bind()?;
+        ops.check_lengths(name)?;
+        gpu.check_owned(name, ops.owners(), stream)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// One kernel over all of `ops`; `ops.scales` carries the two parameters.
     fn launch<T: Element>(
         &self,
         pattern: CustomPattern,
         cfg: LaunchConfig,
-        a: View<'_, T>,
-        b: Option<View<'_, T>>,
-        mut out: ViewMut<'_, T>,
-        params: [f32; 2],
+        mut ops: Operands<'_, T>,
         stream: &Stream,
     ) -> Result<&'static str> {
         let ((name, func), lanes, align) = match pattern {
@@ -213,7 +189,7 @@ impl Custom {
             CustomPattern::Pack => (self.pack, (16 / self.dtype.size()) as u32, 16),
         };
         cfg.check(name)?;
-        let n = a.len();
+        let n = ops.a.len();
         let l = CustomLaunch {
             name,
             func,
@@ -222,42 +198,48 @@ impl Custom {
             block: cfg.block,
             align,
         };
-        self.module.gpu.note_user_kernel(name);
-        raw::launch_custom(&l, &a, b.as_ref(), &mut out, n, params, stream.raw())?;
+        let (p0, p1) = ops.scales.unwrap_or_default();
+        self.module.gpu.shared.note_user_kernel(name);
+        raw::launch_custom(&l, &ops.a, ops.b.as_ref(), &mut ops.out, n, [p0, p1], stream.raw())?;
         Ok(name)
     }
 
-    /// The automatic choice (as the built-in operations').
-    fn run_auto<T: Element>(
+    /// The automatic choice, as the built-in operations' ([`Operands::auto_split`]).
+    fn run_auto<T: Element>(&self, ops: Operands<'_, T>, stream: &Stream) -> Result<&'static str> {
+        self.check(&ops, stream)?;
+        let cfg = LaunchConfig::with_block(AutoPlan::new(self.dtype, ops.a.len(), false).block);
+        match ops.auto_split(self.dtype.size()) {
+            AutoSplit::Pack => self.launch(CustomPattern::Pack, cfg, ops, stream),
+            AutoSplit::Peel(head) => {
+                let (h, rest) = ops.split(head)?;
+                self.launch(CustomPattern::Scalar, cfg, h, stream)?;
+                self.launch(CustomPattern::Pack, cfg, rest, stream)
+            }
+            AutoSplit::Scalar => self.launch(CustomPattern::Scalar, LaunchConfig::default(), ops, stream),
+        }
+    }
+
+    /// An explicit kernel, after the same checks.
+    fn run_with<T: Element>(
         &self,
-        a: View<'_, T>,
-        b: Option<View<'_, T>>,
-        out: ViewMut<'_, T>,
-        params: [f32; 2],
+        pattern: CustomPattern,
+        cfg: LaunchConfig,
+        ops: Operands<'_, T>,
         stream: &Stream,
     ) -> Result<&'static str> {
-        self.check(&a, b.as_ref(), &out, stream)?;
-        let n = a.len();
-        let cfg = LaunchConfig::with_block(AutoPlan::new(self.dtype, n, false).block);
-        let addrs: Vec<u64> =
-            [Some(a.addr()), b.as_ref().map(|b| b.addr()), Some(out.addr())].into_iter().flatten().collect();
-        let offset = addrs[0] % 16;
-        if addrs.iter().all(|x| x % 16 == 0) {
-            return self.launch(CustomPattern::Pack, cfg, a, b, out, params, stream);
-        }
-        if addrs.iter().all(|x| x % 16 == offset) && n >= PEEL_MIN_ELEMENTS {
-            // Same misalignment everywhere: after `head` elements all are aligned.
-            let head = (16 - offset as usize) / self.dtype.size();
-            let (o1, o2) = out.into_split_at(head)?;
-            let (b1, b2) = match b {
-                Some(b) => (Some(b.slice(..head)?), Some(b.slice(head..)?)),
-                None => (None, None),
-            };
-            self.launch(CustomPattern::Scalar, cfg, a.slice(..head)?, b1, o1, params, stream)?;
-            return self.launch(CustomPattern::Pack, cfg, a.slice(head..)?, b2, o2, params, stream);
-        }
-        self.launch(CustomPattern::Scalar, LaunchConfig::default(), a, b, out, params, stream)
+        self.check(&ops, stream)?;
+        self.launch(pattern, cfg, ops, stream)
     }
+}
+
+/// The operands of a custom call: the parameters travel as `scales`.
+fn operands<'a, T: Element>(
+    a: View<'a, T>,
+    b: Option<View<'a, T>>,
+    out: ViewMut<'a, T>,
+    params: [f32; 2],
+) -> Operands<'a, T> {
+    Operands { a, b, out, scales: Some((params[0], params[1])) }
 }
 
 /// A one-input operation of a user module on `T`: `out = op(a)`.
@@ -278,7 +260,7 @@ impl<T: Element> CustomUnary<T> {
         params: [f32; 2],
         stream: &Stream,
     ) -> Result<&'static str> {
-        self.op.run_auto(a.into_view(), None, out.into_view_mut(), params, stream)
+        self.op.run_auto(operands(a.into_view(), None, out.into_view_mut(), params), stream)
     }
 
     /// As [`CustomUnary::run`] with an explicit kernel and launch settings
@@ -292,9 +274,7 @@ impl<T: Element> CustomUnary<T> {
         params: [f32; 2],
         stream: &Stream,
     ) -> Result<&'static str> {
-        let (a, out) = (a.into_view(), out.into_view_mut());
-        self.op.check(&a, None, &out, stream)?;
-        self.op.launch(pattern, cfg, a, None, out, params, stream)
+        self.op.run_with(pattern, cfg, operands(a.into_view(), None, out.into_view_mut(), params), stream)
     }
 
     /// The scalar and pack kernels' names.
@@ -320,7 +300,7 @@ impl<T: Element> CustomBinary<T> {
         params: [f32; 2],
         stream: &Stream,
     ) -> Result<&'static str> {
-        self.op.run_auto(a.into_view(), Some(b.into_view()), out.into_view_mut(), params, stream)
+        self.op.run_auto(operands(a.into_view(), Some(b.into_view()), out.into_view_mut(), params), stream)
     }
 
     /// As [`CustomBinary::run`] with an explicit kernel and launch settings.
@@ -335,76 +315,12 @@ impl<T: Element> CustomBinary<T> {
         params: [f32; 2],
         stream: &Stream,
     ) -> Result<&'static str> {
-        let (a, b, out) = (a.into_view(), b.into_view(), out.into_view_mut());
-        self.op.check(&a, Some(&b), &out, stream)?;
-        self.op.launch(pattern, cfg, a, Some(b), out, params, stream)
+        let ops = operands(a.into_view(), Some(b.into_view()), out.into_view_mut(), params);
+        self.op.run_with(pattern, cfg, ops, stream)
     }
 
     /// The scalar and pack kernels' names.
     pub fn kernels(&self) -> (&'static str, &'static str) {
         (self.op.scalar.0, self.op.pack.0)
-    }
-}
-
-/// One parameter of a kernel launched through [`Module::launch`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Arg {
-    /// A device address (`*const T` / `*mut T` in the kernel).
-    Ptr(u64),
-    /// `u64`.
-    U64(u64),
-    /// `u32`.
-    U32(u32),
-    /// `i32`.
-    I32(i32),
-    /// `f32`.
-    F32(f32),
-}
-
-impl Arg {
-    /// The address of a view's first element.
-    pub fn view<T: crate::Pod>(v: &View<'_, T>) -> Arg {
-        Arg::Ptr(v.addr())
-    }
-    /// The address of a mutable view's first element.
-    pub fn view_mut<T: crate::Pod>(v: &ViewMut<'_, T>) -> Arg {
-        Arg::Ptr(v.addr())
-    }
-}
-
-/// Grid, block and dynamic shared memory of a [`Module::launch`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Launch {
-    /// Blocks, x y z (each at least 1).
-    pub grid: (u32, u32, u32),
-    /// Threads per block, x y z (at least 1, at most 1024 in all).
-    pub block: (u32, u32, u32),
-    /// Dynamic shared memory per block, bytes.
-    pub shared_bytes: u32,
-}
-
-impl Module {
-    /// Checks a raw launch's geometry and stream before the unsafe part.
-    pub(crate) fn check_launch(&self, name: &str, l: &Launch, stream: &Stream) -> Result<RawFn> {
-        let gpu = &self.inner.gpu;
-        gpu.bind()?;
-        let name = intern(name);
-        if !Arc::ptr_eq(stream.shared(), gpu) {
-            return Err(Error::ForeignHandle { variant: name, what: "stream" });
-        }
-        let (b, g) = (l.block, l.grid);
-        let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
-        if threads == 0 || threads > 1024 {
-            return Err(Error::BlockSize { variant: name, block: threads.min(u32::MAX as u64) as u32, max: 1024 });
-        }
-        if g.0 == 0 || g.1 == 0 || g.2 == 0 || g.0 > i32::MAX as u32 || g.1 > 65535 || g.2 > 65535 {
-            return Err(Error::Shape {
-                kernel: name,
-                detail: format!("grid {g:?} outside 1..=(2^31-1, 65535, 65535)"),
-            });
-        }
-        let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { name, source })?;
-        gpu.note_user_kernel(name);
-        Ok(f)
     }
 }

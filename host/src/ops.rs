@@ -25,7 +25,7 @@ pub(crate) struct Operands<'a, T: Pod> {
 
 impl<'a, T: Pod> Operands<'a, T> {
     /// Splits every operand at element `mid`.
-    fn split(self, mid: usize) -> Result<(Operands<'a, T>, Operands<'a, T>)> {
+    pub(crate) fn split(self, mid: usize) -> Result<(Operands<'a, T>, Operands<'a, T>)> {
         let (o1, o2) = self.out.into_split_at(mid)?;
         let b = |r: std::ops::Range<usize>| self.b.map(|b| b.slice(r)).transpose();
         let head = Operands { a: self.a.slice(..mid)?, b: b(0..mid)?, out: o1, scales: self.scales };
@@ -33,9 +33,54 @@ impl<'a, T: Pod> Operands<'a, T> {
         Ok((head, rest))
     }
 
-    fn addrs(&self) -> Vec<u64> {
+    pub(crate) fn addrs(&self) -> Vec<u64> {
         [Some(self.a.addr()), self.b.map(|b| b.addr()), Some(self.out.addr())].into_iter().flatten().collect()
     }
+
+    /// `b` (when given) and `out` have `a`'s length; `name` names the error.
+    pub(crate) fn check_lengths(&self, name: &'static str) -> Result<()> {
+        let n = self.a.len();
+        match self.b {
+            Some(b) if b.len() != n || self.out.len() != n => {
+                Err(Error::LengthMismatch { variant: name, a: n, b: b.len(), out: self.out.len() })
+            }
+            None if self.out.len() != n => Err(Error::UnaryLengthMismatch { variant: name, a: n, out: self.out.len() }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The `Gpu`s the operands belong to.
+    pub(crate) fn owners(&self) -> impl Iterator<Item = &std::sync::Arc<crate::context::Shared>> {
+        [Some(self.a.owner()), self.b.as_ref().map(|b| b.owner()), Some(self.out.owner())].into_iter().flatten()
+    }
+
+    /// The automatic choice's split for elements of `elem` bytes: all operands
+    /// 16-byte aligned → the pack kernel; misaligned alike (and long enough) →
+    /// the scalar kernel on a head of that many elements, then the pack kernel;
+    /// else the scalar kernel.
+    pub(crate) fn auto_split(&self, elem: usize) -> AutoSplit {
+        let addrs = self.addrs();
+        let offset = addrs[0] % 16;
+        if addrs.iter().all(|x| x % 16 == 0) {
+            AutoSplit::Pack
+        } else if addrs.iter().all(|x| x % 16 == offset) && self.a.len() >= PEEL_MIN_ELEMENTS {
+            // Same misalignment everywhere: after `head` elements all are aligned.
+            AutoSplit::Peel((16 - offset as usize) / elem)
+        } else {
+            AutoSplit::Scalar
+        }
+    }
+}
+
+/// What the automatic choice of an element-wise call launches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AutoSplit {
+    /// The pack kernel on everything.
+    Pack,
+    /// The scalar kernel on this many elements, the pack kernel on the rest.
+    Peel(usize),
+    /// The scalar kernel on everything.
+    Scalar,
 }
 
 impl Gpu {
@@ -269,22 +314,22 @@ impl Gpu {
         // The block the tuned add plan gives its 128-bit pack kernel at this size.
         let cfg = LaunchConfig::with_block(AutoPlan::new(dtype, n, false).block);
         self.check_map(scalar, cfg, &ops)?;
-        let addrs = ops.addrs();
-        let offset = addrs[0] % 16;
-        if offset == 0 && addrs.iter().all(|x| x % 16 == 0) {
-            self.map_launch_raw(pack, cfg, ops, raw)?;
-            return Ok(pack.name);
+        match ops.auto_split(dtype.size()) {
+            AutoSplit::Pack => {
+                self.map_launch_raw(pack, cfg, ops, raw)?;
+                Ok(pack.name)
+            }
+            AutoSplit::Peel(head) => {
+                let (h, rest) = ops.split(head)?;
+                self.map_launch_raw(scalar, cfg, h, raw)?;
+                self.map_launch_raw(pack, cfg, rest, raw)?;
+                Ok(pack.name)
+            }
+            AutoSplit::Scalar => {
+                self.map_launch_raw(scalar, LaunchConfig::default(), ops, raw)?;
+                Ok(scalar.name)
+            }
         }
-        if addrs.iter().all(|x| x % 16 == offset) && n >= PEEL_MIN_ELEMENTS {
-            // Same misalignment everywhere: after `head` elements all are aligned.
-            let head = (16 - offset as usize) / dtype.size();
-            let (h, rest) = ops.split(head)?;
-            self.map_launch_raw(scalar, cfg, h, raw)?;
-            self.map_launch_raw(pack, cfg, rest, raw)?;
-            return Ok(pack.name);
-        }
-        self.map_launch_raw(scalar, LaunchConfig::default(), ops, raw)?;
-        Ok(scalar.name)
     }
 
     /// The `*_with` calls: the kernel of `(kind, pattern)` for `T`, on a stream
@@ -317,19 +362,9 @@ impl Gpu {
 
     /// Lengths, launch settings and ownership of the operands.
     fn check_map<T: Element>(&self, k: &'static OpKernel, cfg: LaunchConfig, ops: &Operands<'_, T>) -> Result<()> {
-        let n = ops.a.len();
-        match ops.b {
-            Some(b) if b.len() != n || ops.out.len() != n => {
-                return Err(Error::LengthMismatch { variant: k.name, a: n, b: b.len(), out: ops.out.len() })
-            }
-            None if ops.out.len() != n => {
-                return Err(Error::UnaryLengthMismatch { variant: k.name, a: n, out: ops.out.len() })
-            }
-            _ => {}
-        }
+        ops.check_lengths(k.name)?;
         cfg.check(k.name)?;
-        let owners = [Some(ops.a.owner()), ops.b.as_ref().map(|b| b.owner()), Some(ops.out.owner())];
-        self.check_buffers_owned(k.name, owners.into_iter().flatten())
+        self.check_buffers_owned(k.name, ops.owners())
     }
 
     fn map_launch_raw<T: Element>(

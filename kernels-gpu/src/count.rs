@@ -22,7 +22,8 @@ pub use kernels::*;
 mod kernels {
     use super::*;
     use core::sync::atomic::{AtomicU64, Ordering};
-    use gpukern_device::{dynamic_shared, for_each_group, shfl_down, sync_threads, thread_xy};
+    use gpukern_device::warp::shfl_down;
+    use gpukern_device::{dynamic_shared, for_each_group, sync_threads, thread_xy};
 
     #[inline(always)]
     unsafe fn add_global(counter: *mut u64, v: u64) {

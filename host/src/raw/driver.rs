@@ -91,18 +91,16 @@ impl PrimaryContext {
         // SAFETY: a live context handle (retained by self).
         check(unsafe { cu::cuCtxSetCurrent(self.ctx) }).map_err(driver("cuCtxSetCurrent"))
     }
-    /// Waits for all its work; a kernel fault is reported here.
+    /// Waits for all work of the calling thread's current context (this one,
+    /// once bound); a kernel fault is reported here.
     pub(crate) fn synchronize(&self) -> Result<(), DriverError> {
-        self.set_current().map_err(|e| match e {
-            Error::Driver { source, .. } => source,
-            other => DriverError { code: 0, name: "cuCtxSetCurrent".into(), message: other.to_string() },
-        })?;
         // SAFETY: no preconditions beyond a current context.
         check(unsafe { cu::cuCtxSynchronize() })
     }
-    /// Destroys every allocation, module and stream of the primary context and
-    /// clears a sticky error, so the device can be used again. Every handle made
-    /// in it before is dead afterwards (the callers' generation check).
+    /// Destroys every allocation, module and stream of the primary context.
+    /// Whether the device can then be used again is the driver's call: driver
+    /// 580 keeps an illegal-address fault for the rest of the process. Every
+    /// handle made in it before is dead afterwards (the callers' generation check).
     pub(crate) fn reset(&self) -> Result<()> {
         // SAFETY: resets the device's primary context; the library's handles
         // into it are marked dead before any use (context::Shared::is_live).

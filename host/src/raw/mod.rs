@@ -249,6 +249,37 @@ pub(super) fn arg<T>(v: &mut T) -> *mut c_void {
     v as *mut T as *mut c_void
 }
 
+/// What makes an element-wise launch over `n` elements sound: `a`, `b` (when
+/// the kernel reads it) and `out` hold at least `n` elements, and each address
+/// meets the kernel's alignment `align`. Shared by the library's and user
+/// modules' element-wise launches.
+pub(super) fn check_elementwise<T, R: DevRead<T>>(
+    name: &'static str,
+    align: usize,
+    a: &R,
+    b: Option<&R>,
+    out: &impl DevWrite<T>,
+    n: usize,
+) -> Result<()> {
+    match b {
+        Some(b) if a.len() < n || b.len() < n || out.len() < n => {
+            return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: out.len() });
+        }
+        None if a.len() < n || out.len() < n => {
+            return Err(Error::UnaryLengthMismatch { variant: name, a: a.len(), out: out.len() });
+        }
+        _ => {}
+    }
+    let addrs = [("a", Some(a.addr())), ("b", b.map(|b| b.addr())), ("out", Some(out.addr()))];
+    for (operand, addr) in addrs.into_iter().filter_map(|(o, a)| a.map(|a| (o, a))) {
+        let offset = addr % align as u64;
+        if offset != 0 {
+            return Err(Error::Misaligned { variant: name, operand, addr, offset, required: align });
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn need(kernel: &'static str, what: &str, have: usize, want: u64) -> Result<()> {
     if (have as u64) < want {
         return Err(Error::Shape { kernel, detail: format!("{what} has {have} elements, needs {want}") });

@@ -4,7 +4,7 @@
 use cudarc::driver::sys as cu;
 use kernels_gpu::ops::OpKind;
 
-use super::{arg, launch, AnyBits, DevRead, DevWrite, RawFn};
+use super::{arg, check_elementwise, launch, AnyBits, DevRead, DevWrite, RawFn};
 use crate::error::{Error, Result};
 
 /// One element-wise launch, made by `ops.rs` from the kernel table.
@@ -40,22 +40,7 @@ pub(crate) fn launch_map<T: AnyBits, R: DevRead<T>>(
     if !shape_ok {
         return Err(Error::Shape { kernel: l.name, detail: "operands do not match the operation".into() });
     }
-    match b {
-        Some(b) if a.len() < n || b.len() < n || out.len() < n => {
-            return Err(Error::LengthMismatch { variant: l.name, a: a.len(), b: b.len(), out: out.len() });
-        }
-        None if a.len() < n || out.len() < n => {
-            return Err(Error::UnaryLengthMismatch { variant: l.name, a: a.len(), out: out.len() });
-        }
-        _ => {}
-    }
-    let addrs = [("a", Some(a.addr())), ("b", b.map(|b| b.addr())), ("out", Some(out.addr()))];
-    for (operand, addr) in addrs.into_iter().filter_map(|(o, a)| a.map(|a| (o, a))) {
-        let offset = addr % l.align as u64;
-        if offset != 0 {
-            return Err(Error::Misaligned { variant: l.name, operand, addr, offset, required: l.align });
-        }
-    }
+    check_elementwise(l.name, l.align, a, b, out, n)?;
     if n == 0 || l.grid == 0 {
         return Ok(());
     }

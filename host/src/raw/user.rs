@@ -6,10 +6,11 @@ use std::ffi::c_void;
 
 use cudarc::driver::sys as cu;
 
-use super::{arg, check, launch, AnyBits, DevRead, DevWrite, RawFn};
+use super::{arg, check, check_elementwise, launch, AnyBits, DevRead, DevWrite, RawFn};
 use crate::error::{Error, Result};
 use crate::gpu::Stream;
-use crate::module::{Arg, Launch, Module};
+use crate::module::Module;
+use crate::user_launch::{Arg, Launch};
 
 /// One element-wise launch of a user module.
 pub(crate) struct CustomLaunch {
@@ -40,22 +41,7 @@ pub(crate) fn launch_custom<T: AnyBits, R: DevRead<T>>(
     if l.binary != b.is_some() {
         return Err(Error::WrongOperands { op: l.name, detail: "operands do not match the manifest's kind" });
     }
-    match b {
-        Some(b) if a.len() < n || b.len() < n || out.len() < n => {
-            return Err(Error::LengthMismatch { variant: l.name, a: a.len(), b: b.len(), out: out.len() });
-        }
-        None if a.len() < n || out.len() < n => {
-            return Err(Error::UnaryLengthMismatch { variant: l.name, a: a.len(), out: out.len() });
-        }
-        _ => {}
-    }
-    let addrs = [("a", Some(a.addr())), ("b", b.map(|b| b.addr())), ("out", Some(out.addr()))];
-    for (operand, addr) in addrs.into_iter().filter_map(|(o, a)| a.map(|a| (o, a))) {
-        let offset = addr % l.align as u64;
-        if offset != 0 {
-            return Err(Error::Misaligned { variant: l.name, operand, addr, offset, required: l.align });
-        }
-    }
+    check_elementwise(l.name, l.align, a, b, out, n)?;
     if n == 0 || l.grid == 0 {
         return Ok(());
     }
