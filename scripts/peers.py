@@ -19,11 +19,15 @@ def main():
     p.add_argument("--max-log2", type=int, default=28)
     p.add_argument("--dtypes", default="f32,f16,bf16")
     p.add_argument("--device", type=int, default=0)
+    p.add_argument("--warm-max-log2", type=int, default=0, help="also time torch.add without input rotation (L2 warm) for 2^min-log2 .. 2^this")
     p.add_argument("--matmul", default="", help="square sizes for torch.matmul, e.g. 1024,2048")
     p.add_argument("--foreach", action="store_true", help="also time torch._foreach_add on lists of 1..1000 tensors")
     p.add_argument("--ops", default="", help="also time torch's sub/mul/div/minimum/maximum/neg/abs/relu and an axpby at these log2 sizes, e.g. 20,24,28")
+    p.add_argument("--stream", default="default", choices=["default", "created"], help="time on torch's default (legacy) stream or on a created one")
     args = p.parse_args()
     dev = torch.device("cuda", args.device)
+    if args.stream == "created":
+        torch.cuda.set_stream(torch.cuda.Stream(dev))
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
     types = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
     # About 50 us of spinning at the SM clock (cycles per second from the device).
@@ -37,16 +41,18 @@ def main():
         a = (torch.rand(cap, device=dev, dtype=torch.float32) * 128 - 64).to(dt)
         b = (torch.rand(cap, device=dev, dtype=torch.float32) * 128 - 64).to(dt)
         c = torch.empty(cap, device=dev, dtype=dt)
-        for k in range(args.min_log2, args.max_log2 + 1):
+        cold = [(k, False) for k in range(args.min_log2, args.max_log2 + 1)]
+        warm = [(k, True) for k in range(args.min_log2, args.warm_max_log2 + 1)]
+        for k, is_warm in cold + warm:
             n = 1 << k
             nbytes = 3 * n * size
-            sets = max(1, min(-(-4 * l2 // nbytes), cap // n))
+            sets = 1 if is_warm else max(1, min(-(-4 * l2 // nbytes), cap // n))
             views = [(a[i * n:(i + 1) * n], b[i * n:(i + 1) * n], c[i * n:(i + 1) * n]) for i in range(sets)]
             ref = views[0][0].float() + views[0][1].float()
             torch.add(views[0][0], views[0][1], out=views[0][2])
             assert torch.equal(views[0][2], ref.to(dt)), "torch.add disagrees with the f32 sum rounded once"
             ms = median_ms(lambda x, y, z: torch.add(x, y, out=z), views, nbytes, spin_cycles)
-            rows.append({"dtype": name, "n": n, "median_us": ms * 1e3, "gbps": nbytes / (ms * 1e-3) / 1e9, "input_sets": sets})
+            rows.append({"dtype": name, "n": n, "median_us": ms * 1e3, "gbps": nbytes / (ms * 1e-3) / 1e9, "input_sets": sets, "warm": is_warm})
         del a, b, c
         torch.cuda.empty_cache()
     matmul = []

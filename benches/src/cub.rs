@@ -24,6 +24,8 @@ pub struct CubPeer {
     pub mismatch: BTreeMap<String, String>,
     /// What ran, or why nothing did.
     pub note: String,
+    /// The built executable, for more rounds.
+    pub exe: Option<PathBuf>,
 }
 
 fn source() -> Option<PathBuf> {
@@ -46,34 +48,65 @@ fn nvcc() -> Option<PathBuf> {
     ["/usr/local/cuda/bin/nvcc"].into_iter().map(PathBuf::from).find(|p| p.is_file())
 }
 
-/// Builds and runs the peer for n = 2^min ..= 2^max; writes into `out`.
-pub fn run(min_log2: u32, max_log2: u32, compute_capability: (u32, u32), out: &Path) -> CubPeer {
-    let mut peer = CubPeer::default();
-    let Some(src) = source() else {
-        peer.note = "cub_peer.cu not found".into();
-        return peer;
-    };
-    let Some(nvcc) = nvcc() else {
-        peer.note = "no nvcc on this machine: CUB was not built, so its column is absent".into();
-        return peer;
-    };
+/// Builds `cub_peer.cu` for the device's architecture into `out`; the
+/// executable's path, or why there is none.
+pub fn build(compute_capability: (u32, u32), out: &Path) -> Result<PathBuf, String> {
+    let src = source().ok_or("cub_peer.cu not found")?;
+    let nvcc = nvcc().ok_or("no nvcc on this machine: CUB was not built, so its column is absent")?;
     let exe = out.join("cub_peer");
     let arch = format!("-arch=sm_{}{}", compute_capability.0, compute_capability.1);
     eprintln!("peers: building CUB's DeviceTransform with {} {arch} ...", nvcc.display());
     let built = Command::new(&nvcc).args(["-O3", "-std=c++17", &arch]).arg(&src).arg("-o").arg(&exe).output();
     match built {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => {
-            peer.note = format!("nvcc failed: {}", String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or(""));
-            return peer;
-        }
-        Err(err) => {
-            peer.note = format!("could not run nvcc: {err}");
-            return peer;
+        Ok(o) if o.status.success() => Ok(exe),
+        Ok(o) => Err(format!("nvcc failed: {}", String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or(""))),
+        Err(err) => Err(format!("could not run nvcc: {err}")),
+    }
+}
+
+/// Runs the built peer over n = 2^min ..= 2^max with inputs rotated (cold) and,
+/// with `warm_max`, over 2^min ..= 2^warm_max on one input set (warm): GB/s by
+/// (dtype, n, warm).
+pub fn time_rows(
+    exe: &Path,
+    min_log2: u32,
+    max_log2: u32,
+    warm_max: Option<u32>,
+    out: &Path,
+) -> Result<BTreeMap<(String, usize, bool), f64>, String> {
+    let mut args = vec![min_log2.to_string(), max_log2.to_string(), out.display().to_string()];
+    args.extend(warm_max.map(|w| w.to_string()));
+    let ran = Command::new(exe).args(&args).output().map_err(|e| format!("could not run cub_peer: {e}"))?;
+    if !ran.status.success() {
+        return Err(format!("cub_peer failed: {}", String::from_utf8_lossy(&ran.stderr).lines().last().unwrap_or("")));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&ran.stdout).map_err(|e| e.to_string())?;
+    let mut rows = BTreeMap::new();
+    for r in v["rows"].as_array().into_iter().flatten() {
+        if let (Some(d), Some(n), Some(g)) = (r["dtype"].as_str(), r["n"].as_u64(), r["gbps"].as_f64()) {
+            rows.insert((d.to_string(), n as usize, r["warm"] == true), g);
         }
     }
+    for d in Dtype::ALL {
+        let _ = std::fs::remove_file(out.join(format!("cub_sample_{}.bin", d.name())));
+    }
+    Ok(rows)
+}
+
+/// Builds and runs the peer for n = 2^min ..= 2^max; writes into `out`.
+pub fn run(min_log2: u32, max_log2: u32, compute_capability: (u32, u32), out: &Path) -> CubPeer {
+    let mut peer = CubPeer::default();
+    let exe = match build(compute_capability, out) {
+        Ok(exe) => exe,
+        Err(why) => {
+            peer.note = why;
+            return peer;
+        }
+    };
+    let arch = format!("-arch=sm_{}{}", compute_capability.0, compute_capability.1);
     eprintln!("peers: timing cub::DeviceTransform::Transform ...");
     let ran = Command::new(&exe).args([min_log2.to_string(), max_log2.to_string()]).arg(out).output();
+    peer.exe = Some(exe);
     let stdout = match ran {
         Ok(o) if o.status.success() => o.stdout,
         Ok(o) => {
@@ -88,6 +121,9 @@ pub fn run(min_log2: u32, max_log2: u32, compute_capability: (u32, u32), out: &P
     let v: serde_json::Value = serde_json::from_slice(&stdout).unwrap_or_default();
     for r in v["rows"].as_array().into_iter().flatten() {
         if let (Some(d), Some(n), Some(g)) = (r["dtype"].as_str(), r["n"].as_u64(), r["gbps"].as_f64()) {
+            if r["warm"] == true {
+                continue;
+            }
             peer.gbps.insert((d.to_string(), n as usize), g);
             let ok = r["verified"] == true;
             let e = peer.verified.entry(d.to_string()).or_insert(true);

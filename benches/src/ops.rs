@@ -67,7 +67,7 @@ fn launch<T: gpukern::Element>(
 ) -> gpukern::Result<&'static str> {
     let r = set * n..set * n + n;
     let (a, b, out) = (bufs.a.slice(r.clone())?, bufs.b.slice(r.clone())?, bufs.out.slice_mut(r)?);
-    let cfg = LaunchConfig::with_block(AutoPlan::new(T::DTYPE, n, false).block);
+    let cfg = LaunchConfig::with_block(AutoPlan::pack_block(n, gpu.info().has_sm90()));
     let b = (kind.inputs() == 2).then_some(b);
     gpu.apply(kind, pattern.map(|p| (p, cfg)), a, b, out, SCALES, s)
 }

@@ -32,6 +32,22 @@ pub const fn grid_for(n: u64, lanes: u32, block: u32, max_grid: u32) -> u32 {
     }
 }
 
+/// Blocks for the unrolled walk (`walk::for_each_unrolled`): one per tile of
+/// `unroll × block` packs of `lanes` elements, the partial last tile included,
+/// capped at `max_grid` (each block then takes every `max_grid`-th tile).
+///
+/// Returns 0 only when `n == 0`. `lanes`, `unroll`, `block` and `max_grid` must
+/// be non-zero.
+pub const fn unrolled_grid(n: u64, lanes: u32, unroll: u32, block: u32, max_grid: u32) -> u32 {
+    let tile = lanes as u64 * unroll as u64 * block as u64;
+    let blocks = n.div_ceil(tile);
+    if blocks > max_grid as u64 {
+        max_grid
+    } else {
+        blocks as u32
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,6 +59,15 @@ mod tests {
             assert!(grid * block as u64 * lanes as u64 >= n, "{n} {lanes} {block}");
             assert!((grid - 1) * (block as u64) * (lanes as u64) < n, "one block too many");
         }
+    }
+
+    #[test]
+    fn unrolled_grid_has_a_block_per_tile_partial_included() {
+        assert_eq!(unrolled_grid(0, 8, 2, 256, MAX_GRID_X), 0);
+        assert_eq!(unrolled_grid(1, 8, 2, 256, MAX_GRID_X), 1);
+        assert_eq!(unrolled_grid(4096, 8, 2, 256, MAX_GRID_X), 1);
+        assert_eq!(unrolled_grid(4097, 8, 2, 256, MAX_GRID_X), 2);
+        assert_eq!(unrolled_grid(1 << 40, 4, 4, 1024, 1000), 1000);
     }
 
     #[test]

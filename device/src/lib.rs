@@ -74,7 +74,7 @@ pub use thread::{
     at, block_dim_xy, block_xy, global_thread, grid_dim_xy, grid_threads, is_block_leader, lane_id, thread_xy, warp_id,
 };
 #[cfg(target_arch = "nvptx64")]
-pub use walk::{block_tiles, for_each_group, for_each_pack_in_tile};
+pub use walk::{block_tiles, for_each_group, for_each_pack_in_tile, for_each_unrolled};
 
 pub use elementwise::{EwKind, Params, ABI_MAGIC, ABI_VERSION};
 

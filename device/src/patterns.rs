@@ -9,8 +9,8 @@
 //! | [`pack`]      | one 16-byte pack, with a load/store hint | V2, V6     |
 //! | [`tile`]      | `U` packs per thread, loads first    | -              |
 //!
-//! Every pattern walks with [`for_each_group`] (or, for [`tile`], whole tiles by
-//! block and the rest with it), handles any `n` (a partial group is done element
+//! Every pattern walks with [`for_each_group`] (or, for [`tile`],
+//! [`for_each_unrolled`]), handles any `n` (a partial group is done element
 //! by element) and reads the second operand only when the operation has two.
 //!
 //! # Safety (every function)
@@ -20,7 +20,7 @@
 
 use crate::lanes::{Elem, Op};
 use crate::pack::{load128, load128_cs, load128_nc, store128_cs, unrolled, Pack16};
-use crate::walk::{block_tiles, for_each_group};
+use crate::walk::{for_each_group, for_each_unrolled};
 
 /// Plain 128-bit loads and stores (V2, V6).
 pub const PLAIN: u8 = 0;
@@ -148,25 +148,18 @@ pub unsafe fn pack<E: Elem, O: Op<E>, const H: u8>(op: O, a: *const E::T, b: *co
     }
 }
 
-/// The unrolled tile walk: each block takes whole tiles of `U × blockDim` packs
-/// (block `b` takes tiles `b, b + gridDim, …`), each thread loads all `U` of its
-/// packs of every input before it computes and stores any, then the remainder
-/// goes through [`pack`]. Within a tile, thread `t` owns packs `t, t + blockDim,
-/// …`: the walk of the bulk kernels and of `mark_visits_tiles_*`.
+/// The unrolled pattern ([`for_each_unrolled`]): each block takes whole tiles of
+/// `U × blockDim` packs, each thread loads all `U` of its packs of every input
+/// before it computes and stores any; the partial last tile is done pack by pack
+/// with a bound check, and the elements after the last whole pack one by one.
+/// Within a tile, thread `t` owns packs `t, t + blockDim, …`.
 #[inline(always)]
 pub unsafe fn tile<E: Elem, O: Op<E>, const U: usize>(op: O, a: *const E::T, b: *const E::T, c: *mut E::T, n: u64) {
-    // SAFETY: special registers.
-    let (t, block) = unsafe { (core::arch::nvptx::_thread_idx_x() as u64, core::arch::nvptx::_block_dim_x() as u64) };
-    let packs = U as u64 * block;
-    let tile = packs * E::LANES;
-    let tiles = n / tile;
-    let (first, stride, count) = block_tiles(tiles);
     let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
-    for j in 0..count {
-        let base = (first + j * stride) * packs + t;
+    let whole = |ps: [u64; U]| {
         let (mut xs, mut ys) = ([Pack16([0; 4]); U], [Pack16([0; 4]); U]);
         unrolled::<U>(|k| {
-            let p = (base + k as u64 * block) as usize;
+            let p = ps[k] as usize;
             // SAFETY: the tile is whole, so every pack of it lies below n. Spelled
             // out: array elements that are only moved may be split into 64-bit loads.
             unsafe {
@@ -175,12 +168,21 @@ pub unsafe fn tile<E: Elem, O: Op<E>, const U: usize>(op: O, a: *const E::T, b: 
             }
         });
         unrolled::<U>(|k| {
-            let p = (base + k as u64 * block) as usize;
             // SAFETY: as above.
-            unsafe { *pc.add(p) = op.pack(xs[k], ys[k]) };
+            unsafe { *pc.add(ps[k] as usize) = op.pack(xs[k], ys[k]) };
         });
+    };
+    // SAFETY: pack p lies below n / LANES.
+    let part = |p: u64| unsafe {
+        let p = p as usize;
+        let x = load128(pa.add(p));
+        let y = if O::INPUTS == 2 { load128(pb.add(p)) } else { x };
+        *pc.add(p) = op.pack(x, y);
+    };
+    // SAFETY: elements first..n.
+    let rest = |f: u64| unsafe { tail(op, a, b, c, f, n) };
+    match E::LANES {
+        4 => for_each_unrolled::<U, 4>(n, whole, part, rest),
+        _ => for_each_unrolled::<U, 8>(n, whole, part, rest),
     }
-    let done = (tiles * tile) as usize;
-    // SAFETY: done <= n and a whole number of tiles, so 16-byte aligned.
-    unsafe { pack::<E, O, PLAIN>(op, a.add(done), b.wrapping_add(done), c.add(done), n - done as u64) }
 }

@@ -2,13 +2,56 @@
 //!
 //! * [`for_each_group`]: the grid-stride walk over lane groups that every
 //!   per-thread kernel uses; any grid covers every element exactly once.
+//! * [`for_each_unrolled`]: `U` packs per thread, whole tiles by block, every
+//!   load of a tile before its first store (the unrolled kernels).
 //! * [`block_tiles`] and [`for_each_pack_in_tile`]: the tiled walk, whole tiles
-//!   by block and 16-byte packs within a tile by thread (the unrolled and
-//!   bulk-copy kernels).
+//!   by block and 16-byte packs within a tile by thread (the bulk-copy kernels).
 
 use core::arch::nvptx;
 
 use crate::thread::{global_thread, grid_threads};
+
+/// The index width of a walk: `u32` when every index the walk forms fits (most
+/// launches: fewer than 2^32 groups), `u64` otherwise. 64-bit index arithmetic
+/// costs two instructions per add or compare and more per shift; in a launch
+/// where each thread handles one or two groups that overhead was most of the
+/// instructions a warp issued (ncu, n = 2^20).
+pub trait Index:
+    Copy + Ord + core::ops::Add<Output = Self> + core::ops::Mul<Output = Self> + core::ops::AddAssign
+{
+    /// `x`, which the caller has checked to fit.
+    fn of(x: u64) -> Self;
+    /// Widened back to 64 bits (free for `u64`, one zero-extension for `u32`).
+    fn wide(self) -> u64;
+}
+
+impl Index for u32 {
+    #[inline(always)]
+    fn of(x: u64) -> Self {
+        x as u32
+    }
+    #[inline(always)]
+    fn wide(self) -> u64 {
+        self as u64
+    }
+}
+
+impl Index for u64 {
+    #[inline(always)]
+    fn of(x: u64) -> Self {
+        x
+    }
+    #[inline(always)]
+    fn wide(self) -> u64 {
+        self
+    }
+}
+
+/// True when every value up to `bound` fits the 32-bit walk.
+#[inline(always)]
+fn fits_u32(bound: u64) -> bool {
+    bound <= u32::MAX as u64
+}
 
 /// Walks the lane groups of `n` elements, `LANES` per group, with a grid-stride loop.
 ///
@@ -16,19 +59,103 @@ use crate::thread::{global_thread, grid_threads};
 /// lies wholly below `n`; `tail(first)` handles the one partial group at the end,
 /// element by element from `first` up to `n`. Every element is visited exactly
 /// once whatever the grid size.
+///
+/// The loop tests one bound per group. The partial group, if any, is group
+/// `n / LANES`: the one thread whose sequence holds that index leaves the loop
+/// exactly there, so `g == n / LANES` after the loop picks it out. Indices are
+/// 32-bit whenever `n + gridDim * blockDim * LANES` fits in 32 bits (any
+/// element index the walk could form), so every `n` below about 2^32 takes the
+/// 32-bit path and every `n` above takes the 64-bit one.
 #[inline(always)]
-pub fn for_each_group<const LANES: u64>(n: u64, mut full: impl FnMut(u64), mut tail: impl FnMut(u64)) {
-    let full_groups = n / LANES;
-    let all_groups = n.div_ceil(LANES);
+pub fn for_each_group<const LANES: u64>(n: u64, full: impl FnMut(u64), tail: impl FnMut(u64)) {
     let stride = grid_threads();
-    let mut g = global_thread();
-    while g < all_groups {
-        if g < full_groups {
-            full(g);
-        } else {
-            tail(g * LANES);
-        }
+    if fits_u32(n.saturating_add(stride * LANES)) {
+        groups::<u32, LANES>(n, stride, full, tail)
+    } else {
+        groups::<u64, LANES>(n, stride, full, tail)
+    }
+}
+
+#[inline(always)]
+fn groups<I: Index, const LANES: u64>(n: u64, stride: u64, mut full: impl FnMut(u64), mut tail: impl FnMut(u64)) {
+    let whole = I::of(n / LANES);
+    let stride = I::of(stride);
+    let mut g = I::of(global_thread());
+    while g < whole {
+        full(g.wide());
         g += stride;
+    }
+    if g == whole && n % LANES != 0 {
+        tail(whole.wide() * LANES);
+    }
+}
+
+/// The unrolled walk: tiles of `U × blockDim` packs of `LANES` elements, one tile
+/// per block and step (block `b` of a grid of `G` takes tiles `b, b + G, …`);
+/// in a tile thread `t` owns packs `t, t + blockDim, …, t + (U-1)·blockDim`, so
+/// each of its `U` loads is one coalesced warp access.
+///
+/// `whole(p)` gets this thread's `U` pack indices of a tile that lies wholly
+/// below `n`. The one block whose sequence reaches the partial last tile hands
+/// each of its packs below `n / LANES` to `part(p)`, and its thread 0 calls
+/// `tail(first)` for the elements after the last whole pack. No division: a
+/// tile is whole when its end is at most `n / LANES`. Launch
+/// `ceil(n / (U · blockDim · LANES))` blocks (fewer is correct, just slower).
+#[inline(always)]
+pub fn for_each_unrolled<const U: usize, const LANES: u64>(
+    n: u64,
+    whole: impl FnMut([u64; U]),
+    part: impl FnMut(u64),
+    tail: impl FnMut(u64),
+) {
+    // SAFETY: special registers.
+    let (grid, block) = unsafe { (nvptx::_grid_dim_x() as u64, nvptx::_block_dim_x() as u64) };
+    // Largest pack index formed: a tile start below packs + (grid + 1) tiles;
+    // bounded in elements, as `for_each_group`, so n >= 2^32 walks in 64 bits.
+    if fits_u32(n.saturating_add((grid + 1) * U as u64 * block * LANES)) {
+        unrolled::<u32, U, LANES>(n, whole, part, tail)
+    } else {
+        unrolled::<u64, U, LANES>(n, whole, part, tail)
+    }
+}
+
+#[inline(always)]
+fn unrolled<I: Index, const U: usize, const LANES: u64>(
+    n: u64,
+    mut whole: impl FnMut([u64; U]),
+    mut part: impl FnMut(u64),
+    mut tail: impl FnMut(u64),
+) {
+    // SAFETY: special registers.
+    let (t, block, b, grid) =
+        unsafe { (nvptx::_thread_idx_x(), nvptx::_block_dim_x(), nvptx::_block_idx_x(), nvptx::_grid_dim_x()) };
+    let (t, block) = (I::of(t as u64), I::of(block as u64));
+    let per_tile = I::of(U as u64) * block;
+    let packs = I::of(n / LANES);
+    let step = I::of(grid as u64) * per_tile;
+    let mut start = I::of(b as u64) * per_tile;
+    let mut k_th = [0u64; U];
+    while start + per_tile <= packs {
+        let mut p = start + t;
+        for slot in k_th.iter_mut() {
+            *slot = p.wide();
+            p += block;
+        }
+        whole(k_th);
+        start += step;
+    }
+    // Only the block holding the partial tile stops at or below `packs`.
+    if start <= packs {
+        let mut p = start + t;
+        for _ in 0..U {
+            if p < packs {
+                part(p.wide());
+            }
+            p += block;
+        }
+        if t == I::of(0) && n % LANES != 0 {
+            tail(packs.wide() * LANES);
+        }
     }
 }
 

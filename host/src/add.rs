@@ -376,8 +376,8 @@ impl Gpu {
                 // One block per whole tile (or enough for the remainder's groups).
                 kernels_gpu::bulk::grid_for(n as u64, size, bulk.tile_bytes, cfg.block, cfg.max_grid)
             } else if let Some(unroll) = variant.unroll() {
-                // The same tiled walk, with tiles of `unroll` packs per thread.
-                kernels_gpu::bulk::grid_for(n as u64, size, unroll * cfg.block * 16, cfg.block, cfg.max_grid)
+                // The unrolled walk: a block per tile of `unroll` packs per thread.
+                kernels_gpu::launch::unrolled_grid(n as u64, variant.lanes(), unroll, cfg.block, cfg.max_grid)
             } else {
                 // Same lane count the kernel walks with: one thread per lane group.
                 grid_for(n as u64, variant.lanes(), cfg.block, cfg.max_grid)

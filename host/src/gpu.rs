@@ -24,7 +24,9 @@ pub const PTX_SM90: &str = include_str!("../../ptx/kernels_gpu_sm90.ptx");
 /// The kernels of the Hopper module, resolved when the device has sm_90.
 pub fn sm90_kernel_names() -> Vec<&'static str> {
     let add = ADD_KERNELS.iter().filter(|k| k.needs_sm90()).map(|k| k.name);
-    add.chain(kernels_gpu::ops::OP_KERNELS.iter().filter(|k| k.needs_sm90()).map(|k| k.name)).collect()
+    // The element-wise library's sm_90 add is an add kernel too, listed above.
+    let ops = kernels_gpu::ops::OP_KERNELS.iter().filter(|k| k.needs_sm90() && !k.name.starts_with("add_"));
+    add.chain(ops.map(|k| k.name)).collect()
 }
 
 /// Every kernel of the portable module; all are resolved when a [`Gpu`] is created.
@@ -44,6 +46,7 @@ pub fn kernel_names() -> Vec<&'static str> {
     names.extend(kernels_gpu::foreach::ADD_MANY_INLINE);
     names.extend(kernels_gpu::foreach::MARK_MANY.map(|(name, _)| name));
     names.extend(kernels_gpu::verify::MARK_TILES.map(|(name, _)| name));
+    names.extend(kernels_gpu::verify::MARK_UNROLLED.map(|(name, _, _)| name));
     // The element-wise library; its add rows are the add kernels listed above.
     let ops = kernels_gpu::ops::OP_KERNELS.iter().filter(|k| !k.needs_sm90() && !k.name.starts_with("add_"));
     names.extend(ops.map(|k| k.name));
@@ -177,7 +180,7 @@ impl Gpu {
     /// copies and fills of `DeviceVec` use, so those never race with queued work.
     pub fn stream(&self) -> Result<Stream> {
         self.shared.bind()?;
-        Ok(Stream { inner: RawStream::create()?, gpu: self.shared.clone() })
+        Ok(Stream { inner: RawStream::create()?, gpu: self.shared.clone(), events: Default::default() })
     }
 
     /// Allocates `len` elements. The contents are unspecified until written.
@@ -283,6 +286,8 @@ impl Gpu {
 pub struct Stream {
     inner: RawStream,
     gpu: Arc<Shared>,
+    /// The timing events of [`Stream::time`], created at its first call.
+    events: std::sync::Mutex<Option<raw::RawEvents>>,
 }
 
 impl Stream {
@@ -302,10 +307,16 @@ impl Stream {
     }
 
     /// Times the work `work` queues on this stream with CUDA events (device time,
-    /// not host time). Returns milliseconds.
+    /// not host time). Returns milliseconds. The stream keeps its two events
+    /// for the next call.
     pub fn time(&self, work: impl FnOnce(&Stream) -> Result<()>) -> Result<f32> {
         self.gpu.bind()?;
-        raw::time_events(self.raw(), || work(self)).map_err(|e| match e {
+        let mut events = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        if events.is_none() {
+            *events = Some(raw::RawEvents::create()?);
+        }
+        let timed = events.as_ref().map(|ev| ev.time(self.raw(), || work(self)));
+        timed.expect("created above").map_err(|e| match e {
             Error::KernelFault { kernel: None, source } => self.gpu.fault(source),
             e => e,
         })
@@ -323,6 +334,9 @@ impl Drop for Stream {
         // A reset destroyed the stream with its context; its handle may now be
         // another stream's.
         if self.gpu.bind().is_ok() {
+            if let Some(ev) = self.events.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                ev.destroy();
+            }
             self.inner.destroy();
         }
     }

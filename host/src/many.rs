@@ -3,7 +3,7 @@
 //! foreach walks.
 
 use kernels_gpu::foreach::{ADD_MANY, ADD_MANY_INLINE, MARK_MANY};
-use kernels_gpu::verify::MARK_TILES;
+use kernels_gpu::verify::{MARK_TILES, MARK_UNROLLED};
 use kernels_gpu::Dtype;
 
 use crate::add::AddGraph;
@@ -167,6 +167,32 @@ impl Gpu {
         let grid = kernels_gpu::bulk::grid_for(marks.len() as u64, elem, tile_bytes, cfg.block, cfg.max_grid);
         self.shared.bind()?;
         raw::launch_mark_tiles(self.shared.func(name)?, grid, cfg.block, tile, lanes, &mut marks, stream.raw())
+    }
+
+    /// Queues the unrolled kernels' walk (tiles of `unroll × block` packs of
+    /// `lanes` elements by block, the partial tile pack by pack, then the last
+    /// elements) over `marks`, launched as the unrolled add with `cfg` would be:
+    /// 1 is added to every mark visited. `lanes` is 4 or 8, `unroll` 2 or 4.
+    pub fn mark_visits_unrolled<'a>(
+        &self,
+        lanes: u32,
+        unroll: u32,
+        cfg: LaunchConfig,
+        marks: impl AsViewMut<'a, i32>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let mut marks = marks.into_view_mut();
+        let Some(&(name, _, _)) = MARK_UNROLLED.iter().find(|(_, l, u)| *l == lanes && *u == unroll) else {
+            return Err(Error::Shape {
+                kernel: "mark_visits_unrolled",
+                detail: format!("lanes = {lanes}, unroll = {unroll}; must be 4 or 8, and 2 or 4"),
+            });
+        };
+        cfg.check(name)?;
+        self.check_owned(name, [marks.owner()], stream)?;
+        let grid = kernels_gpu::launch::unrolled_grid(marks.len() as u64, lanes, unroll, cfg.block, cfg.max_grid);
+        self.shared.bind()?;
+        raw::launch_mark_visits(self.shared.func(name)?, grid, cfg.block, &mut marks, stream.raw())
     }
 
     /// Queues the read-only ceiling kernel: sums `a` and `b` (16-byte aligned

@@ -207,7 +207,7 @@ impl Custom {
     /// The automatic choice, as the built-in operations' ([`Operands::auto_split`]).
     fn run_auto<T: Element>(&self, ops: Operands<'_, T>, stream: &Stream) -> Result<&'static str> {
         self.check(&ops, stream)?;
-        let cfg = LaunchConfig::with_block(AutoPlan::new(self.dtype, ops.a.len(), false).block);
+        let cfg = LaunchConfig::with_block(AutoPlan::pack_block(ops.a.len(), self.module.gpu.info().has_sm90()));
         match ops.auto_split(self.dtype.size()) {
             AutoSplit::Pack => self.launch(CustomPattern::Pack, cfg, ops, stream),
             AutoSplit::Peel(head) => {

@@ -312,7 +312,7 @@ impl Gpu {
         let (dtype, n) = (T::DTYPE, ops.a.len());
         let (pack, scalar) = (self.auto_pack(kind, dtype), self.auto_scalar(kind, dtype));
         // The block the tuned add plan gives its 128-bit pack kernel at this size.
-        let cfg = LaunchConfig::with_block(AutoPlan::new(dtype, n, false).block);
+        let cfg = LaunchConfig::with_block(AutoPlan::pack_block(n, self.info().has_sm90()));
         self.check_map(scalar, cfg, &ops)?;
         match ops.auto_split(dtype.size()) {
             AutoSplit::Pack => {

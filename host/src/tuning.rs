@@ -29,8 +29,9 @@ impl Default for BulkConfig {
 
 /// How the automatic choice launches 16-byte aligned operands: kernel, block
 /// size and (bulk kernels) tiling. The table is the report's tuning sweep on an
-/// H200 (`results/nvidia-h200/report.md`, "Tuning sweep"); block sizes other
-/// than the seed's 256 are only used where that sweep ran, on sm_90.
+/// H200 (`results/nvidia-h200/report.md`, "Tuning sweep", and the lead
+/// study's per-size sweep); block sizes other than the seed's 256 are only used
+/// where those sweeps ran, on sm_90.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AutoPlan {
     pub variant: Variant,
@@ -45,10 +46,16 @@ impl AutoPlan {
     pub const WIDE_BLOCK_MIN: usize = 1 << 22;
 
     /// The plan for `n` aligned elements of `dtype`.
+    ///
+    /// On sm_90, bf16 uses the packed `add.rn.bf16x2` kernel at every size: the
+    /// portable kernel rounds with integer instructions and issues 3.9× the
+    /// instructions per warp (ncu at 2^20: 626,688 against 159,744), which costs
+    /// up to 5% where launches are short.
     pub fn new(dtype: Dtype, n: usize, sm90: bool) -> AutoPlan {
         // One pack per thread: a 2 KiB tile per operand for 128 threads.
         let small_tiles = BulkConfig { tile_bytes: 2048, stages: 1 };
-        let plain = |block| AutoPlan { variant: Variant::widest(dtype), block, bulk: BulkConfig::default() };
+        let variant = if dtype == Dtype::Bf16 && sm90 { Variant::Bf16x8Sm90 } else { Variant::widest(dtype) };
+        let plain = AutoPlan { variant, block: Self::pack_block(n, sm90), bulk: BulkConfig::default() };
         match dtype {
             Dtype::F32 if sm90 && n >= Self::BULK_MIN => {
                 AutoPlan { variant: Variant::F32BulkSt, block: 128, bulk: small_tiles }
@@ -56,9 +63,18 @@ impl AutoPlan {
             Dtype::F16 if sm90 && n >= Self::BULK_MIN => {
                 AutoPlan { variant: Variant::F16Bulk, block: 128, bulk: small_tiles }
             }
-            Dtype::F32 | Dtype::F16 if sm90 && n >= Self::WIDE_BLOCK_MIN => plain(1024),
-            Dtype::Bf16 if sm90 && n >= Self::BULK_MIN => plain(1024),
-            _ => plain(kernels_gpu::launch::DEFAULT_BLOCK),
+            _ => plain,
+        }
+    }
+
+    /// The block of the one-pack-per-thread kernels at `n` elements: 1024 threads
+    /// from [`AutoPlan::WIDE_BLOCK_MIN`] on sm_90, else the seed's 256. The
+    /// element-wise operations launch their pack kernels with it too.
+    pub fn pack_block(n: usize, sm90: bool) -> u32 {
+        if sm90 && n >= Self::WIDE_BLOCK_MIN {
+            1024
+        } else {
+            kernels_gpu::launch::DEFAULT_BLOCK
         }
     }
 }

@@ -70,11 +70,13 @@ pub enum Variant {
     F16BulkSt,
     /// bf16 through the bulk-copy engine both ways.
     Bf16BulkSt,
+    /// bf16x8 pack with sm_90's `add.rn.bf16x2` (sm_90 module only).
+    Bf16x8Sm90,
 }
 
 impl Variant {
     /// Every variant, in kernel-table order.
-    pub const ALL: [Variant; 30] = [
+    pub const ALL: [Variant; 31] = [
         Variant::F32,
         Variant::F32x4,
         Variant::F16,
@@ -105,6 +107,7 @@ impl Variant {
         Variant::F32BulkSt,
         Variant::F16BulkSt,
         Variant::Bf16BulkSt,
+        Variant::Bf16x8Sm90,
     ];
 
     /// The kernel's static facts, shared with the device code.
@@ -165,7 +168,8 @@ impl Variant {
         self.kernel().is_bulk()
     }
 
-    /// True for the kernels of the sm_90 module (bulk copies, `.L2::256B`).
+    /// True for the kernels of the sm_90 module (bulk copies, `.L2::256B`,
+    /// packed bf16).
     pub const fn needs_sm90(self) -> bool {
         self.kernel().needs_sm90()
     }

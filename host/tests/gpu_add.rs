@@ -225,6 +225,52 @@ fn grid_stride_walk_visits_every_index_exactly_once() {
     assert!(matches!(e, Error::BlockSize { variant: "mark_visits_1", .. }), "{e}");
 }
 
+/// The unrolled kernels' walk (tiles of U × block packs, the partial tile pack by
+/// pack, the last elements by thread 0 of its block) at clamped and full grids:
+/// every index exactly once.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn unrolled_walk_visits_every_index_exactly_once() {
+    let gpu = gpu();
+    let stream = gpu.stream().unwrap();
+    let cfgs = [
+        LaunchConfig::default(),
+        LaunchConfig { block: 1, max_grid: 1 },
+        LaunchConfig { block: 32, max_grid: 3 },
+        LaunchConfig { block: 100, max_grid: 7 },
+        LaunchConfig::with_block(128),
+        LaunchConfig::with_block(1024),
+    ];
+    let sizes = [0usize, 1, 3, 4, 7, 8, 9, 15, 17, 255, 2047, 2048, 2049, 4095, 4096, 4097, 8193, 65_541, 100_003];
+    let mut band = gpu.alloc::<i32>(100_003 + 2 * CANARY).unwrap();
+    let mut failures = Vec::new();
+    for (_, lanes, unroll) in kernels_gpu::verify::MARK_UNROLLED {
+        for cfg in cfgs {
+            for n in sizes {
+                band.fill_bits(0).unwrap();
+                let marks = band.slice_mut(CANARY..CANARY + n).unwrap();
+                gpu.mark_visits_unrolled(lanes, unroll, cfg, marks, &stream).unwrap();
+                stream.synchronize().unwrap();
+                let problem = marks_problem(&band.to_vec().unwrap(), n);
+                let what = format!("lanes={lanes} unroll={unroll} {cfg:?}");
+                record("unrolled_walk_exactly_once", &what, n, problem.is_none());
+                failures.extend(problem.map(|p| format!("{what} n={n}: {p}")));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // A second pass must show as 2, and bad settings are errors.
+    band.fill_bits(0).unwrap();
+    for _ in 0..2 {
+        let marks = band.slice_mut(CANARY..CANARY + 4097).unwrap();
+        gpu.mark_visits_unrolled(8, 2, LaunchConfig::default(), marks, &stream).unwrap();
+    }
+    stream.synchronize().unwrap();
+    assert_eq!(marks_problem(&band.to_vec().unwrap(), 4097).as_deref(), Some("element 0 visited 2 times"));
+    let e = gpu.mark_visits_unrolled(8, 3, LaunchConfig::default(), band.view_mut(), &stream).unwrap_err();
+    assert_eq!(e.to_string(), "mark_visits_unrolled: lanes = 8, unroll = 3; must be 4 or 8, and 2 or 4");
+}
+
 /// Several threads, each with its own stream on the one shared Gpu, run mixed
 /// variants at once and all get exact results.
 #[test]

@@ -196,3 +196,36 @@ fn huge_n_clamped_grid_visits_every_index_exactly_once() {
     let once = gpu.count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
     assert_eq!(once, n as u64 - 1);
 }
+
+/// Past 2^32 elements the unrolled walk takes its 64-bit path: with the grid
+/// capped at 1000 blocks each block walks thousands of tiles, and still every
+/// index is visited exactly once.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn huge_n_unrolled_walk_visits_every_index_exactly_once() {
+    let _g = HUGE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let gpu = gpu();
+    let stream = gpu.stream().unwrap();
+    let n = (1usize << 32) + (1 << 20) + 5;
+    let fit = sizes_that_fit("huge_n_unrolled_walk", "i32 marks", &[n], |n| 4 * n, |_| 0);
+    if fit.is_empty() {
+        return;
+    }
+    let mut band = gpu.alloc::<i32>(n + 2 * CANARY).unwrap();
+    let mut failures = Vec::new();
+    for (lanes, unroll) in [(4u32, 2u32), (8, 4)] {
+        band.fill_bits(0).unwrap();
+        let cfg = LaunchConfig { block: 256, max_grid: 1000 };
+        gpu.mark_visits_unrolled(lanes, unroll, cfg, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
+        stream.synchronize().unwrap();
+        let once =
+            gpu.count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
+        let canaries_ok = canaries_hold(&band, n, |&m| m == 0);
+        let ok = once == n as u64 && canaries_ok;
+        record("huge_n_unrolled_walk", &format!("lanes={lanes} unroll={unroll} grid=1000 once={once}"), n, ok);
+        if !ok {
+            failures.push(format!("lanes={lanes} unroll={unroll}: {once} of {n} once, canaries_ok={canaries_ok}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

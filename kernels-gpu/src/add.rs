@@ -23,6 +23,7 @@
 //! | `add_*_nc`        | -  | all   | 8/4   | 16 B   | loads through the non-coherent path (`ld.global.nc`) |
 //! | `add_*_l2`        | -  | all   | 8/4   | 16 B   | `ld.global.nc.L2::256B` (sm_90 module)          |
 //! | `add_*_bulk`      | -  | all   | tile  | bulk   | Hopper bulk copies into shared memory ([`crate::bulk`]) |
+//! | `add_bf16x8_sm90` | -  | bf16  | 8     | 16 B   | sm_90's `add.rn.bf16x2`: 4 instructions per pack, not the integer rounding (sm_90 module; [`crate::ops`]) |
 //!
 //! The `_cs` variants go past the seed: data that is touched once is marked
 //! evict-first in L2 (`ld.global.cs` / `st.global.cs`), so the stream does not
@@ -74,11 +75,16 @@ pub enum Pattern {
     },
     /// `(a, b, c, n)`: whole tiles of `unroll × blockDim` 16-byte packs per
     /// block, every load of a thread issued before its first store
-    /// (`pack::tile_add`). In the portable module.
+    /// (`gpukern_device::walk::for_each_unrolled`; grid:
+    /// `launch::unrolled_grid`). In the portable module.
     Unrolled {
         /// Packs per thread per tile.
         unroll: u32,
     },
+    /// `(a, b, c, n)`: as `Lanes` with sm_90's packed bf16 instructions and
+    /// hardware rounding (the element-wise library's `PackSm90` kernel). In the
+    /// sm_90 module.
+    PackSm90,
 }
 
 impl AddKernel {
@@ -89,7 +95,7 @@ impl AddKernel {
 
     /// True for the kernels of the sm_90 module (`ptx/kernels_gpu_sm90.ptx`).
     pub const fn needs_sm90(&self) -> bool {
-        self.is_bulk() || matches!(self.pattern, Pattern::LoadHint { l2_256: true })
+        self.is_bulk() || matches!(self.pattern, Pattern::LoadHint { l2_256: true } | Pattern::PackSm90)
     }
 
     /// Byte alignment every operand pointer must have.
@@ -184,10 +190,14 @@ pub const ADD_F16_BULK_ST: AddKernel =
 pub const ADD_BF16_BULK_ST: AddKernel =
     kernel_info!("add_bf16_bulk_st", Bf16, 8, 16, 1, None, BulkTiles { bulk_store: true });
 
+/// bf16x8 with sm_90's `add.rn.bf16x2` (sm_90 module; the element-wise
+/// library's kernel, [`crate::ops`]).
+pub const ADD_BF16X8_SM90: AddKernel = kernel_info!("add_bf16x8_sm90", Bf16, 8, 16, 1, None, PackSm90);
+
 /// Every add kernel: the seed's family by dtype, naive to fastest, then bf16,
-/// then the cache-hint variants, the unrolled tile kernels, and the Hopper
-/// bulk-copy kernels.
-pub const ADD_KERNELS: [AddKernel; 30] = [
+/// then the cache-hint variants, the unrolled tile kernels, the Hopper
+/// bulk-copy kernels and sm_90's bf16 pack kernel.
+pub const ADD_KERNELS: [AddKernel; 31] = [
     ADD_F32,
     ADD_F32X4,
     ADD_F16,
@@ -218,6 +228,7 @@ pub const ADD_KERNELS: [AddKernel; 30] = [
     ADD_F32_BULK_ST,
     ADD_F16_BULK_ST,
     ADD_BF16_BULK_ST,
+    ADD_BF16X8_SM90,
 ];
 
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]

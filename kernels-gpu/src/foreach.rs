@@ -53,20 +53,30 @@ pub use kernels::*;
 
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 pub(crate) mod kernels {
-    use super::{ManyDesc, MANY_CHUNK};
+    use super::{ManyDesc, MANY_BLOCK, MANY_CHUNK};
     use core::arch::nvptx;
     use core::sync::atomic::{AtomicU32, Ordering};
     use gpukern_device::lanes::{Add, Bf16, Elem, Op, F16, F32};
-    use gpukern_device::pack::Pack16;
+    use gpukern_device::pack::{load128, unrolled, Pack16};
+
+    /// Lane groups per thread in a whole chunk at the launch's block size:
+    /// 4 for f32, 2 for f16 and bf16.
+    pub(super) const fn per_thread(lanes: u64) -> u64 {
+        MANY_CHUNK / (lanes * MANY_BLOCK as u64)
+    }
 
     /// The foreach walk over `chunks` chunks; `owner(j)` gives the triple that
-    /// owns chunk `j`. `group(d, g)` handles lane group `g` (elements `g·LANES ..
-    /// g·LANES + LANES`) of triple `d`, all three operands 16-byte aligned;
-    /// `one(d, i)` handles element `i`.
+    /// owns chunk `j`. In a whole chunk of an aligned triple, with the launch's
+    /// block of [`MANY_BLOCK`](super::MANY_BLOCK) threads, `whole(d, g, step)`
+    /// handles thread `t`'s [`per_thread`] groups `g, g + step, …` (so they can
+    /// all be loaded before any is stored). Otherwise `group(d, g)` handles lane
+    /// group `g` (elements `g·LANES .. g·LANES + LANES`) of triple `d`, all three
+    /// operands 16-byte aligned, and `one(d, i)` element `i`.
     #[inline(always)]
     pub(super) fn walk<const LANES: u64>(
         chunks: u64,
         owner: impl Fn(u64) -> ManyDesc,
+        mut whole: impl FnMut(&ManyDesc, u64, u64),
         mut group: impl FnMut(&ManyDesc, u64),
         mut one: impl FnMut(&ManyDesc, u64),
     ) {
@@ -84,18 +94,22 @@ pub(crate) mod kernels {
             let start = (j - d.first_chunk) * MANY_CHUNK;
             let end = if d.n < start + MANY_CHUNK { d.n } else { start + MANY_CHUNK };
             if (d.a | d.b | d.c) % 16 == 0 {
-                let groups = (end - start).div_ceil(LANES);
-                let mut g = t;
-                while g < groups {
-                    let first = start + g * LANES;
-                    if first + LANES <= end {
-                        group(&d, first / LANES);
-                    } else {
-                        for i in first..end {
-                            one(&d, i);
+                if end - start == MANY_CHUNK && step * per_thread(LANES) * LANES == MANY_CHUNK {
+                    whole(&d, start / LANES + t, step);
+                } else {
+                    let groups = (end - start).div_ceil(LANES);
+                    let mut g = t;
+                    while g < groups {
+                        let first = start + g * LANES;
+                        if first + LANES <= end {
+                            group(&d, first / LANES);
+                        } else {
+                            for i in first..end {
+                                one(&d, i);
+                            }
                         }
+                        g += step;
                     }
-                    g += step;
                 }
             } else {
                 let mut i = start + t;
@@ -124,9 +138,10 @@ pub(crate) mod kernels {
     /// `owner` returns valid triples (see `ManyDesc`) for every chunk below `chunks`.
     #[inline(always)]
     pub(super) unsafe fn walk_chunks<E: Elem, O: Op<E> + Default>(chunks: u64, owner: impl Fn(u64) -> ManyDesc) {
+        let whole = |d: &ManyDesc, g: u64, step: u64| packs::<E, O>(d, g, step);
         match E::LANES {
-            4 => walk::<4>(chunks, owner, |d, g| pack::<E, O>(d, g), |d, i| one::<E, O>(d, i)),
-            _ => walk::<8>(chunks, owner, |d, g| pack::<E, O>(d, g), |d, i| one::<E, O>(d, i)),
+            4 => walk::<4>(chunks, owner, whole, |d, g| pack::<E, O>(d, g), |d, i| one::<E, O>(d, i)),
+            _ => walk::<8>(chunks, owner, whole, |d, g| pack::<E, O>(d, g), |d, i| one::<E, O>(d, i)),
         }
     }
 
@@ -145,6 +160,30 @@ pub(crate) mod kernels {
         let (a, b, c) = (d.a as *const Pack16, d.b as *const Pack16, d.c as *mut Pack16);
         // SAFETY: see add_many.
         unsafe { *c.add(g as usize) = O::default().pack(*a.add(g as usize), *b.add(g as usize)) };
+    }
+
+    /// Groups `g, g + step, …` ([`per_thread`] of them) of a whole chunk: every
+    /// load before the first store, so the thread waits for memory once per
+    /// chunk instead of once per group.
+    #[inline(always)]
+    fn packs<E: Elem, O: Op<E> + Default>(d: &ManyDesc, g: u64, step: u64) {
+        let u = per_thread(E::LANES) as usize;
+        let (a, b, c) = (d.a as *const Pack16, d.b as *const Pack16, d.c as *mut Pack16);
+        let (mut xs, mut ys) = ([Pack16([0; 4]); 4], [Pack16([0; 4]); 4]);
+        unrolled::<4>(|k| {
+            if k < u {
+                let p = (g + k as u64 * step) as usize;
+                // SAFETY: see add_many; the chunk is whole, so every group lies below n.
+                unsafe { (xs[k], ys[k]) = (load128(a.add(p)), load128(b.add(p))) };
+            }
+        });
+        unrolled::<4>(|k| {
+            if k < u {
+                let p = (g + k as u64 * step) as usize;
+                // SAFETY: as above.
+                unsafe { *c.add(p) = O::default().pack(xs[k], ys[k]) };
+            }
+        });
     }
 
     #[inline(always)]
@@ -212,6 +251,13 @@ pub(crate) mod kernels {
             chunks,
             // SAFETY: forwarded contract.
             |j| unsafe { table_owner(meta, owners, j) },
+            |d, g, step| {
+                for k in 0..per_thread(LANES) {
+                    for l in 0..LANES {
+                        visit(d, (g + k * step) * LANES + l);
+                    }
+                }
+            },
             |d, g| {
                 for k in 0..LANES {
                     visit(d, g * LANES + k);
@@ -261,12 +307,36 @@ pub const INLINE_MAX: usize = 32;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ManyInline {
-    /// The triples; entries at and after `tensors` are ignored.
+    /// `first_chunk` of each triple as u32, `u32::MAX` at and after `tensors`:
+    /// what the owner scan compares.
+    pub starts: [u32; INLINE_MAX],
+    /// The triples; entries at and after `tensors` are unused.
     pub descs: [ManyDesc; INLINE_MAX],
     /// Triples in use, 1..=INLINE_MAX.
     pub tensors: u32,
     /// Total chunk count.
     pub chunks: u64,
+}
+
+impl ManyInline {
+    /// The list of `descs` with `chunks` chunks in all, or `None` when it does
+    /// not fit: more than [`INLINE_MAX`] triples, or `chunks >= u32::MAX`.
+    pub fn new(descs: &[ManyDesc], chunks: u64) -> Option<ManyInline> {
+        if descs.len() > INLINE_MAX || chunks >= u32::MAX as u64 {
+            return None;
+        }
+        let mut list = ManyInline {
+            starts: [u32::MAX; INLINE_MAX],
+            descs: [ManyDesc::default(); INLINE_MAX],
+            tensors: descs.len() as u32,
+            chunks,
+        };
+        list.descs[..descs.len()].copy_from_slice(descs);
+        for (s, d) in list.starts.iter_mut().zip(descs) {
+            *s = d.first_chunk as u32;
+        }
+        Some(list)
+    }
 }
 
 /// Entry points of the inline-list kernels `(list: ManyInline)`, by dtype.
@@ -279,17 +349,19 @@ mod inline_kernels {
 
     /// The owner of chunk `j` by a scan with constant indices (every parameter
     /// load at a fixed offset; a run-time index would copy the list to local
-    /// memory). `first_chunk` increases, so the scan stops at the first triple
-    /// past `j`: a block reads only the entries up to its own.
+    /// memory, and so does a search whose leaves LLVM merges into one load).
+    /// The scan compares the compact `starts` (two 64-byte lines of the
+    /// parameter bank) rather than the 40-byte descriptors, so its loads hit one
+    /// cached line after another instead of missing every other step (ncu, ten
+    /// triples of 2^10 f32: 3.58 µs against torch's 2.85 with the old scan).
+    /// Unused entries start at `u32::MAX`, so the scan stops before them.
     #[inline(always)]
     fn owner(list: &ManyInline, j: u64) -> ManyDesc {
-        // Written out with literal indices: a loop with an early exit is kept as
-        // a loop, whose run-time index copies the list to local memory.
         macro_rules! scan {
             ($($k:literal)*) => {{
                 let mut d = list.descs[0];
                 $(
-                    if $k >= list.tensors || list.descs[$k].first_chunk > j {
+                    if list.starts[$k] as u64 > j {
                         return d;
                     }
                     d = list.descs[$k];
@@ -356,4 +428,22 @@ mod inline_kernels {
     }
 
     const _: () = assert!(core::mem::size_of::<ManyInline>() <= 4096, "kernel parameters are limited to 4 KiB");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inline_list_marks_unused_entries_and_refuses_what_does_not_fit() {
+        let d = ManyDesc { a: 16, b: 32, c: 48, n: 5000, first_chunk: 0 };
+        let e = ManyDesc { first_chunk: 2, ..d };
+        let list = ManyInline::new(&[d, e], 4).unwrap();
+        assert_eq!((list.tensors, list.chunks), (2, 4));
+        assert_eq!(list.descs[..2], [d, e]);
+        assert_eq!(list.starts[..3], [0, 2, u32::MAX]);
+        assert!(list.starts[2..].iter().all(|&u| u == u32::MAX));
+        assert!(ManyInline::new(&[d; 33], 33).is_none());
+        assert!(ManyInline::new(&[d], 1 << 32).is_none());
+    }
 }

@@ -29,6 +29,16 @@ pub const MARK_VISITS: [(&str, u32); 4] =
 /// of the add kernel it stands for) and `lanes` elements per 16-byte pack.
 pub const MARK_TILES: [(&str, u32); 2] = [("mark_visits_tiles_4", 4), ("mark_visits_tiles_8", 8)];
 
+/// Visit markers of the unrolled kernels' walk (`add_*_u2`, `add_*_u4`), as
+/// (entry point, lanes per pack, packs per thread per tile): `(marks, n)`,
+/// launched with `launch::unrolled_grid`.
+pub const MARK_UNROLLED: [(&str, u32, u32); 4] = [
+    ("mark_visits_unrolled_4x2", 4, 2),
+    ("mark_visits_unrolled_4x4", 4, 4),
+    ("mark_visits_unrolled_8x2", 8, 2),
+    ("mark_visits_unrolled_8x4", 8, 4),
+];
+
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 pub use kernels::*;
 
@@ -36,7 +46,7 @@ pub use kernels::*;
 mod kernels {
     use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
     use gpukern_device::bits::{bf16_is_nan, f16_is_nan, f32_is_nan};
-    use gpukern_device::{block_tiles, for_each_group, for_each_pack_in_tile};
+    use gpukern_device::{block_tiles, for_each_group, for_each_pack_in_tile, for_each_unrolled};
 
     #[inline(always)]
     unsafe fn count<T: Copy>(x: *const T, y: *const T, n: u64, counter: *mut u64, same: impl Fn(T, T) -> bool) {
@@ -183,6 +193,60 @@ mod kernels {
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn mark_visits_8(marks: *mut u32, n: u64) {
         unsafe { mark::<8>(marks, n) }
+    }
+
+    /// The unrolled kernels' walk (`for_each_unrolled::<U, LANES>`), adding 1 to
+    /// the mark of every element it visits.
+    #[inline(always)]
+    unsafe fn mark_unrolled<const U: usize, const LANES: u64>(marks: *mut u32, n: u64) {
+        // SAFETY: the caller guarantees `marks` holds n aligned u32; i < n below.
+        let visit = |i: u64| unsafe { AtomicU32::from_ptr(marks.add(i as usize)) }.fetch_add(1, Ordering::Relaxed);
+        let pack = |p: u64| {
+            for k in 0..LANES {
+                visit(p * LANES + k);
+            }
+        };
+        for_each_unrolled::<U, LANES>(
+            n,
+            |ps| {
+                for p in ps {
+                    pack(p);
+                }
+            },
+            pack,
+            |first| {
+                for i in first..n {
+                    visit(i);
+                }
+            },
+        );
+    }
+
+    /// Declares the unrolled walk's markers.
+    macro_rules! mark_unrolled {
+        ($($name:ident: $u:literal x $lanes:literal;)*) => {$(
+            #[doc = concat!("Adds 1 to `marks[i]` for every `i < n` the unrolled walk visits with ", stringify!($lanes), "-element packs, ", stringify!($u), " per thread per tile.")]
+            ///
+            /// # Safety
+            /// As `mark_visits_1`.
+            ///
+            /// # Parameters
+            /// As `mark_visits_1`.
+            ///
+            /// # Thread mapping
+            #[doc = concat!("As the unrolled add kernels with ", stringify!($u), " packs per thread (`add_*_u", stringify!($u), "`).")]
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $name(marks: *mut u32, n: u64) {
+                unsafe { mark_unrolled::<$u, $lanes>(marks, n) }
+            }
+        )*};
+    }
+
+    mark_unrolled! {
+        mark_visits_unrolled_4x2: 2 x 4;
+        mark_visits_unrolled_4x4: 4 x 4;
+        mark_visits_unrolled_8x2: 2 x 8;
+        mark_visits_unrolled_8x4: 4 x 8;
     }
 
     /// The bulk kernels' walk (`crate::bulk`): whole tiles by block, packs of

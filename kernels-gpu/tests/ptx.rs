@@ -7,7 +7,7 @@
 use kernels_gpu::add::{Pattern, ADD_KERNELS};
 use kernels_gpu::ceiling::CEILING;
 use kernels_gpu::foreach::{ADD_MANY, ADD_MANY_INLINE, MARK_MANY};
-use kernels_gpu::verify::{COUNT_MISMATCH, EMPTY, MARK_TILES, MARK_VISITS, SPIN};
+use kernels_gpu::verify::{COUNT_MISMATCH, EMPTY, MARK_TILES, MARK_UNROLLED, MARK_VISITS, SPIN};
 use kernels_gpu::{count::COUNT, fusion::FUSION, matmul::MATMUL, transpose::TRANSPOSE};
 
 mod ptx_common;
@@ -25,6 +25,7 @@ fn every_expected_entry_exists() {
         .chain(ADD_MANY_INLINE)
         .chain(MARK_MANY.map(|(name, _)| name))
         .chain(MARK_TILES.map(|(name, _)| name))
+        .chain(MARK_UNROLLED.map(|(name, _, _)| name))
         .chain(COUNT_MISMATCH)
         .chain([EMPTY, SPIN, kernels_gpu::coalesce::STRIDED_COPY])
         .chain(MATMUL)
@@ -44,6 +45,10 @@ fn no_local_memory_and_no_flush_to_zero_anywhere() {
     assert!(!PTX.contains(".approx"), "approximate arithmetic is not IEEE");
 }
 
+/// Copies of a grid-stride loop body: `for_each_group` walks in 32-bit indices
+/// below about 2^32 elements and in 64-bit ones above, each its own loop.
+const W: usize = 2;
+
 #[test]
 fn targets_the_sm70_baseline() {
     assert!(PTX.contains("\n.target sm_70\n"), "the PTX must load on every GPU from sm_70 up");
@@ -51,58 +56,58 @@ fn targets_the_sm70_baseline() {
 
 #[test]
 fn v1_f32_uses_32_bit_scalar_accesses() {
-    assert_eq!(count_any("add_f32", LD32), 2, "one 32-bit load per operand");
-    assert_eq!(count_any("add_f32", ST32), 1);
+    assert_eq!(count_any("add_f32", LD32), 2 * W, "one 32-bit load per operand and index width");
+    assert_eq!(count_any("add_f32", ST32), W);
     assert_eq!(count("add_f32", "ld.global.v"), 0);
-    assert_eq!(count("add_f32", "add.rn.f32"), 1);
+    assert_eq!(count("add_f32", "add.rn.f32"), W);
 }
 
 #[test]
 fn v2_f32x4_uses_128_bit_loads_and_store() {
-    assert_eq!(count_any("add_f32x4", LD128), 2, "one 128-bit load for a and one for b");
-    assert_eq!(count_any("add_f32x4", ST128), 1, "one 128-bit store for c");
+    assert_eq!(count_any("add_f32x4", LD128), 2 * W, "one 128-bit load for a and one for b");
+    assert_eq!(count_any("add_f32x4", ST128), W, "one 128-bit store for c");
     assert!(count("add_f32x4", "add.rn.f32") >= 4);
 }
 
 #[test]
 fn v3_f16_uses_16_bit_loads_and_add_rn_f16() {
-    assert_eq!(count_any("add_f16", LD16), 2);
-    assert_eq!(count_any("add_f16", ST16), 1);
-    assert_eq!(count("add_f16", "add.rn.f16 "), 1);
+    assert_eq!(count_any("add_f16", LD16), 2 * W);
+    assert_eq!(count_any("add_f16", ST16), W);
+    assert_eq!(count("add_f16", "add.rn.f16 "), W);
     assert_eq!(count("add_f16", "add.rn.f16x2"), 0);
 }
 
 #[test]
 fn v4_f16x2_uses_32_bit_loads_and_add_rn_f16x2() {
-    assert_eq!(count_any("add_f16x2", LD32), 2);
-    assert_eq!(count_any("add_f16x2", ST32), 1);
-    assert_eq!(count("add_f16x2", "add.rn.f16x2"), 1);
+    assert_eq!(count_any("add_f16x2", LD32), 2 * W);
+    assert_eq!(count_any("add_f16x2", ST32), W);
+    assert_eq!(count("add_f16x2", "add.rn.f16x2"), W);
 }
 
 #[test]
 fn v5_f16x8_uses_four_32_bit_loads_per_operand() {
-    assert_eq!(count_any("add_f16x8", LD32), 8, "four half2 loads for a and four for b");
+    assert_eq!(count_any("add_f16x8", LD32), 8 * W, "four half2 loads for a and four for b");
     assert_eq!(count("add_f16x8", "ld.global.v"), 0, "V5 is the unpacked step: no vector loads");
-    assert_eq!(count("add_f16x8", "add.rn.f16x2"), 4);
+    assert_eq!(count("add_f16x8", "add.rn.f16x2"), 4 * W);
 }
 
 #[test]
 fn v6_f16x8_pack_uses_one_128_bit_load_per_operand_and_four_half2_adds() {
-    assert_eq!(count_any("add_f16x8_pack", LD128), 2);
-    assert_eq!(count_any("add_f16x8_pack", ST128), 1);
-    assert_eq!(count("add_f16x8_pack", "add.rn.f16x2"), 4);
+    assert_eq!(count_any("add_f16x8_pack", LD128), 2 * W);
+    assert_eq!(count_any("add_f16x8_pack", ST128), W);
+    assert_eq!(count("add_f16x8_pack", "add.rn.f16x2"), 4 * W);
 }
 
 #[test]
 fn bf16_family_widths_and_f32_arithmetic() {
-    assert_eq!(count_any("add_bf16", LD16), 2);
-    assert_eq!(count_any("add_bf16", ST16), 1);
-    assert_eq!(count_any("add_bf16x2", LD32), 2);
-    assert_eq!(count_any("add_bf16x2", ST32), 1);
-    assert_eq!(count_any("add_bf16x8_pack", LD128), 2);
-    assert_eq!(count_any("add_bf16x8_pack", ST128), 1);
-    // 8 adds in the packed path plus one in the scalar tail.
-    assert_eq!(count("add_bf16x8_pack", "add.rn.f32"), 9);
+    assert_eq!(count_any("add_bf16", LD16), 2 * W);
+    assert_eq!(count_any("add_bf16", ST16), W);
+    assert_eq!(count_any("add_bf16x2", LD32), 2 * W);
+    assert_eq!(count_any("add_bf16x2", ST32), W);
+    assert_eq!(count_any("add_bf16x8_pack", LD128), 2 * W);
+    assert_eq!(count_any("add_bf16x8_pack", ST128), W);
+    // 8 adds in the packed path plus one in the scalar tail, per index width.
+    assert_eq!(count("add_bf16x8_pack", "add.rn.f32"), 9 * W);
     for k in ["add_bf16", "add_bf16x2", "add_bf16x8_pack"] {
         assert_eq!(count(k, "add.rn.bf16"), 0, "{k}: sm_70 has no bf16 add; compute in f32");
     }
@@ -114,10 +119,10 @@ fn cs_variants_use_evict_first_128_bit_accesses() {
         let b = body(k);
         let ld = b.iter().filter(|l| l.contains("ld.global.cs.v4.u32")).count();
         let st = b.iter().filter(|l| l.contains("st.global.cs.v4.u32")).count();
-        assert_eq!((ld, st), (2, 1), "{k}: two evict-first 128-bit loads and one store");
+        assert_eq!((ld, st), (2 * W, W), "{k}: two evict-first 128-bit loads and one store");
     }
-    assert_eq!(count("add_f16x8_cs", "add.rn.f16x2"), 4);
-    assert_eq!(count("add_f32x4_cs", "add.rn.f32"), 5, "4 in the vector path, 1 in the tail");
+    assert_eq!(count("add_f16x8_cs", "add.rn.f16x2"), 4 * W);
+    assert_eq!(count("add_f32x4_cs", "add.rn.f32"), 5 * W, "4 in the vector path, 1 in the tail");
 }
 
 #[test]
@@ -158,8 +163,9 @@ fn matmul_accumulates_with_fma() {
 
 #[test]
 fn reductions_use_one_atomic_per_block_and_the_warp_variant_shuffles() {
-    for k in COUNT {
-        assert_eq!(has(k, "atom."), 1, "{k}: one atomic instruction");
+    // Per element in the walk (one per index width), or once per block after it.
+    for (k, atomics) in [("count_eq_atomic", W), ("count_eq_block", 1), ("count_eq_warp", 1)] {
+        assert_eq!(has(k, "atom."), atomics, "{k}");
     }
     assert!(has("count_eq_warp", "shfl.sync.down.b32") >= 5, "warp reduction by shuffles");
     assert_eq!(has("count_eq_atomic", "bar.sync"), 0);
@@ -170,8 +176,8 @@ fn fused_kernels_round_each_operation_separately() {
     for k in FUSION {
         assert_eq!(has(k, "fma"), 0, "{k}: an FMA would change the bits vs the unfused kernels");
     }
-    assert_eq!((has("saxpy_f32", "mul.rn.f32"), has("saxpy_f32", "add.rn.f32")), (1, 1));
-    assert_eq!((has("add_scale_f32", "add.rn.f32"), has("add_scale_f32", "mul.rn.f32")), (1, 1));
+    assert_eq!((has("saxpy_f32", "mul.rn.f32"), has("saxpy_f32", "add.rn.f32")), (W, W));
+    assert_eq!((has("add_scale_f32", "add.rn.f32"), has("add_scale_f32", "mul.rn.f32")), (W, W));
 }
 
 #[test]
@@ -181,7 +187,7 @@ fn visit_markers_add_atomically_once_per_lane() {
     // when two threads race.
     for (name, lanes) in MARK_VISITS {
         let atomics = count(name, "atom.") + count(name, "red.");
-        assert_eq!(atomics, lanes as usize + usize::from(lanes > 1), "{name}");
+        assert_eq!(atomics, W * (lanes as usize + usize::from(lanes > 1)), "{name}");
         assert_eq!(count_any(name, ST32), 0, "{name} must not store marks non-atomically");
     }
 }
@@ -192,8 +198,8 @@ fn strided_copy_takes_its_column_from_the_grid_and_divides_once() {
     // division computes the row count before the loop.
     assert_eq!(body("copy_strided").iter().filter(|l| l.contains("%ctaid.y")).count(), 1);
     assert!(count("copy_strided", "div.") + count("copy_strided", "rem.") <= 2, "{:?}", body("copy_strided"));
-    assert_eq!(count_any("copy_strided", LD32), 1);
-    assert_eq!(count_any("copy_strided", ST32), 1);
+    assert_eq!(count_any("copy_strided", LD32), W);
+    assert_eq!(count_any("copy_strided", ST32), W);
 }
 
 #[test]
@@ -210,13 +216,15 @@ fn hopper_module_holds_exactly_the_bulk_and_sm90_bf16_kernels() {
             "add_bf16_bulk",
             "add_f32_bulk_st",
             "add_f16_bulk_st",
-            "add_bf16_bulk_st"
+            "add_bf16_bulk_st",
+            "add_bf16x8_sm90"
         ]
     );
     let entries: Vec<&str> = PTX90.lines().filter_map(|l| l.strip_prefix(".visible .entry ")).collect();
     let ops = kernels_gpu::ops::OP_KERNELS.iter().filter(|k| k.needs_sm90()).count();
     assert_eq!(ops, 10, "one bf16 kernel per operation with sm_90's instructions");
-    assert_eq!(entries.len(), bulk.len() + ops, "{entries:?}");
+    // add_bf16x8_sm90 is in both tables (an add variant and the library's add).
+    assert_eq!(entries.len(), bulk.len() + ops - 1, "{entries:?}");
     for name in &bulk {
         assert!(PTX90.contains(&format!(".visible .entry {name}(")), "missing .entry {name} in the sm_90 module");
         assert!(!PTX.contains(&format!(".entry {name}(")), "{name} must not be in the sm_70 module");
@@ -265,28 +273,39 @@ fn bulk_kernels_load_tiles_with_the_copy_engine_and_store_128_bits() {
 
 #[test]
 fn ceiling_kernels_use_128_bit_accesses() {
-    assert_eq!(count_any("ceiling_read", LD128), 2, "read: one 128-bit load per input");
+    assert_eq!(count_any("ceiling_read", LD128), 2 * W, "read: one 128-bit load per input");
     assert_eq!(count_any("ceiling_read", ST128), 0, "read: nothing stored per element");
-    assert_eq!(count_any("ceiling_fill", ST128), 1);
+    assert_eq!(count_any("ceiling_fill", ST128), W);
     assert_eq!(count_any("ceiling_fill", LD128) + count_any("ceiling_fill", LD32), 0, "fill reads nothing");
     let copy = body("ceiling_copy");
-    assert_eq!(copy.iter().filter(|l| l.contains("ld.global.v4.u32")).count(), 1);
-    assert_eq!(copy.iter().filter(|l| l.contains("st.global.v4.u32")).count(), 1);
+    assert_eq!(copy.iter().filter(|l| l.contains("ld.global.v4.u32")).count(), W);
+    assert_eq!(copy.iter().filter(|l| l.contains("st.global.v4.u32")).count(), W);
 }
 
 #[test]
 fn foreach_kernels_move_16_byte_packs() {
-    for name in ADD_MANY.into_iter().chain(ADD_MANY_INLINE) {
-        // The descriptors come from memory, so the operand pointers are generic.
+    for (i, name) in ADD_MANY.into_iter().chain(ADD_MANY_INLINE).enumerate() {
+        // A whole chunk: U = 4 (f32) or 2 (16-bit) packs per thread, all loaded
+        // (`ld.global.v4.u32`, inline PTX) before any is stored; the rest one
+        // pack at a time. The descriptors come from memory, so the operand
+        // pointers are generic.
+        let u = if i % 3 == 0 { 4 } else { 2 };
+        let b = body(name);
+        let whole = b.iter().filter(|l| l.contains("ld.global.v4.u32")).count();
+        assert_eq!(whole, 2 * u, "{name}: every load of a whole chunk's packs");
+        let first_store = b.iter().position(|l| l.starts_with("st.v4.b32")).expect("a 128-bit store");
+        let loads_before = b[..first_store].iter().filter(|l| l.contains("ld.global.v4.u32")).count();
+        assert!(loads_before == 2 * u || loads_before == 0, "{name}: loads and stores of a chunk interleave");
         assert_eq!(count(name, "ld.v4.b32"), 2, "{name}: one 128-bit load per input");
-        assert_eq!(count(name, "st.v4.b32"), 1, "{name}: one 128-bit store");
+        assert_eq!(count(name, "st.v4.b32"), 1 + u, "{name}: one 128-bit store per pack");
     }
-    assert_eq!(count("add_many_f16", "add.rn.f16x2"), 4);
+    assert_eq!(count("add_many_f16", "add.rn.f16x2"), 4 * 3, "four per pack: two packs of a whole chunk, one alone");
 }
 
 #[test]
 fn walk_markers_of_bulk_and_foreach_only_add_atomically() {
-    for (name, lanes) in MARK_TILES.into_iter().chain(MARK_MANY) {
+    let unrolled = MARK_UNROLLED.map(|(name, lanes, _)| (name, lanes));
+    for (name, lanes) in MARK_TILES.into_iter().chain(MARK_MANY).chain(unrolled) {
         let atomics = count(name, "atom.") + count(name, "red.");
         assert!(atomics > lanes as usize, "{name}: {atomics} atomics");
         assert_eq!(count_any(name, ST32), 0, "{name} must not store marks non-atomically");
@@ -299,25 +318,23 @@ fn unrolled_kernels_issue_every_load_of_a_tile_before_its_first_store() {
     for k in ADD_KERNELS {
         let Pattern::Unrolled { unroll } = k.pattern else { continue };
         let b = body(k.name);
-        let first_store = b.iter().position(|l| l.starts_with("st.global.v4")).expect("a 128-bit store");
-        // The tile's loads are spelled `ld.global.v4.u32` (inline PTX); the
-        // remainder's compiler-made ones `ld.global.v4.b32`.
-        let tile_loads = b.iter().filter(|l| l.contains("ld.global.v4.u32")).count();
-        let before = b[..first_store].iter().filter(|l| l.contains("ld.global.v4.u32")).count();
-        assert_eq!(tile_loads, 2 * unroll as usize, "{}: two loads per pack", k.name);
-        // bf16's loop may be rotated so that one store of the previous tile comes
-        // first; what matters is that the loads of a tile are not interleaved
-        // with its stores.
-        let stores_between = b
-            .iter()
-            .skip_while(|l| !l.contains("ld.global.v4.u32"))
-            .take_while(|l| l.contains("ld.global.v4.u32") || !l.starts_with("st.global"))
-            .count();
-        assert!(
-            before == 2 * unroll as usize || stores_between >= 2 * unroll as usize,
-            "{}: loads interleaved with stores",
-            k.name
-        );
+        // Runs of 128-bit loads (`ld.global.v4.u32`, inline PTX) with no store in
+        // between. The walk has a 32-bit and a 64-bit copy; in each, the whole
+        // tile issues all 2·U loads as one run, and the partial tile one pack (2
+        // loads) at a time.
+        let mut runs = Vec::new();
+        let mut run = 0usize;
+        for l in &b {
+            if l.contains("ld.global.v4.u32") {
+                run += 1;
+            } else if l.starts_with("st.global") && run > 0 {
+                runs.push(run);
+                run = 0;
+            }
+        }
+        let whole = runs.iter().filter(|&&r| r == 2 * unroll as usize).count();
+        assert_eq!(whole, 2, "{}: one run of {} loads per index width, got runs {runs:?}", k.name, 2 * unroll);
+        assert!(runs.iter().all(|&r| r == 2 || r == 2 * unroll as usize), "{}: runs {runs:?}", k.name);
     }
 }
 
@@ -330,7 +347,7 @@ fn load_hint_kernels_use_non_coherent_128_bit_loads() {
     ]) {
         let b = if l2 { body_in(PTX90, name) } else { body(name) };
         let want = if l2 { "ld.global.nc.L2::256B.v4.u32" } else { "ld.global.nc.v4.u32" };
-        assert_eq!(b.iter().filter(|l| l.contains(want)).count(), 2, "{name}: two hinted 128-bit loads");
-        assert_eq!(b.iter().filter(|l| l.starts_with("st.global.v4")).count(), 1, "{name}: one 128-bit store");
+        assert_eq!(b.iter().filter(|l| l.contains(want)).count(), 2 * W, "{name}: two hinted 128-bit loads");
+        assert_eq!(b.iter().filter(|l| l.starts_with("st.global.v4")).count(), W, "{name}: one 128-bit store");
     }
 }

@@ -6,12 +6,13 @@ use std::path::{Path, PathBuf};
 use super::{root, Res};
 
 /// Files a GPU run may produce that belong under `results/<gpu>/`.
-const RESULT_FILES: [&str; 9] = [
+const RESULT_FILES: [&str; 10] = [
     "report.json",
     "report.md",
     "report.svg",
     "roofline.svg",
     "bars.svg",
+    "lead.svg",
     "verify.json",
     "sanitizer.json",
     "cases.jsonl",
@@ -92,12 +93,15 @@ fn readme_results(dest: &Path) -> Res {
         })
         .unwrap_or_default();
     // The other plots, when the run drew them.
-    let extra: String =
-        [("roofline.svg", "Roofline"), ("bars.svg", "Every variant at the largest n, beside the peers")]
-            .iter()
-            .filter(|(f, _)| dest.join(f).is_file())
-            .map(|(f, alt)| format!("![{alt}]({rel}/{f})\n\n"))
-            .collect();
+    let extra: String = [
+        ("lead.svg", "Ratio to the best peer against n, L2 cold and warm"),
+        ("roofline.svg", "Roofline"),
+        ("bars.svg", "Every variant at the largest n, beside the peers"),
+    ]
+    .iter()
+    .filter(|(f, _)| dest.join(f).is_file())
+    .map(|(f, alt)| format!("![{alt}]({rel}/{f})\n\n"))
+    .collect();
     let block = format!(
         "<!-- results:begin (written by `cargo xtask import-results`; do not edit) -->\n\
          Measured on **{}**, driver {}, commit `{}`; theoretical peak {:.0} GB/s, measured device-to-device copy {:.0} GB/s.\n\n\

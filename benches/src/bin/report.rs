@@ -9,8 +9,8 @@ use gpukern_benches::report::{self, markdown, plots, record, Opts};
 use serde_json::Value;
 
 /// GB/s of every add variant vs n, verified bit-exact, against the peak, the
-/// measured copy, torch and CUB; writes report.{md,json,svg}, roofline.svg and
-/// bars.svg.
+/// measured copy, torch and CUB; writes report.{md,json,svg}, roofline.svg,
+/// bars.svg and lead.svg.
 #[derive(Parser)]
 #[command(name = "report", version)]
 struct Cli {
@@ -78,6 +78,7 @@ fn write_rendered(r: &Value, out: &Path) -> Result<(), String> {
         ("report.svg", plots::gbps_vs_n(r)),
         ("roofline.svg", plots::roofline(r)),
         ("bars.svg", plots::bars(r)),
+        ("lead.svg", plots::lead(r)),
     ];
     for (name, text) in files {
         std::fs::write(out.join(name), text).map_err(|e| format!("{name}: {e}"))?;
@@ -97,7 +98,7 @@ fn run(o: &Opts, format: Format) -> Result<(), String> {
         Format::Md => println!("{}", markdown::main_table(&report, None)),
     }
     eprintln!(
-        "wrote {}/report.md, report.json, report.svg, roofline.svg, bars.svg in {:.0} s",
+        "wrote {}/report.md, report.json, report.svg, roofline.svg, bars.svg, lead.svg in {:.0} s",
         o.out.display(),
         started.elapsed().as_secs_f64()
     );

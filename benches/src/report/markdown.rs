@@ -67,6 +67,21 @@ pub fn markdown(r: &Value) -> String {
             r["peers_note"].as_str().unwrap_or("-"),
             crate::lead::table(&lead, &[], f(&r["peak_gbps"]))
         );
+        let _ = writeln!(
+            s,
+            "Each cell: {} rounds, interleaved in this run (ours at every size, then CUB, then torch); \
+             `vs best peer` is the median of the rounds' ratios to the faster peer, `worst round` the lowest.\n",
+            lead.first().map_or(0, |l| l.rounds)
+        );
+    }
+    let warm: Vec<crate::lead::LeadRow> = serde_json::from_value(r["lead_warm"].clone()).unwrap_or_default();
+    if !warm.is_empty() {
+        let _ = writeln!(
+            s,
+            "## Lead with L2 warm: no input rotation\n\nThe same rounds with one input set, resident in L2 \
+             after the warm-up (as in fused pipelines and training loops).\n\n{}\n![ratio to the best peer vs n](lead.svg)\n",
+            crate::lead::table(&warm, &[], f(&r["peak_gbps"]))
+        );
     }
     let _ = writeln!(s, "## At n = 2^{}\n\n{}", max_n.trailing_zeros(), main_table(r, Some(max_n)));
     let _ = writeln!(s, "![GB/s vs n](report.svg)\n");

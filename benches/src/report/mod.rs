@@ -105,8 +105,6 @@ pub struct Collected {
     pub batched: Vec<BatchedRow>,
     pub grid_rows: Vec<GridRow>,
     pub failures: Vec<String>,
-    /// (dtype, n, kernel, GB/s) of the automatic path, timed like the peers.
-    pub lead_auto: Vec<(String, usize, String, f64)>,
     pub tuning: Vec<crate::hopper::TuneRow>,
 }
 
@@ -171,7 +169,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
             Dtype::Bf16 => sweep::sweep_dtype::<bf16>(&gpu, o, &sizes, max_n, cfg, &sweep_blocks, &bar, &mut c)?,
         }
     }
-    let Collected { rows, auto_rows, block_rows, batched, grid_rows, mut failures, lead_auto, tuning } = c;
+    let Collected { rows, auto_rows, block_rows, batched, grid_rows, mut failures, tuning } = c;
     bar.finish_and_clear();
     for r in tuning.iter().filter(|r| !r.verified && r.n == tuning[0].n) {
         failures.push(format!("{} block {} tile {}: differs from the CPU reference", r.kernel, r.block, r.tile_bytes));
@@ -296,7 +294,12 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     for (d, why) in &cub.mismatch {
         eprintln!("peers: CUB {d} is not bit-exact: {why}");
     }
-    let lead = crate::lead::rows(&lead_auto, &cub.gbps, &peers);
+    // The lead tables: our automatic path, CUB and torch in interleaved rounds.
+    let (lead, lead_warm) = if o.lead {
+        crate::lead::measure(&gpu, o, cub.exe.as_deref(), &o.out.join("cub"), &mut failures)?
+    } else {
+        (Vec::new(), Vec::new())
+    };
 
     // Roofline: 1 FLOP per element; bytes per element 3 * size.
     let roofline = roofline::rows(&o.dtypes, copy, info.peak_fp32_add_gflops());
@@ -362,6 +365,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         cub_verified: cub.verified,
         cub_mismatch: cub.mismatch,
         lead,
+        lead_warm,
         foreach,
         ops,
         custom,

@@ -1,7 +1,7 @@
 //! The report's plots (SVG, drawn with `plotters` from the report's JSON alone):
 //! GB/s vs n with the peak and copy lines (`report.svg`), the roofline of seed
-//! 002 (`roofline.svg`) and the variants at the largest n beside the peers
-//! (`bars.svg`).
+//! 002 (`roofline.svg`), the variants at the largest n beside the peers
+//! (`bars.svg`) and the lead tables' ratio to the best peer (`lead.svg`).
 
 use plotters::prelude::*;
 use serde_json::Value;
@@ -245,6 +245,67 @@ pub fn bars(r: &Value) -> String {
             BLACK.stroke_width(2),
         ))
         .map_err(e)?;
+        Ok(())
+    })
+}
+
+/// The lead tables' `vs_best_peer` against n: one line per dtype, solid for L2
+/// cold and dashed for warm, the worst round as a dot, and a line at 1.0 (above
+/// it we lead).
+pub fn lead(r: &Value) -> String {
+    let series = |key: &str, dtype: &str| -> Vec<(f64, f64, f64)> {
+        r[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|l| l["dtype"] == dtype && l["vs_best_peer"].is_number())
+            .map(|l| {
+                let n = l["n"].as_u64().unwrap_or(1) as f64;
+                (n.log2(), f(&l["vs_best_peer"]), l["vs_best_peer_min"].as_f64().unwrap_or(f(&l["vs_best_peer"])))
+            })
+            .collect()
+    };
+    let all: Vec<(f64, f64, f64)> = ["lead", "lead_warm"]
+        .into_iter()
+        .flat_map(|k| ["f32", "f16", "bf16"].into_iter().flat_map(move |d| series(k, d)))
+        .collect();
+    let lo = all.iter().map(|p| p.2).fold(1.0f64, f64::min) - 0.01;
+    let hi = all.iter().map(|p| p.1).fold(1.0f64, f64::max) + 0.01;
+    let (x0, x1) = (all.iter().map(|p| p.0).fold(16.0, f64::min), all.iter().map(|p| p.0).fold(28.0, f64::max));
+    let title = format!("Automatic path vs the best of CUB and torch on {}", r["gpu"].as_str().unwrap_or("GPU"));
+    svg(|root| {
+        let e = |e: plotters::drawing::DrawingAreaErrorKind<std::io::Error>| e.to_string();
+        let mut c = builder(root, &title, 50, 70).build_cartesian_2d(x0 - 0.3..x1 + 0.3, lo..hi).map_err(e)?;
+        c.configure_mesh()
+            .x_desc("log2 n (elements)")
+            .y_desc("GB/s ÷ best peer's GB/s (median of rounds; dots: worst round)")
+            .draw()
+            .map_err(e)?;
+        c.draw_series(LineSeries::new([(x0 - 0.3, 1.0), (x1 + 0.3, 1.0)], BLACK.stroke_width(2))).map_err(e)?;
+        for (i, dtype) in ["f32", "f16", "bf16"].into_iter().enumerate() {
+            for (key, warm) in [("lead", false), ("lead_warm", true)] {
+                let pts = series(key, dtype);
+                if pts.is_empty() {
+                    continue;
+                }
+                let col = color(i);
+                let line: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
+                let label = format!("{dtype} {}", if warm { "L2 warm" } else { "L2 cold" });
+                if warm {
+                    c.draw_series(DashedLineSeries::new(line, 8, 5, col.stroke_width(2)))
+                        .map_err(e)?
+                        .label(label)
+                        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], col.stroke_width(2)));
+                } else {
+                    c.draw_series(LineSeries::new(line, col.stroke_width(3)))
+                        .map_err(e)?
+                        .label(label)
+                        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], col.stroke_width(3)));
+                }
+                c.draw_series(pts.iter().map(|p| Circle::new((p.0, p.2), 3, col.filled()))).map_err(e)?;
+            }
+        }
+        c.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).draw().map_err(e)?;
         Ok(())
     })
 }

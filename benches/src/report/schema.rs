@@ -169,6 +169,9 @@ pub struct Report {
     /// Per dtype that failed: CUB's first differing element.
     pub cub_mismatch: std::collections::BTreeMap<String, String>,
     pub lead: Vec<crate::lead::LeadRow>,
+    /// As `lead` with the inputs resident in L2 (no rotation), 2^16…2^22.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lead_warm: Vec<crate::lead::LeadRow>,
     pub foreach: Vec<crate::foreach::ForeachRow>,
     #[serde(default)]
     pub ops: Vec<crate::ops::OpRow>,

@@ -1,6 +1,6 @@
 //! The main sweep, one dtype at a time over one workload: GB/s of every variant
-//! at every n, the automatic choice (interleaved with the best variant, and alone
-//! for the lead table), launch-bound sizes (single, batched, graph), the grid and
+//! at every n, the automatic choice (interleaved with the best variant; the lead
+//! tables time it alone, `crate::lead`), launch-bound sizes (single, batched, graph), the grid and
 //! block sweeps, and the tuning sweep.
 
 use super::schema::{AutoRow, BatchedRow, BlockRow, GridRow};
@@ -70,17 +70,6 @@ pub fn sweep_dtype<T: ReferenceAdd>(
         let (auto_ms, best_ms) =
             w.time_pair(gpu, Pick::Auto, Pick::Variant(best_v), cfg, n, reps_for(bytes), &stream).map_err(e)?;
         let chosen = gpu.auto_choice(dtype, n, &[w.a.device_addr(), w.b.device_addr(), w.out.device_addr()]);
-        if n >= 1 << 20 {
-            // The automatic path alone, timed exactly like the peers' rows.
-            let ms = w.time(gpu, Pick::Auto, cfg, n, reps_for(bytes), 5, true, &stream).map_err(e)?;
-            let plan = gpukern::AutoPlan::new(dtype, n, gpu.info().has_sm90());
-            let what = if plan.variant.is_bulk() {
-                format!("{} ({} threads, {} B tiles)", plan.variant, plan.block, plan.bulk.tile_bytes)
-            } else {
-                format!("{} ({} threads)", plan.variant, plan.block)
-            };
-            c.lead_auto.push((dtype.name().into(), n, what, gbps(bytes, ms)));
-        }
         c.auto_rows.push(AutoRow {
             dtype: dtype.name().into(),
             n,

@@ -209,34 +209,49 @@ impl RawStream {
     }
 }
 
-/// Device time between two events queued around `work` on `stream`, in ms.
-pub(crate) fn time_events(stream: cu::CUstream, work: impl FnOnce() -> Result<()>) -> Result<f32> {
-    let (mut start, mut stop): (cu::CUevent, cu::CUevent) = (std::ptr::null_mut(), std::ptr::null_mut());
-    // SAFETY: each writes one handle; both destroyed below on every path.
-    check(unsafe { cu::cuEventCreate(&mut start, 0) }).map_err(driver("cuEventCreate"))?;
-    // SAFETY: as above.
-    if let Err(e) = check(unsafe { cu::cuEventCreate(&mut stop, 0) }) {
-        // SAFETY: created above.
-        unsafe { cu::cuEventDestroy_v2(start) };
-        return Err(Error::Driver { context: "cuEventCreate", source: e });
+/// Two timing events, created once and recorded many times.
+#[derive(Debug)]
+pub(crate) struct RawEvents(cu::CUevent, cu::CUevent);
+// SAFETY: event handles may be used from any thread with their context current;
+// the owner serialises their use.
+unsafe impl Send for RawEvents {}
+
+impl RawEvents {
+    pub(crate) fn create() -> Result<RawEvents> {
+        let (mut start, mut stop): (cu::CUevent, cu::CUevent) = (std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: each writes one handle.
+        check(unsafe { cu::cuEventCreate(&mut start, 0) }).map_err(driver("cuEventCreate"))?;
+        // SAFETY: as above.
+        if let Err(e) = check(unsafe { cu::cuEventCreate(&mut stop, 0) }) {
+            // SAFETY: created above.
+            unsafe { cu::cuEventDestroy_v2(start) };
+            return Err(Error::Driver { context: "cuEventCreate", source: e });
+        }
+        Ok(RawEvents(start, stop))
     }
-    let result = (|| {
+
+    /// Device time between the two events queued around `work` on `stream`, in ms.
+    pub(crate) fn time(&self, stream: cu::CUstream, work: impl FnOnce() -> Result<()>) -> Result<f32> {
         // SAFETY: live events and stream.
-        check(unsafe { cu::cuEventRecord(start, stream) }).map_err(driver("cuEventRecord"))?;
+        check(unsafe { cu::cuEventRecord(self.0, stream) }).map_err(driver("cuEventRecord"))?;
         work()?;
         // SAFETY: as above.
-        check(unsafe { cu::cuEventRecord(stop, stream) }).map_err(driver("cuEventRecord"))?;
+        check(unsafe { cu::cuEventRecord(self.1, stream) }).map_err(driver("cuEventRecord"))?;
         // SAFETY: a recorded event.
-        check(unsafe { cu::cuEventSynchronize(stop) }).map_err(|source| Error::KernelFault { kernel: None, source })?;
+        check(unsafe { cu::cuEventSynchronize(self.1) })
+            .map_err(|source| Error::KernelFault { kernel: None, source })?;
         let mut ms = 0f32;
         // SAFETY: both recorded and complete; writes one float.
-        check(unsafe { cu::cuEventElapsedTime_v2(&mut ms, start, stop) }).map_err(driver("cuEventElapsedTime"))?;
+        check(unsafe { cu::cuEventElapsedTime_v2(&mut ms, self.0, self.1) }).map_err(driver("cuEventElapsedTime"))?;
         Ok(ms)
-    })();
-    // SAFETY: created above, destroyed once.
-    unsafe {
-        cu::cuEventDestroy_v2(start);
-        cu::cuEventDestroy_v2(stop);
     }
-    result
+
+    /// Destroys both (only while their context is live).
+    pub(crate) fn destroy(&self) {
+        // SAFETY: live events, destroyed once (their owner's Drop).
+        unsafe {
+            cu::cuEventDestroy_v2(self.0);
+            cu::cuEventDestroy_v2(self.1);
+        }
+    }
 }

@@ -98,9 +98,7 @@ pub(crate) fn launch_many(func: RawFn, inline: RawFn, ops: &[ManyOperand<'_>], s
     if chunks == 0 {
         return Ok(());
     }
-    if descs.len() <= kernels_gpu::foreach::INLINE_MAX {
-        let mut list = ManyInline { tensors: descs.len() as u32, chunks, ..Default::default() };
-        list.descs[..descs.len()].copy_from_slice(&descs);
+    if let Some(mut list) = ManyInline::new(&descs, chunks) {
         let mut params = [arg(&mut list)];
         // SAFETY: the inline kernels take one ManyInline by value (a repr(C)
         // struct shared with the kernel crate, under the 4 KiB parameter limit);
