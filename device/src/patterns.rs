@@ -20,7 +20,7 @@
 
 use crate::lanes::{Elem, Op};
 use crate::pack::{load128, load128_cs, load128_nc, store128_cs, unrolled, Pack16};
-use crate::walk::{for_each_group, for_each_unrolled};
+use crate::walk::{for_each_group, for_each_group_within, for_each_unrolled};
 
 /// Plain 128-bit loads and stores (V2, V6).
 pub const PLAIN: u8 = 0;
@@ -145,6 +145,27 @@ pub unsafe fn pack<E: Elem, O: Op<E>, const H: u8>(op: O, a: *const E::T, b: *co
     match E::LANES {
         4 => for_each_group::<4>(n, group, rest),
         _ => for_each_group::<8>(n, group, rest),
+    }
+}
+
+/// [`pack`] (plain loads and stores) for an `n` below one tile of the bulk-copy
+/// kernels, so small that every index fits in 32 bits: the walk's 32-bit loop
+/// alone, with no 64-bit copy beside it.
+#[inline(always)]
+pub unsafe fn pack_within<E: Elem, O: Op<E>>(op: O, a: *const E::T, b: *const E::T, c: *mut E::T, n: u64) {
+    let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
+    // SAFETY: pack g lies below n; 16-byte aligned per the contract.
+    let group = |g: u64| unsafe {
+        let g = g as usize;
+        let x = *pa.add(g);
+        let y = if O::INPUTS == 2 { *pb.add(g) } else { x };
+        *pc.add(g) = op.pack(x, y);
+    };
+    // SAFETY: elements first..n.
+    let rest = |f: u64| unsafe { tail(op, a, b, c, f, n) };
+    match E::LANES {
+        4 => for_each_group_within::<4>(n, group, rest),
+        _ => for_each_group_within::<8>(n, group, rest),
     }
 }
 

@@ -76,6 +76,14 @@ pub fn for_each_group<const LANES: u64>(n: u64, full: impl FnMut(u64), tail: imp
     }
 }
 
+/// [`for_each_group`] for an `n` known to be small (below 2^31 minus the grid's
+/// threads times `LANES`; the bulk kernels' remainder, under one tile): the
+/// 32-bit loop alone.
+#[inline(always)]
+pub fn for_each_group_within<const LANES: u64>(n: u64, full: impl FnMut(u64), tail: impl FnMut(u64)) {
+    groups::<u32, LANES>(n, grid_threads(), full, tail)
+}
+
 #[inline(always)]
 fn groups<I: Index, const LANES: u64>(n: u64, stride: u64, mut full: impl FnMut(u64), mut tail: impl FnMut(u64)) {
     let whole = I::of(n / LANES);
