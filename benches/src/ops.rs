@@ -67,7 +67,15 @@ fn launch<T: gpukern::Element>(
 ) -> gpukern::Result<&'static str> {
     let r = set * n..set * n + n;
     let (a, b, out) = (bufs.a.slice(r.clone())?, bufs.b.slice(r.clone())?, bufs.out.slice_mut(r)?);
-    let cfg = LaunchConfig::with_block(AutoPlan::pack_block(n, gpu.info().has_sm90()));
+    // The explicit kernel gets the block the automatic choice would give it.
+    let block = match pattern.and_then(|p| kernels_gpu::ops::op_kernel(kind, T::DTYPE, p)) {
+        Some(k) => {
+            let registers = gpu.kernel_resources(k.name)?.registers;
+            AutoPlan::op_block(n, gpu.info().has_sm90(), kind.inputs() as u32, registers)
+        }
+        None => kernels_gpu::launch::DEFAULT_BLOCK,
+    };
+    let cfg = LaunchConfig::with_block(block);
     let b = (kind.inputs() == 2).then_some(b);
     gpu.apply(kind, pattern.map(|p| (p, cfg)), a, b, out, SCALES, s)
 }

@@ -50,7 +50,7 @@ fn older_sections_read_into_their_typed_rows() {
     let peers: Vec<PeerRow> = rows(&r, "peers");
     let studies: Vec<Study> = rows(&r, "studies");
     let ops: Vec<OpRow> = rows(&r, "ops");
-    assert_eq!(main.len(), 30 * 19, "every add variant at 2^10..2^28");
+    assert_eq!(main.len(), 31 * 19, "every add variant at 2^10..2^28");
     assert_eq!(auto.len(), 3 * 19);
     assert_eq!(ops.len(), 10 * 3 * 3, "ten operations, three dtypes, three sizes");
     assert_eq!(roofline.len(), 3);
@@ -73,10 +73,36 @@ fn the_committed_report_is_the_serde_form_of_report() {
 fn the_committed_report_renders() {
     let r = committed();
     let md = markdown::markdown(&r);
-    for section in ["## Lead at 2^24 and 2^28", "## At n = 2^28", "## Where the ceiling is", "## Many small adds"] {
+    for section in [
+        "## Lead at 2^24 and 2^28",
+        "## Lead with L2 warm",
+        "## At n = 2^28",
+        "## Where the ceiling is",
+        "## Many small adds",
+    ] {
         assert!(md.contains(section), "report.md lacks {section}");
     }
-    for svg in [plots::gbps_vs_n(&r), plots::roofline(&r), plots::bars(&r)] {
+    for svg in [plots::gbps_vs_n(&r), plots::roofline(&r), plots::bars(&r), plots::lead(&r)] {
         assert!(svg.starts_with("<svg") && !svg.contains("plot failed"), "{}", &svg[..svg.len().min(200)]);
+    }
+}
+
+/// The lead tables of the committed report: every dtype at 2^20..2^28 cold and
+/// 2^16..2^22 warm, each row measured in the rounds, with its worst round.
+#[test]
+fn the_committed_lead_tables_cover_every_size_in_rounds() {
+    use gpukern_benches::lead::{LeadRow, ROUNDS};
+    let r = committed();
+    for (key, logs) in [("lead", 20..=28u32), ("lead_warm", 16..=22)] {
+        let rows: Vec<LeadRow> = serde_json::from_value(r[key].clone()).expect(key);
+        for dtype in ["f32", "f16", "bf16"] {
+            let ns: Vec<u32> = rows.iter().filter(|x| x.dtype == dtype).map(|x| x.n.trailing_zeros()).collect();
+            assert_eq!(ns, logs.clone().collect::<Vec<_>>(), "{key} {dtype}");
+        }
+        for x in &rows {
+            assert_eq!(x.rounds, ROUNDS, "{key} {} 2^{}", x.dtype, x.n.trailing_zeros());
+            let (med, min) = (x.vs_best_peer.expect("peers ran"), x.vs_best_peer_min.expect("peers ran"));
+            assert!(min <= med && min > 0.5, "{key} {}: {min} {med}", x.dtype);
+        }
     }
 }

@@ -260,6 +260,17 @@ impl Gpu {
         hw.flatten().or_else(|| op_kernel(kind, dtype, OpPattern::Pack)).unwrap_or(&OP_KERNELS[0])
     }
 
+    /// [`AutoPlan::op_block`] for the pack kernel `name` (its registers asked of
+    /// the driver only where the answer can matter).
+    fn op_block(&self, name: &'static str, inputs: usize, n: usize) -> Result<u32> {
+        let sm90 = self.info().has_sm90();
+        if !AutoPlan::wide_possible(n, sm90) {
+            return Ok(kernels_gpu::launch::DEFAULT_BLOCK);
+        }
+        let registers = raw::kernel_resources(self.shared.func(name)?)?.registers;
+        Ok(AutoPlan::op_block(n, sm90, inputs as u32, registers))
+    }
+
     fn auto_scalar(&self, kind: OpKind, dtype: Dtype) -> &'static OpKernel {
         // Every kind and dtype has a scalar kernel (the table's own test says so).
         op_kernel(kind, dtype, OpPattern::Scalar).unwrap_or(&OP_KERNELS[0])
@@ -311,8 +322,7 @@ impl Gpu {
         }
         let (dtype, n) = (T::DTYPE, ops.a.len());
         let (pack, scalar) = (self.auto_pack(kind, dtype), self.auto_scalar(kind, dtype));
-        // The block the tuned add plan gives its 128-bit pack kernel at this size.
-        let cfg = LaunchConfig::with_block(AutoPlan::pack_block(n, self.info().has_sm90()));
+        let cfg = LaunchConfig::with_block(self.op_block(pack.name, kind.inputs(), n)?);
         self.check_map(scalar, cfg, &ops)?;
         match ops.auto_split(dtype.size()) {
             AutoSplit::Pack => {

@@ -67,15 +67,40 @@ impl AutoPlan {
         }
     }
 
-    /// The block of the one-pack-per-thread kernels at `n` elements: 1024 threads
-    /// from [`AutoPlan::WIDE_BLOCK_MIN`] on sm_90, else the seed's 256. The
-    /// element-wise operations launch their pack kernels with it too.
+    /// The block of add's one-pack-per-thread kernels at `n` elements: 1024
+    /// threads from [`AutoPlan::WIDE_BLOCK_MIN`] on sm_90, else the seed's 256.
     pub fn pack_block(n: usize, sm90: bool) -> u32 {
         if sm90 && n >= Self::WIDE_BLOCK_MIN {
             1024
         } else {
             kernels_gpu::launch::DEFAULT_BLOCK
         }
+    }
+}
+
+impl AutoPlan {
+    /// The block of an element-wise operation's pack kernel (built-in or
+    /// custom) that reads `inputs` arrays and uses `registers` per thread: add's
+    /// block ([`AutoPlan::pack_block`]) for two-input kernels of at most 32
+    /// registers, else 256.
+    ///
+    /// Measured on an H200 (reports at 51de167 and 407776b): with 1024-thread
+    /// blocks the two-input operations gained 0.2–1% at 2^24–2^28, but the
+    /// one-input ones (`neg`, `abs`, `relu`: a copy's read/write mix) lost 4–7%,
+    /// the custom SiLU 8%, and f32 `div` (34 registers: a 1024-thread block then
+    /// leaves half of an SM's 2048 threads idle) 14%.
+    pub fn op_block(n: usize, sm90: bool, inputs: u32, registers: u32) -> u32 {
+        if inputs == 2 && registers <= 32 {
+            Self::pack_block(n, sm90)
+        } else {
+            kernels_gpu::launch::DEFAULT_BLOCK
+        }
+    }
+
+    /// Whether [`AutoPlan::op_block`] can differ from 256 at `n`, i.e. whether
+    /// the kernel's register count is worth asking the driver for.
+    pub(crate) fn wide_possible(n: usize, sm90: bool) -> bool {
+        sm90 && n >= Self::WIDE_BLOCK_MIN
     }
 }
 
@@ -126,6 +151,12 @@ mod tests {
         assert!(!ok(BulkConfig { tile_bytes: 4096, stages: 17 }));
         assert!(!ok(BulkConfig { tile_bytes: 1 << 19, stages: 1 }));
         assert!(BulkConfig { tile_bytes: 32768, stages: 3 }.check("k", false, 227 * 1024).is_ok());
+        // Wide blocks only for light two-input kernels, and only where add takes them.
+        assert_eq!(AutoPlan::op_block(1 << 24, true, 2, 28), 1024);
+        assert_eq!(AutoPlan::op_block(1 << 24, true, 2, 34), 256);
+        assert_eq!(AutoPlan::op_block(1 << 24, true, 1, 26), 256);
+        assert_eq!(AutoPlan::op_block(1 << 20, true, 2, 28), 256);
+        assert_eq!(AutoPlan::op_block(1 << 24, false, 2, 28), 256);
         assert!(BulkConfig { tile_bytes: 32768, stages: 3 }.check("k", true, 227 * 1024).is_err());
         let e = BulkConfig { tile_bytes: 65536, stages: 2 }.check("k", false, 227 * 1024).unwrap_err();
         assert_eq!(
