@@ -7,7 +7,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`thread`] | thread, block and grid indices (64-bit products) |
-//! | [`walk`] | the grid-stride walk over lane groups and the tiled walk |
+//! | [`walk`] | the grid-stride walk over lane groups (32-bit indices below ~2^32 elements), the unrolled walk and the tiled walk |
 //! | [`pack`] | the 16-byte pack and 128-bit loads/stores with hints (`.cs`, `.nc`, `.L2::256B`) |
 //! | [`sync`] | block barrier, fences, dynamic and static shared memory |
 //! | [`warp`] | shuffles, votes and warp reductions |
