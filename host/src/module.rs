@@ -26,7 +26,6 @@ use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::ops::{AutoSplit, Operands};
 use crate::raw::{self, CustomLaunch, RawFn, RawModule};
-use crate::tuning::AutoPlan;
 use crate::variant::LaunchConfig;
 
 /// Kernel names live as long as the process (errors carry `&'static str`);
@@ -207,14 +206,8 @@ impl Custom {
     /// The automatic choice, as the built-in operations' ([`Operands::auto_split`]).
     fn run_auto<T: Element>(&self, ops: Operands<'_, T>, stream: &Stream) -> Result<&'static str> {
         self.check(&ops, stream)?;
-        let (n, sm90) = (ops.a.len(), self.module.gpu.info().has_sm90());
-        let block = if AutoPlan::wide_possible(n, sm90) {
-            let inputs = if self.kind == EwKind::Binary { 2 } else { 1 };
-            AutoPlan::op_block(n, sm90, inputs, raw::kernel_resources(self.pack.1)?.registers)
-        } else {
-            kernels_gpu::launch::DEFAULT_BLOCK
-        };
-        let cfg = LaunchConfig::with_block(block);
+        let inputs = if self.kind == EwKind::Binary { 2 } else { 1 };
+        let cfg = LaunchConfig::with_block(self.module.gpu.op_block(self.pack.1, inputs, ops.a.len())?);
         match ops.auto_split(self.dtype.size()) {
             AutoSplit::Pack => self.launch(CustomPattern::Pack, cfg, ops, stream),
             AutoSplit::Peel(head) => {

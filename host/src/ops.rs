@@ -260,15 +260,15 @@ impl Gpu {
         hw.flatten().or_else(|| op_kernel(kind, dtype, OpPattern::Pack)).unwrap_or(&OP_KERNELS[0])
     }
 
-    /// [`AutoPlan::op_block`] for the pack kernel `name` (its registers asked of
-    /// the driver only where the answer can matter).
-    fn op_block(&self, name: &'static str, inputs: usize, n: usize) -> Result<u32> {
+    /// [`AutoPlan::op_block`] for the pack kernel `func` reading `inputs` arrays
+    /// (its registers asked of the driver only where the answer can matter); the
+    /// built-in operations and custom ones both launch with it.
+    pub(crate) fn op_block(&self, func: raw::RawFn, inputs: u32, n: usize) -> Result<u32> {
         let sm90 = self.info().has_sm90();
-        if !AutoPlan::wide_possible(n, sm90) {
+        if AutoPlan::pack_block(n, sm90) == kernels_gpu::launch::DEFAULT_BLOCK {
             return Ok(kernels_gpu::launch::DEFAULT_BLOCK);
         }
-        let registers = raw::kernel_resources(self.shared.func(name)?)?.registers;
-        Ok(AutoPlan::op_block(n, sm90, inputs as u32, registers))
+        Ok(AutoPlan::op_block(n, sm90, inputs, raw::kernel_resources(func)?.registers))
     }
 
     fn auto_scalar(&self, kind: OpKind, dtype: Dtype) -> &'static OpKernel {
@@ -322,7 +322,7 @@ impl Gpu {
         }
         let (dtype, n) = (T::DTYPE, ops.a.len());
         let (pack, scalar) = (self.auto_pack(kind, dtype), self.auto_scalar(kind, dtype));
-        let cfg = LaunchConfig::with_block(self.op_block(pack.name, kind.inputs(), n)?);
+        let cfg = LaunchConfig::with_block(self.op_block(self.shared.func(pack.name)?, kind.inputs() as u32, n)?);
         self.check_map(scalar, cfg, &ops)?;
         match ops.auto_split(dtype.size()) {
             AutoSplit::Pack => {

@@ -76,9 +76,7 @@ impl AutoPlan {
             kernels_gpu::launch::DEFAULT_BLOCK
         }
     }
-}
 
-impl AutoPlan {
     /// The block of an element-wise operation's pack kernel (built-in or
     /// custom) that reads `inputs` arrays and uses `registers` per thread: add's
     /// block ([`AutoPlan::pack_block`]) for two-input kernels of at most 32
@@ -95,12 +93,6 @@ impl AutoPlan {
         } else {
             kernels_gpu::launch::DEFAULT_BLOCK
         }
-    }
-
-    /// Whether [`AutoPlan::op_block`] can differ from 256 at `n`, i.e. whether
-    /// the kernel's register count is worth asking the driver for.
-    pub(crate) fn wide_possible(n: usize, sm90: bool) -> bool {
-        sm90 && n >= Self::WIDE_BLOCK_MIN
     }
 }
 

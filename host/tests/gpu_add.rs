@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{check_all_sizes, check_explicit, check_variant, gpu, marks_problem, record, Data, Launch, CANARY};
+use common::{
+    check_all_sizes, check_explicit, check_variant, gpu, marks_problem, record, walk_failures, Data, Launch, CANARY,
+};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
 use gpukern::{Error, LaunchConfig, Variant};
@@ -199,14 +201,10 @@ fn grid_stride_walk_visits_every_index_exactly_once() {
     let mut failures = Vec::new();
     for (_, lanes) in kernels_gpu::verify::MARK_VISITS {
         for cfg in cfgs {
-            for n in sizes {
-                band.fill_bits(0).unwrap();
-                gpu.mark_visits(lanes, cfg, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
-                stream.synchronize().unwrap();
-                let problem = marks_problem(&band.to_vec().unwrap(), n);
-                record("walk_visits_exactly_once", &format!("lanes={lanes} {cfg:?}"), n, problem.is_none());
-                failures.extend(problem.map(|p| format!("lanes={lanes} {cfg:?} n={n}: {p}")));
-            }
+            let what = format!("lanes={lanes} {cfg:?}");
+            failures.extend(walk_failures(&mut band, &stream, "walk_visits_exactly_once", &what, &sizes, |m| {
+                gpu.mark_visits(lanes, cfg, m, &stream)
+            }));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -246,16 +244,10 @@ fn unrolled_walk_visits_every_index_exactly_once() {
     let mut failures = Vec::new();
     for (_, lanes, unroll) in kernels_gpu::verify::MARK_UNROLLED {
         for cfg in cfgs {
-            for n in sizes {
-                band.fill_bits(0).unwrap();
-                let marks = band.slice_mut(CANARY..CANARY + n).unwrap();
-                gpu.mark_visits_unrolled(lanes, unroll, cfg, marks, &stream).unwrap();
-                stream.synchronize().unwrap();
-                let problem = marks_problem(&band.to_vec().unwrap(), n);
-                let what = format!("lanes={lanes} unroll={unroll} {cfg:?}");
-                record("unrolled_walk_exactly_once", &what, n, problem.is_none());
-                failures.extend(problem.map(|p| format!("{what} n={n}: {p}")));
-            }
+            let what = format!("lanes={lanes} unroll={unroll} {cfg:?}");
+            failures.extend(walk_failures(&mut band, &stream, "unrolled_walk_exactly_once", &what, &sizes, |m| {
+                gpu.mark_visits_unrolled(lanes, unroll, cfg, m, &stream)
+            }));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

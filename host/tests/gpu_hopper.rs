@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{canaries_hold, check_launch, gpu, marks_problem, record, record_skip, Data, Launch, CANARY, POISONS};
+use common::{
+    canaries_hold, check_launch, gpu, marks_problem, record, record_skip, walk_failures, Data, Launch, CANARY, POISONS,
+};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
 use gpukern::{BulkConfig, CountVariant, Dtype, Error, LaunchConfig, Triple, Variant, View, ViewMut};
@@ -121,16 +123,10 @@ fn tiled_walk_visits_every_index_exactly_once() {
         // threads (2 or 4 packs per thread: 2048, 4096, 8192 elements) and more.
         for tile in [lanes as u64, 3 * lanes as u64, 2048, 4096, 8192, 16_384] {
             for cfg in cfgs {
-                for n in sizes {
-                    band.fill_bits(0).unwrap();
-                    let marks = band.slice_mut(CANARY..CANARY + n).unwrap();
-                    gpu.mark_visits_tiles(lanes, tile, cfg, marks, &stream).unwrap();
-                    stream.synchronize().unwrap();
-                    let problem = marks_problem(&band.to_vec().unwrap(), n);
-                    let what = format!("lanes={lanes} tile={tile} {cfg:?}");
-                    record("tiled_walk_exactly_once", &what, n, problem.is_none());
-                    failures.extend(problem.map(|p| format!("{what} n={n}: {p}")));
-                }
+                let what = format!("lanes={lanes} tile={tile} {cfg:?}");
+                failures.extend(walk_failures(&mut band, &stream, "tiled_walk_exactly_once", &what, &sizes, |m| {
+                    gpu.mark_visits_tiles(lanes, tile, cfg, m, &stream)
+                }));
             }
         }
     }

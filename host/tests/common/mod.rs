@@ -278,6 +278,29 @@ pub fn marks_problem(band: &[i32], n: usize) -> Option<String> {
     marks.iter().position(|&m| m != 1).map(|i| format!("element {i} visited {} times", marks[i]))
 }
 
+/// Runs one visit marker (`mark`, given the `n` marks after the leading canary
+/// band) for every `n` of `sizes` on a zeroed `band`, records each case under
+/// `test` as `what`, and returns the failures.
+pub fn walk_failures(
+    band: &mut gpukern::DeviceVec<i32>,
+    stream: &gpukern::Stream,
+    test: &str,
+    what: &str,
+    sizes: &[usize],
+    mut mark: impl FnMut(gpukern::ViewMut<'_, i32>) -> gpukern::Result<()>,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for &n in sizes {
+        band.fill_bits(0).unwrap();
+        mark(band.slice_mut(CANARY..CANARY + n).unwrap()).unwrap();
+        stream.synchronize().unwrap();
+        let problem = marks_problem(&band.to_vec().unwrap(), n);
+        record(test, what, n, problem.is_none());
+        failures.extend(problem.map(|p| format!("{what} n={n}: {p}")));
+    }
+    failures
+}
+
 /// True when the `CANARY` elements on each side of `band[CANARY..CANARY + n]`
 /// all pass `intact` (downloads only those, so it suits bands of any size).
 pub fn canaries_hold<T: gpukern::Pod>(band: &gpukern::DeviceVec<T>, n: usize, intact: impl Fn(&T) -> bool) -> bool {
