@@ -15,7 +15,6 @@ pub mod cub;
 pub mod custom;
 pub mod foreach;
 pub mod hopper;
-pub mod lead;
 pub mod ops;
 pub mod report;
 pub mod studies;

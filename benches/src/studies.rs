@@ -1,12 +1,79 @@
 //! The seed-003 studies for the report: each family naive to optimised, verified,
 //! timed with spin-isolated CUDA events, with its own figure of merit.
 
-use crate::report::schema::Study;
 use gpukern::{CountVariant, Gpu, MatmulVariant, Stream, TransposeVariant, Variant};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::{gbps, time_op};
+
+/// One row of the seed-003 studies, by family.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "family", rename_all = "snake_case")]
+pub enum Study {
+    Matmul {
+        kernel: String,
+        dtype: String,
+        n: usize,
+        m: usize,
+        n_cols: usize,
+        k: usize,
+        median_us: f64,
+        gflops: f64,
+        speedup_vs_naive: f64,
+        rel_error: f64,
+        verified: bool,
+    },
+    CountEq {
+        kernel: String,
+        dtype: String,
+        n: usize,
+        match_rate: f64,
+        block: u32,
+        median_us: f64,
+        gbps: f64,
+        speedup_vs_naive: f64,
+        count: u64,
+        expected: u64,
+        verified: bool,
+    },
+    Coalesce {
+        kernel: String,
+        stride: u64,
+        dtype: String,
+        n: usize,
+        block: u32,
+        median_us: f64,
+        gbps: f64,
+        slowdown_vs_stride_1: f64,
+        verified: bool,
+    },
+    Transpose {
+        kernel: String,
+        dtype: String,
+        n: usize,
+        rows: usize,
+        cols: usize,
+        median_us: f64,
+        gbps: f64,
+        speedup_vs_naive: f64,
+        verified: bool,
+    },
+    Fusion {
+        kernel: String,
+        dtype: String,
+        n: usize,
+        block: u32,
+        median_us: f64,
+        bytes_moved: usize,
+        ideal_bytes: usize,
+        gbps: f64,
+        vs_ideal_time: f64,
+        speedup_vs_unfused: f64,
+        verified: bool,
+    },
+}
 
 type R<T> = Result<T, String>;
 

@@ -4,7 +4,7 @@
 
 use gpukern_benches::foreach::ForeachRow;
 use gpukern_benches::hopper::{CeilingRow, TuneRow};
-use gpukern_benches::lead::LeadRow;
+use gpukern_benches::report::lead::LeadRow;
 use gpukern_benches::report::{markdown, plots};
 use serde_json::Value;
 
@@ -91,7 +91,7 @@ fn the_committed_report_renders() {
 /// 2^16..2^22 warm, each row measured in the rounds, with its worst round.
 #[test]
 fn the_committed_lead_tables_cover_every_size_in_rounds() {
-    use gpukern_benches::lead::{LeadRow, ROUNDS};
+    use gpukern_benches::report::lead::{LeadRow, ROUNDS};
     let r = committed();
     for (key, logs) in [("lead", 20..=28u32), ("lead_warm", 16..=22)] {
         let rows: Vec<LeadRow> = serde_json::from_value(r[key].clone()).expect(key);

@@ -7,34 +7,9 @@ use kernels_gpu::Dtype;
 use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
-use crate::raw::{self, BinaryLaunch};
+use crate::raw::{self, MapLaunch, Tail};
 use crate::tuning::{AutoPlan, BulkConfig};
 use crate::variant::{LaunchConfig, Variant};
-
-/// A captured sequence of adds; see [`Gpu::add_graph`].
-pub struct AddGraph<'a> {
-    raw: raw::RawGraph,
-    launches: usize,
-    gpu: std::sync::Arc<crate::gpu::Shared>,
-    _operands: std::marker::PhantomData<&'a mut ()>,
-}
-
-impl AddGraph<'_> {
-    pub(crate) fn new(raw: raw::RawGraph, launches: usize, gpu: &Gpu) -> Self {
-        AddGraph { raw, launches, gpu: gpu.shared.clone(), _operands: std::marker::PhantomData }
-    }
-
-    /// Queues one replay of the whole graph on `stream`.
-    pub fn launch(&self, stream: &Stream) -> Result<()> {
-        self.gpu.bind()?;
-        raw::graph_launch(&self.raw, stream.raw())
-    }
-
-    /// Adds per replay.
-    pub fn launches(&self) -> usize {
-        self.launches
-    }
-}
 
 /// Below this many elements the automatic choice does not split off an unaligned
 /// head: the second launch would cost more than the narrower kernel.
@@ -211,32 +186,6 @@ impl Gpu {
         out.to_vec()
     }
 
-    /// Captures `launches` back-to-back adds into a CUDA graph, launch `i` working
-    /// on operand triple `ops[i % ops.len()]`. Replaying the graph costs one launch
-    /// for all of them, which is how small adds stop being launch-bound. The graph
-    /// borrows the operands, so they outlive it and cannot be read or freed while
-    /// it exists.
-    pub fn add_graph<'a, T: Element>(
-        &self,
-        variant: Variant,
-        cfg: LaunchConfig,
-        mut ops: Vec<(View<'a, T>, View<'a, T>, ViewMut<'a, T>)>,
-        launches: usize,
-    ) -> Result<AddGraph<'a>> {
-        for (a, b, out) in &ops {
-            self.check_args(variant, cfg, a, b, out)?;
-        }
-        let k = ops.len().max(1);
-        self.shared.bind()?;
-        let raw = raw::capture(|stream| {
-            (0..launches).zip((0..k).cycle()).try_for_each(|(_, i)| {
-                let (a, b, out) = &mut ops[i];
-                self.launch_add_raw(variant, cfg, a, b, out, stream)
-            })
-        })?;
-        Ok(AddGraph { raw, launches, gpu: self.shared.clone(), _operands: std::marker::PhantomData })
-    }
-
     /// Counts elements where `x` and `y` differ in bits, NaN matching any NaN, on
     /// the device. Blocks until the count is known.
     pub fn count_mismatches<T: Element>(&self, x: View<'_, T>, y: View<'_, T>, stream: &Stream) -> Result<u64> {
@@ -308,7 +257,7 @@ impl Gpu {
     }
 
     /// Checks everything about an add but the stream.
-    fn check_args<T: Element>(
+    pub(crate) fn check_args<T: Element>(
         &self,
         variant: Variant,
         cfg: LaunchConfig,
@@ -343,7 +292,7 @@ impl Gpu {
         self.launch_add_raw(variant, cfg, a, b, out, stream.raw())
     }
 
-    fn launch_add_raw<T: Element>(
+    pub(crate) fn launch_add_raw<T: Element>(
         &self,
         variant: Variant,
         cfg: LaunchConfig,
@@ -369,9 +318,20 @@ impl Gpu {
     ) -> Result<()> {
         let n = a.len();
         let size = T::DTYPE.size() as u32;
-        let launch = BinaryLaunch {
+        let launch = MapLaunch {
             name: variant.name(),
             func: self.shared.func(variant.name())?,
+            inputs: 2,
+            tail: if variant.is_bulk() {
+                Tail::Tiling(raw::BulkLaunch {
+                    tile_bytes: bulk.tile_bytes,
+                    stages: bulk.stages,
+                    bulk_store: variant.bulk_store(),
+                    shared_limit: self.info().shared_per_block_optin,
+                })
+            } else {
+                Tail::None
+            },
             grid: if variant.is_bulk() {
                 // One block per whole tile (or enough for the remainder's groups).
                 kernels_gpu::bulk::grid_for(n as u64, size, bulk.tile_bytes, cfg.block, cfg.max_grid)
@@ -384,14 +344,8 @@ impl Gpu {
             },
             block: cfg.block,
             align: variant.align(),
-            bulk: variant.is_bulk().then_some(raw::BulkLaunch {
-                tile_bytes: bulk.tile_bytes,
-                stages: bulk.stages,
-                bulk_store: variant.bulk_store(),
-                shared_limit: self.info().shared_per_block_optin,
-            }),
         };
         self.shared.bind()?;
-        raw::launch_binary(&launch, a, b, out, n, stream)
+        raw::launch_map(&launch, a, Some(b), out, stream)
     }
 }

@@ -35,6 +35,8 @@ fn bounds(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> 
 /// Fresh buffers hold unspecified bits. `Send + Sync`: any thread may use it, and
 /// the owning [`crate::Gpu`]'s context is made current for each operation.
 pub struct DeviceVec<T: Pod> {
+    /// Freed on drop (while the context is live).
+    _mem: raw::DeviceAlloc,
     addr: u64,
     len: usize,
     gpu: Arc<Shared>,
@@ -43,14 +45,13 @@ pub struct DeviceVec<T: Pod> {
 
 impl<T: Pod> DeviceVec<T> {
     pub(crate) fn alloc(gpu: Arc<Shared>, len: usize) -> Result<Self> {
-        gpu.bind()?;
         let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or(Error::OutOfBounds {
             start: 0,
             end: len,
             len: usize::MAX / std::mem::size_of::<T>(),
         })?;
-        let addr = raw::alloc(bytes)?;
-        Ok(Self { addr, len, gpu, _t: PhantomData })
+        let mem = raw::alloc(&gpu.ctx, bytes)?;
+        Ok(Self { addr: mem.addr(), _mem: mem, len, gpu, _t: PhantomData })
     }
 
     /// Number of elements.
@@ -107,17 +108,6 @@ impl<T: Pod> DeviceVec<T> {
     /// Sets every element to the given bit pattern (e.g. a poison value).
     pub fn fill_bits(&mut self, bits: u32) -> Result<()> {
         self.view_mut().fill_bits(bits)
-    }
-}
-
-impl<T: Pod> Drop for DeviceVec<T> {
-    fn drop(&mut self) {
-        // Best effort: a context broken by a kernel fault may refuse both calls, and
-        // a drop must not panic. After Gpu::reset the memory is gone with the old
-        // context, and the address may belong to a new buffer: no free then.
-        if self.gpu.bind().is_ok() {
-            raw::free(self.addr);
-        }
     }
 }
 
@@ -311,9 +301,13 @@ impl<'a, T: Pod> AsViewMut<'a, T> for ViewMut<'a, T> {
     }
 }
 
-// What raw may read and write: the views and buffers of this module, whose
-// borrows keep the memory alive (and exclusive, for the writable ones).
-impl<T: Pod> DevRead<T> for View<'_, T> {
+// What raw may read and write: the views and buffers of this module.
+// SAFETY (all four): a view is made only from a live DeviceVec's range (or by
+// the unsafe `from_raw_parts`, whose contract says the same) and borrows it for
+// 'a, so the range stays allocated; views and buffers never change their
+// address or length; a ViewMut or `&mut DeviceVec` is the only access to its
+// range while borrowed (slices of one buffer never overlap).
+unsafe impl<T: Pod> DevRead<T> for View<'_, T> {
     fn addr(&self) -> u64 {
         self.addr
     }
@@ -322,7 +316,8 @@ impl<T: Pod> DevRead<T> for View<'_, T> {
     }
 }
 
-impl<T: Pod> DevRead<T> for ViewMut<'_, T> {
+// SAFETY: as above.
+unsafe impl<T: Pod> DevRead<T> for ViewMut<'_, T> {
     fn addr(&self) -> u64 {
         self.addr
     }
@@ -331,9 +326,11 @@ impl<T: Pod> DevRead<T> for ViewMut<'_, T> {
     }
 }
 
-impl<T: Pod> DevWrite<T> for ViewMut<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Pod> DevWrite<T> for ViewMut<'_, T> {}
 
-impl<T: Pod> DevRead<T> for DeviceVec<T> {
+// SAFETY: as above.
+unsafe impl<T: Pod> DevRead<T> for DeviceVec<T> {
     fn addr(&self) -> u64 {
         self.addr
     }
@@ -342,4 +339,5 @@ impl<T: Pod> DevRead<T> for DeviceVec<T> {
     }
 }
 
-impl<T: Pod> DevWrite<T> for DeviceVec<T> {}
+// SAFETY: as above.
+unsafe impl<T: Pod> DevWrite<T> for DeviceVec<T> {}

@@ -3,30 +3,10 @@
 //! `raw` and `error`, so `buffer` and `gpu` can both build on it without a circle.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
-use crate::raw::{PrimaryContext, RawFn, RawModule};
-
-/// Resets per device ordinal: a handle made before the latest [`crate::Gpu::reset`]
-/// of its device is dead (its context, memory and modules were destroyed).
-fn resets() -> &'static Mutex<HashMap<usize, u64>> {
-    static RESETS: OnceLock<Mutex<HashMap<usize, u64>>> = OnceLock::new();
-    RESETS.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-/// The reset count of device `index` now.
-pub(crate) fn generation(index: usize) -> u64 {
-    resets().lock().map(|m| m.get(&index).copied().unwrap_or(0)).unwrap_or(0)
-}
-
-/// Counts one more reset of device `index`; returns the new count.
-pub(crate) fn bump_generation(index: usize) -> u64 {
-    let mut m = resets().lock().unwrap_or_else(|p| p.into_inner());
-    let g = m.entry(index).or_insert(0);
-    *g += 1;
-    *g
-}
+use crate::raw::{Kernel, PrimaryContext, RawFn, RawModule};
 
 /// Facts about the device, read from the driver.
 #[derive(Clone, Debug, PartialEq)]
@@ -91,35 +71,28 @@ impl DeviceInfo {
 
 /// What every handle of one GPU shares.
 pub(crate) struct Shared {
-    pub(crate) ctx: PrimaryContext,
-    // Kept alive: the RawFn handles below point into them.
-    pub(crate) modules: Vec<RawModule>,
-    pub(crate) funcs: HashMap<&'static str, RawFn>,
+    pub(crate) ctx: Arc<PrimaryContext>,
+    // Kept alive: the kernel handles below point into them (unloaded on drop,
+    // while the context is live).
+    pub(crate) _modules: Vec<RawModule>,
+    pub(crate) funcs: HashMap<&'static str, Kernel>,
     pub(crate) info: DeviceInfo,
-    /// The device's reset count when this was made (see [`generation`]).
-    pub(crate) generation: u64,
     /// The last kernel of a user module queued through this handle, named in
     /// [`Error::KernelFault`].
     pub(crate) last_user_kernel: Mutex<Option<String>>,
 }
 
 impl Shared {
-    /// False once the device was reset after this was made.
-    pub(crate) fn is_live(&self) -> bool {
-        generation(self.info.index) == self.generation
-    }
-
-    /// Makes this context current on the calling thread (cheap; done before every
-    /// driver call so any thread can use any handle). Refuses a reset context.
+    /// Makes this context current on the calling thread when it is not (no
+    /// lock: an atomic liveness check and one driver query). Refuses a
+    /// context that was reset: [`Error::DeviceReset`].
     pub(crate) fn bind(&self) -> Result<()> {
-        if !self.is_live() {
-            return Err(Error::DeviceReset { what: "Gpu" });
-        }
-        self.ctx.set_current()
+        self.ctx.bind()
     }
 
-    pub(crate) fn func(&self, name: &'static str) -> Result<RawFn> {
-        self.funcs.get(name).copied().ok_or(Error::MissingKernel {
+    /// A kernel of the library's modules, resolved at load.
+    pub(crate) fn kernel(&self, name: &'static str) -> Result<&Kernel> {
+        self.funcs.get(name).ok_or(Error::MissingKernel {
             name,
             source: crate::error::DriverError {
                 code: 500,
@@ -129,10 +102,17 @@ impl Shared {
         })
     }
 
+    /// The function handle of [`Shared::kernel`].
+    pub(crate) fn func(&self, name: &'static str) -> Result<RawFn> {
+        self.kernel(name).map(|k| k.func)
+    }
+
     /// Notes a user kernel queued now (for the fault report).
     pub(crate) fn note_user_kernel(&self, name: &str) {
         if let Ok(mut k) = self.last_user_kernel.lock() {
-            *k = Some(name.to_string());
+            if k.as_deref() != Some(name) {
+                *k = Some(name.to_string());
+            }
         }
     }
 
@@ -141,18 +121,5 @@ impl Shared {
     pub(crate) fn fault(&self, source: crate::error::DriverError) -> Error {
         let kernel = self.last_user_kernel.lock().ok().and_then(|k| k.clone());
         Error::KernelFault { kernel, source }
-    }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        // After a reset the modules died with the old context; unloading them
-        // again could hit a new module at the same handle.
-        if self.is_live() && self.ctx.set_current().is_ok() {
-            for m in &self.modules {
-                m.unload();
-            }
-        }
-        // The context's retain is released by PrimaryContext's Drop either way.
     }
 }

@@ -11,7 +11,8 @@ use crate::buffer::{DeviceVec, Pod};
 pub use crate::context::DeviceInfo;
 pub(crate) use crate::context::Shared;
 use crate::error::{Error, Result};
-use crate::raw::{self, PrimaryContext, RawModule, RawStream};
+pub use crate::raw::KernelResources;
+use crate::raw::{self, Kernel, PrimaryContext, RawModule, RawStream};
 
 /// The PTX built by `cargo xtask build-ptx` from `kernels-gpu`, embedded at compile
 /// time so the library needs no file at run time: the portable sm_70 module.
@@ -53,19 +54,6 @@ pub fn kernel_names() -> Vec<&'static str> {
     names
 }
 
-/// Per-kernel resources reported by the driver after JIT compilation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KernelResources {
-    /// Registers per thread.
-    pub registers: u32,
-    /// Local (stack/spill) memory per thread, bytes.
-    pub local_bytes: u32,
-    /// Static shared memory per block, bytes.
-    pub shared_bytes: u32,
-    /// Largest block this kernel can launch with.
-    pub max_threads_per_block: u32,
-}
-
 /// A handle to one GPU with the kernels loaded. Cheap to clone; `Send + Sync`.
 #[derive(Clone)]
 pub struct Gpu {
@@ -89,38 +77,51 @@ impl Gpu {
 
     /// Opens GPU `index` with the embedded PTX and resolves every kernel.
     pub fn new(index: usize) -> Result<Gpu> {
-        Self::with_ptx(index, PTX)
+        Self::open(index, Arc::from(PTX))
     }
 
-    /// Opens GPU `index` with the given PTX text. Fails with [`Error::PtxLoad`] if
-    /// the driver rejects it and [`Error::MissingKernel`] naming the first kernel of
-    /// [`kernel_names`] it lacks.
-    pub fn with_ptx(index: usize, ptx: &str) -> Result<Gpu> {
+    /// Opens GPU `index` with the given PTX text in place of the embedded
+    /// portable module (a rebuilt `kernels_gpu.ptx`, say). Fails with
+    /// [`Error::PtxLoad`] if the driver rejects it and [`Error::MissingKernel`]
+    /// naming the first kernel of [`kernel_names`] it lacks.
+    ///
+    /// # Safety
+    /// The library launches the module's kernels by name with the parameter
+    /// lists and contracts of the embedded [`PTX`]: every kernel of
+    /// [`kernel_names`] in `ptx` must have the same parameters and behave as
+    /// the embedded one does (write only inside the ranges it is given). PTX
+    /// built by `cargo xtask build-ptx` from this crate's own `kernels-gpu`
+    /// does.
+    pub unsafe fn with_ptx(index: usize, ptx: &str) -> Result<Gpu> {
+        Self::open(index, Arc::from(ptx))
+    }
+
+    /// [`Gpu::new`] and [`Gpu::with_ptx`]: `ptx` is trusted to be the library's.
+    fn open(index: usize, ptx: Arc<str>) -> Result<Gpu> {
         let count = Self::device_count()?;
         if index >= count {
             return Err(Error::NoDevice(format!("no CUDA device with index {index}; {count} present")));
         }
-        let generation = crate::context::generation(index);
         let dev = raw::device(index)?;
-        let ctx = PrimaryContext::retain(dev)?;
-        let module = RawModule::load(ptx)?;
+        let ctx = PrimaryContext::retain(index)?;
+        let module = RawModule::load(&ctx, &ptx)?;
         let mut funcs = HashMap::new();
         for name in kernel_names() {
             let f = module.function(name).map_err(|source| Error::MissingKernel { name, source })?;
-            funcs.insert(name, f);
+            funcs.insert(name, Kernel::new(f));
         }
         let attr = |a: DevAttr| raw::device_attribute(dev, a);
         let shared_optin = raw::shared_per_block_optin(index)?;
         let major = attr(DevAttr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32;
         let mut modules = vec![module];
         if major >= 9 {
-            let m = RawModule::load(PTX_SM90)?;
+            let m = RawModule::load(&ctx, PTX_SM90)?;
             for name in sm90_kernel_names() {
                 let f = m.function(name).map_err(|source| Error::MissingKernel { name, source })?;
                 // The bulk kernels size their shared memory at launch; let them
                 // use all a block may have, not only the default 48 KiB.
                 raw::set_max_dynamic_shared(f, shared_optin)?;
-                funcs.insert(name, f);
+                funcs.insert(name, Kernel::new(f));
             }
             modules.push(m);
         }
@@ -140,8 +141,8 @@ impl Gpu {
             driver_version: raw::driver_version()?,
             shared_per_block_optin: shared_optin,
         };
-        let shared = Shared { ctx, modules, funcs, info, generation, last_user_kernel: Default::default() };
-        Ok(Gpu { shared: Arc::new(shared), ptx: Arc::from(ptx) })
+        let shared = Shared { ctx, _modules: modules, funcs, info, last_user_kernel: Default::default() };
+        Ok(Gpu { shared: Arc::new(shared), ptx })
     }
 
     /// Recovers the device after a kernel fault ([`Error::KernelFault`] is
@@ -153,18 +154,25 @@ impl Gpu {
     /// addresses and failed launches and which driver 580 does (measured: the
     /// reset succeeds, every later retain of the context returns the fault).
     /// Then only a new process can use the GPU: run kernels that may fault in
-    /// a child process (as this crate's tests do) to keep the parent going. Everything made before the reset, on this
-    /// device, by any `Gpu` handle of this process (buffers, views, streams,
-    /// user modules, other `Gpu` clones) is dead: its calls return
-    /// [`Error::DeviceReset`] and dropping it frees nothing. So is memory that
-    /// other libraries (cudarc, the CUDA runtime) hold in the primary context.
-    /// Load user modules again on the returned `Gpu`.
-    pub fn reset(&self) -> Result<Gpu> {
+    /// a child process (as this crate's tests do) to keep the parent going.
+    /// Everything this library made before the reset, on this device, by any
+    /// `Gpu` handle of this process (buffers, views, streams, user modules,
+    /// graphs, other `Gpu` clones) is dead: its calls return
+    /// [`Error::DeviceReset`] and dropping it frees nothing. Load user modules
+    /// again on the returned `Gpu`.
+    ///
+    /// # Safety
+    /// The primary context is the one the CUDA runtime, cudarc and other
+    /// libraries in this process use on this device: the reset destroys their
+    /// memory, modules and streams too, and they cannot know. The caller
+    /// promises that no other library's resource of this device is used after
+    /// the reset (none exists, or it is dropped unused / never touched again).
+    pub unsafe fn reset(&self) -> Result<Gpu> {
         let index = self.shared.info.index;
-        crate::context::bump_generation(index);
-        // The reset itself needs only a context handle of the device.
-        self.shared.ctx.reset()?;
-        Gpu::with_ptx(index, &self.ptx).map_err(|e| match e {
+        // SAFETY: the caller's promise covers other users of the context; this
+        // library's handles are marked dead by the reset before it happens.
+        unsafe { self.shared.ctx.reset()? };
+        Gpu::open(index, self.ptx.clone()).map_err(|e| match e {
             Error::Driver { context: "cuDevicePrimaryCtxRetain", source } => Error::DeviceLost { source },
             e => e,
         })
@@ -175,12 +183,12 @@ impl Gpu {
         &self.shared.info
     }
 
-    /// A new stream on this GPU. It is a blocking stream (cust creates no other
-    /// kind): it is ordered with the legacy default stream, which the synchronous
-    /// copies and fills of `DeviceVec` use, so those never race with queued work.
+    /// A new stream on this GPU. It is a blocking stream: it is ordered with
+    /// the legacy default stream, which the synchronous copies and fills of
+    /// `DeviceVec` use, so those never race with queued work.
     pub fn stream(&self) -> Result<Stream> {
-        self.shared.bind()?;
-        Ok(Stream { inner: RawStream::create()?, gpu: self.shared.clone(), events: Default::default() })
+        let inner = RawStream::create(&self.shared.ctx)?;
+        Ok(Stream { inner, gpu: self.shared.clone(), events: Default::default() })
     }
 
     /// Allocates `len` elements. The contents are unspecified until written.
@@ -242,8 +250,7 @@ impl Gpu {
     /// Registers, local memory and limits of one kernel, from the driver.
     pub fn kernel_resources(&self, name: &'static str) -> Result<KernelResources> {
         self.shared.bind()?;
-        let f = self.shared.func(name)?;
-        raw::kernel_resources(f)
+        self.shared.kernel(name)?.resources()
     }
 
     /// Resident blocks per SM for `name` at `block` threads (driver occupancy API).
@@ -292,7 +299,7 @@ pub struct Stream {
 
 impl Stream {
     pub(crate) fn raw(&self) -> cudarc::driver::sys::CUstream {
-        self.inner.0
+        self.inner.handle()
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
@@ -313,7 +320,7 @@ impl Stream {
         self.gpu.bind()?;
         let mut events = self.events.lock().unwrap_or_else(|p| p.into_inner());
         if events.is_none() {
-            *events = Some(raw::RawEvents::create()?);
+            *events = Some(raw::RawEvents::create(&self.gpu.ctx)?);
         }
         let timed = events.as_ref().map(|ev| ev.time(self.raw(), || work(self)));
         timed.expect("created above").map_err(|e| match e {
@@ -323,21 +330,15 @@ impl Stream {
     }
 
     /// Device-to-device copy of equal-length views, queued on this stream.
+    ///
+    /// Errors (nothing is queued): lengths differ; a view or the stream
+    /// belongs to another `Gpu` handle, or to a device that was reset since.
     pub fn copy<T: Pod>(&self, dst: &mut crate::ViewMut<'_, T>, src: &crate::View<'_, T>) -> Result<()> {
+        if !Arc::ptr_eq(dst.owner(), &self.gpu) || !Arc::ptr_eq(src.owner(), &self.gpu) {
+            return Err(Error::ForeignHandle { variant: "copy", what: "buffers" });
+        }
+        // Same context as the stream, so the liveness check below covers all three.
         self.gpu.bind()?;
         raw::copy_async(dst, src, self.raw())
-    }
-}
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        // A reset destroyed the stream with its context; its handle may now be
-        // another stream's.
-        if self.gpu.bind().is_ok() {
-            if let Some(ev) = self.events.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                ev.destroy();
-            }
-            self.inner.destroy();
-        }
     }
 }

@@ -16,7 +16,7 @@ use kernels_gpu::ops::{BinaryOp, OpKind, UnaryOp};
 use crate::buffer::{Element, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::ops::Operands;
+use crate::operands::Operands;
 
 impl Gpu {
     /// Errors unless `stream` lives in this `Gpu`'s context on its device.

@@ -22,20 +22,38 @@
 //!   picks by dtype, alignment and length.
 //! * [`reference`](mod@reference): the CPU reference the tests and benches verify against.
 //!
-//! All `unsafe` code (driver calls, launches) lives in one private module, `raw`.
-//! Errors are [`Error`] values; the library does not panic on bad input.
+//! Unsafe code (driver calls, launches) lives in one private module, `raw`,
+//! plus one block in the `cudarc` interop (feature `cudarc`) that borrows
+//! cudarc's buffers as views. The public API's `unsafe` functions are the
+//! ones whose contract no check can enforce: [`Module::launch`] (any kernel),
+//! [`View::from_raw_parts`]/[`ViewMut::from_raw_parts`] (foreign memory),
+//! [`Gpu::with_ptx`] (replacement PTX) and [`Gpu::reset`] (the shared primary
+//! context). Errors are [`Error`] values; the library does not panic on bad
+//! input.
+//!
+//! What became `unsafe` does not compile without it:
+//!
+//! ```compile_fail,E0133
+//! let _ = gpukern::Gpu::with_ptx(0, gpukern::PTX);
+//! ```
+//!
+//! ```compile_fail,E0133
+//! fn recover(gpu: &gpukern::Gpu) { let _ = gpu.reset(); }
+//! ```
 
 mod add;
-pub use add::AddGraph;
 mod buffer;
 mod context;
 mod element;
 mod error;
 mod gpu;
+mod graph;
+pub use graph::AddGraph;
 #[cfg(feature = "cudarc")]
 mod interop;
 mod many;
 mod module;
+mod operands;
 mod ops;
 mod raw;
 pub mod reference;
@@ -65,4 +83,5 @@ mod send_sync {
     const _: () = assert_send_sync::<super::Stream>();
     const _: () = assert_send_sync::<super::DeviceVec<f32>>();
     const _: () = assert_send_sync::<super::View<'static, half::f16>>();
+    const _: () = assert_send_sync::<super::AddGraph<'static>>();
 }

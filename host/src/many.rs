@@ -6,10 +6,10 @@ use kernels_gpu::foreach::{ADD_MANY, ADD_MANY_INLINE, MARK_MANY};
 use kernels_gpu::verify::{MARK_TILES, MARK_UNROLLED};
 use kernels_gpu::Dtype;
 
-use crate::add::AddGraph;
 use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
+use crate::graph::AddGraph;
 use crate::raw::{self, Ceiling};
 use crate::variant::LaunchConfig;
 
@@ -46,8 +46,9 @@ impl<'a> AddManyPlan<'a> {
     /// Captures `launches` launches of the list into a CUDA graph.
     pub fn graph(&self, launches: usize) -> Result<AddGraph<'_>> {
         let func = self.gpu.shared.func(self.name)?;
-        self.gpu.shared.bind()?;
-        let raw = raw::capture(|s| (0..launches).try_for_each(|_| raw::launch_many_table(func, &self.table, s)))?;
+        let raw = raw::capture(&self.gpu.shared.ctx, |s| {
+            (0..launches).try_for_each(|_| raw::launch_many_table(func, &self.table, s))
+        })?;
         Ok(AddGraph::new(raw, launches, &self.gpu))
     }
 
@@ -102,7 +103,7 @@ impl Gpu {
         let (name, _) = many_kernel(T::DTYPE);
         let operands = self.many_operands(name, &ops)?;
         self.shared.bind()?;
-        let table = raw::many_table(&operands)?;
+        let table = raw::many_table(&self.shared.ctx, &operands)?;
         Ok(AddManyPlan { table, name, gpu: self.clone(), len: ops.len(), _outputs: std::marker::PhantomData })
     }
 
@@ -134,7 +135,7 @@ impl Gpu {
         let operands: Vec<raw::ManyOperand<'_>> = marks.iter().map(raw::many_marks).collect();
         self.shared.bind()?;
         // Markers always walk a table in device memory (there is no inline marker).
-        let table = raw::many_table(&operands)?;
+        let table = raw::many_table(&self.shared.ctx, &operands)?;
         raw::launch_many_table(self.shared.func(name)?, &table, stream.raw())?;
         // The table is freed at the end of this call; freeing waits for the walk.
         stream.synchronize()

@@ -24,8 +24,8 @@ use kernels_gpu::Dtype;
 use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
-use crate::ops::{AutoSplit, Operands};
-use crate::raw::{self, CustomLaunch, RawFn, RawModule};
+use crate::operands::{AutoSplit, Operands};
+use crate::raw::{self, Kernel, MapLaunch, RawModule, Tail};
 use crate::variant::LaunchConfig;
 
 /// Kernel names live as long as the process (errors carry `&'static str`);
@@ -41,19 +41,11 @@ pub(crate) fn intern(name: &str) -> &'static str {
     s
 }
 
-/// A loaded module, kept alive by every handle into it.
+/// A loaded module, kept alive by every handle into it (unloaded on drop
+/// while its context is live).
 pub(crate) struct ModuleInner {
     pub(crate) gpu: Gpu,
     pub(crate) raw: RawModule,
-}
-
-impl Drop for ModuleInner {
-    fn drop(&mut self) {
-        // After Gpu::reset the module died with the old context.
-        if self.gpu.shared.bind().is_ok() {
-            self.raw.unload();
-        }
-    }
 }
 
 /// A PTX module of your own, loaded with [`Gpu::load_module`].
@@ -74,8 +66,7 @@ impl Gpu {
     /// [`Error::PtxLoad`] when the driver rejects it (a module built for sm_90
     /// on an older GPU, say).
     pub fn load_module(&self, ptx: &str) -> Result<Module> {
-        self.shared.bind()?;
-        let raw = RawModule::load(ptx)?;
+        let raw = RawModule::load(&self.shared.ctx, ptx)?;
         Ok(Module { inner: Arc::new(ModuleInner { gpu: self.clone(), raw }) })
     }
 }
@@ -127,10 +118,10 @@ impl Module {
             return Err(bad(format!("the module has no {} kernels for it", T::DTYPE.name())));
         }
         let (s, p) = suffixes(T::DTYPE);
-        let func = |suffix: &str| -> Result<(&'static str, RawFn)> {
+        let func = |suffix: &str| -> Result<(&'static str, Arc<Kernel>)> {
             let full = intern(&format!("{name}{suffix}"));
             let f = self.inner.raw.function(full).map_err(|source| Error::MissingKernel { name: full, source })?;
-            Ok((full, f))
+            Ok((full, Arc::new(Kernel::new(f))))
         };
         Ok(Custom { module: self.inner.clone(), dtype: T::DTYPE, kind, scalar: func(s)?, pack: func(p)? })
     }
@@ -153,8 +144,8 @@ struct Custom {
     module: Arc<ModuleInner>,
     dtype: Dtype,
     kind: EwKind,
-    scalar: (&'static str, RawFn),
-    pack: (&'static str, RawFn),
+    scalar: (&'static str, Arc<Kernel>),
+    pack: (&'static str, Arc<Kernel>),
 }
 
 /// Which kernel of a custom operation to run.
@@ -183,23 +174,26 @@ impl Custom {
         mut ops: Operands<'_, T>,
         stream: &Stream,
     ) -> Result<&'static str> {
-        let ((name, func), lanes, align) = match pattern {
-            CustomPattern::Scalar => (self.scalar, 1, self.dtype.size()),
-            CustomPattern::Pack => (self.pack, (16 / self.dtype.size()) as u32, 16),
+        let ((name, kernel), lanes, align) = match pattern {
+            CustomPattern::Scalar => (&self.scalar, 1, self.dtype.size()),
+            CustomPattern::Pack => (&self.pack, (16 / self.dtype.size()) as u32, 16),
         };
         cfg.check(name)?;
         let n = ops.a.len();
-        let l = CustomLaunch {
+        let (p0, p1) = ops.scales.unwrap_or_default();
+        // The macro's entry points: (a, [b,] c, n, p0: f32, p1: f32), the
+        // inputs as the manifest declared.
+        let l = MapLaunch {
             name,
-            func,
-            binary: self.kind == EwKind::Binary,
+            func: kernel.func,
+            inputs: if self.kind == EwKind::Binary { 2 } else { 1 },
+            tail: Tail::Scalars(p0, p1),
             grid: grid_for(n as u64, lanes, cfg.block, cfg.max_grid),
             block: cfg.block,
             align,
         };
-        let (p0, p1) = ops.scales.unwrap_or_default();
         self.module.gpu.shared.note_user_kernel(name);
-        raw::launch_custom(&l, &ops.a, ops.b.as_ref(), &mut ops.out, n, [p0, p1], stream.raw())?;
+        raw::launch_map(&l, &ops.a, ops.b.as_ref(), &mut ops.out, stream.raw())?;
         Ok(name)
     }
 
@@ -207,7 +201,7 @@ impl Custom {
     fn run_auto<T: Element>(&self, ops: Operands<'_, T>, stream: &Stream) -> Result<&'static str> {
         self.check(&ops, stream)?;
         let inputs = if self.kind == EwKind::Binary { 2 } else { 1 };
-        let cfg = LaunchConfig::with_block(self.module.gpu.op_block(self.pack.1, inputs, ops.a.len())?);
+        let cfg = LaunchConfig::with_block(self.module.gpu.op_block(&self.pack.1, inputs, ops.a.len())?);
         match ops.auto_split(self.dtype.size()) {
             AutoSplit::Pack => self.launch(CustomPattern::Pack, cfg, ops, stream),
             AutoSplit::Peel(head) => {

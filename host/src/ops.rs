@@ -6,82 +6,13 @@ use kernels_gpu::launch::grid_for;
 use kernels_gpu::ops::{op_kernel, BinaryOp, OpKernel, OpKind, OpPattern, UnaryOp, OP_KERNELS};
 use kernels_gpu::Dtype;
 
-use crate::add::PEEL_MIN_ELEMENTS;
-use crate::buffer::{AsView, AsViewMut, Element, Pod, View, ViewMut};
+use crate::buffer::{AsView, AsViewMut, Element, View};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
-use crate::raw::{self, MapLaunch};
+use crate::operands::{AutoSplit, Operands};
+use crate::raw::{self, MapLaunch, Tail};
 use crate::tuning::AutoPlan;
 use crate::variant::LaunchConfig;
-
-/// The operands of one element-wise call: `b` for two-input kinds, the scales
-/// for axpby.
-pub(crate) struct Operands<'a, T: Pod> {
-    pub a: View<'a, T>,
-    pub b: Option<View<'a, T>>,
-    pub out: ViewMut<'a, T>,
-    pub scales: Option<(f32, f32)>,
-}
-
-impl<'a, T: Pod> Operands<'a, T> {
-    /// Splits every operand at element `mid`.
-    pub(crate) fn split(self, mid: usize) -> Result<(Operands<'a, T>, Operands<'a, T>)> {
-        let (o1, o2) = self.out.into_split_at(mid)?;
-        let b = |r: std::ops::Range<usize>| self.b.map(|b| b.slice(r)).transpose();
-        let head = Operands { a: self.a.slice(..mid)?, b: b(0..mid)?, out: o1, scales: self.scales };
-        let rest = Operands { a: self.a.slice(mid..)?, b: b(mid..self.a.len())?, out: o2, scales: self.scales };
-        Ok((head, rest))
-    }
-
-    pub(crate) fn addrs(&self) -> Vec<u64> {
-        [Some(self.a.addr()), self.b.map(|b| b.addr()), Some(self.out.addr())].into_iter().flatten().collect()
-    }
-
-    /// `b` (when given) and `out` have `a`'s length; `name` names the error.
-    pub(crate) fn check_lengths(&self, name: &'static str) -> Result<()> {
-        let n = self.a.len();
-        match self.b {
-            Some(b) if b.len() != n || self.out.len() != n => {
-                Err(Error::LengthMismatch { variant: name, a: n, b: b.len(), out: self.out.len() })
-            }
-            None if self.out.len() != n => Err(Error::UnaryLengthMismatch { variant: name, a: n, out: self.out.len() }),
-            _ => Ok(()),
-        }
-    }
-
-    /// The `Gpu`s the operands belong to.
-    pub(crate) fn owners(&self) -> impl Iterator<Item = &std::sync::Arc<crate::context::Shared>> {
-        [Some(self.a.owner()), self.b.as_ref().map(|b| b.owner()), Some(self.out.owner())].into_iter().flatten()
-    }
-
-    /// The automatic choice's split for elements of `elem` bytes: all operands
-    /// 16-byte aligned → the pack kernel; misaligned alike (and long enough) →
-    /// the scalar kernel on a head of that many elements, then the pack kernel;
-    /// else the scalar kernel.
-    pub(crate) fn auto_split(&self, elem: usize) -> AutoSplit {
-        let addrs = self.addrs();
-        let offset = addrs[0] % 16;
-        if addrs.iter().all(|x| x % 16 == 0) {
-            AutoSplit::Pack
-        } else if addrs.iter().all(|x| x % 16 == offset) && self.a.len() >= PEEL_MIN_ELEMENTS {
-            // Same misalignment everywhere: after `head` elements all are aligned.
-            AutoSplit::Peel((16 - offset as usize) / elem)
-        } else {
-            AutoSplit::Scalar
-        }
-    }
-}
-
-/// What the automatic choice of an element-wise call launches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum AutoSplit {
-    /// The pack kernel on everything.
-    Pack,
-    /// The scalar kernel on this many elements, the pack kernel on the rest.
-    Peel(usize),
-    /// The scalar kernel on everything.
-    Scalar,
-}
 
 impl Gpu {
     /// Queues `out = op(a, b)` with the automatic choice: the 128-bit pack kernel
@@ -263,12 +194,13 @@ impl Gpu {
     /// [`AutoPlan::op_block`] for the pack kernel `func` reading `inputs` arrays
     /// (its registers asked of the driver only where the answer can matter); the
     /// built-in operations and custom ones both launch with it.
-    pub(crate) fn op_block(&self, func: raw::RawFn, inputs: u32, n: usize) -> Result<u32> {
+    pub(crate) fn op_block(&self, kernel: &raw::Kernel, inputs: u32, n: usize) -> Result<u32> {
         let sm90 = self.info().has_sm90();
         if AutoPlan::pack_block(n, sm90) == kernels_gpu::launch::DEFAULT_BLOCK {
             return Ok(kernels_gpu::launch::DEFAULT_BLOCK);
         }
-        Ok(AutoPlan::op_block(n, sm90, inputs, raw::kernel_resources(func)?.registers))
+        // The driver is asked once per kernel; the answer is cached.
+        Ok(AutoPlan::op_block(n, sm90, inputs, kernel.resources()?.registers))
     }
 
     fn auto_scalar(&self, kind: OpKind, dtype: Dtype) -> &'static OpKernel {
@@ -322,7 +254,9 @@ impl Gpu {
         }
         let (dtype, n) = (T::DTYPE, ops.a.len());
         let (pack, scalar) = (self.auto_pack(kind, dtype), self.auto_scalar(kind, dtype));
-        let cfg = LaunchConfig::with_block(self.op_block(self.shared.func(pack.name)?, kind.inputs() as u32, n)?);
+        let cfg = LaunchConfig::with_block(self.op_block(self.shared.kernel(pack.name)?, kind.inputs() as u32, n)?);
+        // Before a split, so that a mismatch launches nothing.
+        ops.check_lengths(scalar.name)?;
         self.check_map(scalar, cfg, &ops)?;
         match ops.auto_split(dtype.size()) {
             AutoSplit::Pack => {
@@ -370,9 +304,9 @@ impl Gpu {
         self.map_launch_raw(k, cfg, ops, raw)
     }
 
-    /// Lengths, launch settings and ownership of the operands.
+    /// Launch settings and ownership of the operands (their lengths and
+    /// alignment are `raw::launch_map`'s to check, once).
     fn check_map<T: Element>(&self, k: &'static OpKernel, cfg: LaunchConfig, ops: &Operands<'_, T>) -> Result<()> {
-        ops.check_lengths(k.name)?;
         cfg.check(k.name)?;
         self.check_buffers_owned(k.name, ops.owners())
     }
@@ -388,13 +322,20 @@ impl Gpu {
         let launch = MapLaunch {
             name: k.name,
             func: self.shared.func(k.name)?,
-            kind: k.kind,
+            inputs: k.kind.inputs() as u32,
+            tail: match ops.scales {
+                Some((alpha, beta)) if k.kind == OpKind::Axpby => Tail::Scalars(alpha, beta),
+                _ if k.kind == OpKind::Axpby => {
+                    return Err(Error::WrongOperands { op: k.name, detail: "axpby needs its scales" })
+                }
+                _ => Tail::None,
+            },
             // Same lane count the kernel walks with: one thread per lane group.
             grid: grid_for(n as u64, k.lanes(), cfg.block, cfg.max_grid),
             block: cfg.block,
             align: k.align(),
         };
         self.shared.bind()?;
-        raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, n, ops.scales, raw)
+        raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, raw)
     }
 }

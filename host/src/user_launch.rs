@@ -1,11 +1,12 @@
 //! The escape hatch's parameters: [`Arg`], [`Launch`], and the checks
-//! `Module::launch` (in `raw/user.rs`, the unsafe part) makes first.
+//! [`Module::launch`], the escape hatch, makes first (the launch itself is
+//! `raw::launch_slots`).
 
 use crate::buffer::{View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::Stream;
 use crate::module::{intern, Module};
-use crate::raw::RawFn;
+use crate::raw::{self, RawFn};
 
 /// One parameter of a kernel launched through [`Module::launch`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -65,5 +66,48 @@ impl Module {
         let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { name, source })?;
         gpu.shared.note_user_kernel(name);
         Ok(f)
+    }
+}
+
+impl Module {
+    /// Launches kernel `name` of this module with `args`, on `stream`: the
+    /// escape hatch for kernels that are not `elementwise!` operations.
+    ///
+    /// Checked here: the kernel exists, the stream is of this module's `Gpu`,
+    /// the block has 1..=1024 threads and the grid is within the hardware's
+    /// limits. A fault shows up as [`Error::KernelFault`] naming this kernel at
+    /// the next synchronisation.
+    ///
+    /// # Safety
+    /// Nothing else can be checked, so the caller promises that:
+    /// * `args` match the kernel's parameters in number, order and type
+    ///   (`Arg::Ptr` for each pointer, `Arg::U64` for `u64`, …);
+    /// * every address points into memory of this `Gpu` that stays allocated
+    ///   until the kernel has finished (keep the buffers alive and do not
+    ///   touch them from the host until the stream is synchronised);
+    /// * with this grid and block the kernel reads and writes only inside
+    ///   those allocations, writes no memory another operation reads or
+    ///   writes concurrently, and uses at most `shared_bytes` of dynamic
+    ///   shared memory.
+    pub unsafe fn launch(&self, name: &str, l: Launch, args: &[Arg], stream: &Stream) -> Result<()> {
+        let func = self.check_launch(name, &l, stream)?;
+        // Each argument's bytes, from the start of an 8-byte slot.
+        let mut slots: Vec<[u8; 8]> = args
+            .iter()
+            .map(|a| {
+                let mut v = [0u8; 8];
+                match *a {
+                    Arg::Ptr(x) | Arg::U64(x) => v.copy_from_slice(&x.to_ne_bytes()),
+                    Arg::U32(x) => v[..4].copy_from_slice(&x.to_ne_bytes()),
+                    Arg::I32(x) => v[..4].copy_from_slice(&x.to_ne_bytes()),
+                    Arg::F32(x) => v[..4].copy_from_slice(&x.to_ne_bytes()),
+                }
+                v
+            })
+            .collect();
+        let g = raw::Geometry3 { grid: l.grid, block: l.block, shared_bytes: l.shared_bytes };
+        // The caller's contract is launch_slots' (this is an unsafe fn); the
+        // geometry, kernel and stream were checked above.
+        raw::launch_slots(func, g, stream.raw(), &mut slots)
     }
 }

@@ -110,12 +110,14 @@ fn argument_errors_name_the_variant_and_values() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn ptx_problems_fail_at_load_naming_the_cause() {
-    let e = Gpu::with_ptx(0, "this is not PTX").unwrap_err();
+    // SAFETY: neither module loads, so no kernel of it is ever launched.
+    let e = unsafe { Gpu::with_ptx(0, "this is not PTX") }.unwrap_err();
     assert!(matches!(e, Error::PtxLoad(_)), "{e:?}");
     assert!(e.to_string().starts_with("failed to load the PTX module: CUDA_ERROR_"), "{e}");
 
     let without = gpukern::PTX.replace("add_bf16x8_pack", "renamed_bf16x8_pack");
-    let e = Gpu::with_ptx(0, &without).unwrap_err();
+    // SAFETY: as above (a kernel is missing, so the load fails).
+    let e = unsafe { Gpu::with_ptx(0, &without) }.unwrap_err();
     assert!(matches!(e, Error::MissingKernel { name: "add_bf16x8_pack", .. }), "{e:?}");
     assert!(
         e.to_string().starts_with("kernel `add_bf16x8_pack` is missing from the PTX module: CUDA_ERROR_NOT_FOUND"),
@@ -159,6 +161,7 @@ fn kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly() {
     let gpu = Gpu::new(0).unwrap();
     let stream = gpu.stream().unwrap();
     let keep = gpu.upload(&[1.0f32; 1024]).unwrap();
+    let (old_src, mut old_dst) = (gpu.upload(&[2.0f32; 64]).unwrap(), gpu.alloc::<f32>(64).unwrap());
     gpu.launch_faulting_kernel(&stream).unwrap();
     let e = stream.synchronize().unwrap_err();
     assert!(matches!(e, Error::KernelFault { kernel: None, .. }), "{e:?}");
@@ -173,10 +176,15 @@ fn kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly() {
                 // Where the driver allows it, the device works again with new buffers;
                 // where it keeps the fault for the process (driver 580 does), reset says
                 // so. Either way the old handles are refused from now on.
-    let reset = gpu.reset();
+                // SAFETY: this child process uses the device through this library alone.
+    let reset = unsafe { gpu.reset() };
     let e = gpu.alloc::<f32>(16).unwrap_err();
     assert!(matches!(e, Error::DeviceReset { .. }), "{e:?}");
     let e = stream.synchronize().unwrap_err();
+    assert!(matches!(e, Error::DeviceReset { .. }), "{e:?}");
+    // A copy between dead buffers is refused before it reaches the driver
+    // (their addresses may belong to new allocations now).
+    let e = stream.copy(&mut old_dst.view_mut(), &old_src.view()).unwrap_err();
     assert!(matches!(e, Error::DeviceReset { .. }), "{e:?}");
     match reset {
         Ok(fresh) => {
@@ -225,4 +233,36 @@ fn alloc_launch_free_cycles_do_not_leak() {
     // memory may grow: the driver releases lazily; seen +450 MiB on an H200.)
     assert!(after + (1 << 20) >= before, "free device memory fell from {before} to {after} bytes over 1,000 cycles");
     println!("LEAK-CHILD-OK");
+}
+
+/// What the type system cannot see is checked at run time: a copy or a graph
+/// replay with another handle's buffers or stream, and an empty graph.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn foreign_copies_and_graphs_are_refused() {
+    let (gpu, other) = (gpu(), Gpu::new(0).unwrap());
+    let (stream, other_stream) = (gpu.stream().unwrap(), other.stream().unwrap());
+    let src = gpu.upload(&[1.5f32; 256]).unwrap();
+    let mut dst = gpu.upload(&[0.0f32; 256]).unwrap();
+    let foreign = other.upload(&[9.0f32; 256]).unwrap();
+    let e = stream.copy(&mut dst.view_mut(), &foreign.view()).unwrap_err();
+    assert!(matches!(e, Error::ForeignHandle { what: "buffers", .. }), "{e:?}");
+    let e = other_stream.copy(&mut dst.view_mut(), &src.view()).unwrap_err();
+    assert!(matches!(e, Error::ForeignHandle { what: "buffers", .. }), "{e:?}");
+    assert_eq!(dst.to_vec().unwrap(), vec![0.0; 256], "nothing was copied");
+    stream.copy(&mut dst.view_mut(), &src.view()).unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(dst.to_vec().unwrap(), vec![1.5; 256]);
+
+    let e = gpu.add_graph::<f32>(Variant::F32x4, LaunchConfig::default(), Vec::new(), 4).unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "{e:?}");
+    let mut out = gpu.alloc::<f32>(256).unwrap();
+    let ops = vec![(src.view(), src.view(), out.view_mut())];
+    let graph = gpu.add_graph(Variant::F32x4, LaunchConfig::default(), ops, 2).unwrap();
+    let e = graph.launch(&other_stream).unwrap_err();
+    assert!(matches!(e, Error::ForeignHandle { what: "stream", .. }), "{e:?}");
+    graph.launch(&stream).unwrap();
+    stream.synchronize().unwrap();
+    drop(graph);
+    assert_eq!(out.to_vec().unwrap(), vec![3.0; 256]);
 }

@@ -8,7 +8,7 @@ use common::{
 };
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
-use gpukern::{Error, LaunchConfig, Variant};
+use gpukern::{Dtype, Error, LaunchConfig, Variant};
 use rand::SeedableRng;
 
 macro_rules! variant_tests {
@@ -293,4 +293,46 @@ fn readme_example_adds_two_f16_vectors() {
     let c = gpu.add_host(&a, &b).unwrap();
     assert_eq!(reference::first_mismatch(&c, &reference::add(&a, &b)), None);
     assert_eq!(c[10], f16::from_f32(-4.0));
+}
+
+/// The automatic choice on sm_90 takes the bulk variant for large aligned
+/// operands and stays exact; small ones keep the 128-bit kernels.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn auto_takes_bulk_for_large_aligned_adds() {
+    let gpu = gpu();
+    let stream = gpu.stream().unwrap();
+    for dtype in Dtype::ALL {
+        let n = gpukern::AutoPlan::BULK_MIN + 77;
+        if !common::bulk_store_checked() && gpukern::AutoPlan::new(dtype, n, gpu.info().has_sm90()).variant.bulk_store()
+        {
+            continue;
+        }
+        let r = match dtype {
+            Dtype::F32 => check_auto::<f32>(&gpu, &stream, n),
+            Dtype::F16 => check_auto::<f16>(&gpu, &stream, n),
+            Dtype::Bf16 => check_auto::<bf16>(&gpu, &stream, n),
+        };
+        let want = gpukern::AutoPlan::new(dtype, n, gpu.info().has_sm90()).variant;
+        assert!(
+            !gpu.info().has_sm90() || dtype == Dtype::Bf16 || want.is_bulk(),
+            "large f32/f16 adds take a bulk kernel on sm_90"
+        );
+        record("auto_bulk", &format!("{dtype:?} chose {r}"), n, r == want);
+        assert_eq!(r, want);
+        let small = gpukern::AutoPlan::new(dtype, 1000, gpu.info().has_sm90()).variant;
+        let packed_bf16 = gpu.info().has_sm90() && dtype == Dtype::Bf16;
+        assert_eq!(small, if packed_bf16 { Variant::Bf16x8Sm90 } else { Variant::widest(dtype) });
+    }
+}
+
+fn check_auto<T: ReferenceAdd>(gpu: &gpukern::Gpu, stream: &gpukern::Stream, n: usize) -> Variant {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(rand::random());
+    let (a, b) = common::inputs::<T>(Data::Random, n, &mut rng);
+    let (da, db) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
+    let mut c = gpu.alloc::<T>(n).unwrap();
+    let v = gpu.add_auto(&da, &db, &mut c, stream).unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(reference::first_mismatch(&c.to_vec().unwrap(), &reference::add(&a, &b)), None);
+    v
 }

@@ -10,7 +10,7 @@ use common::{
 };
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
-use gpukern::{BulkConfig, CountVariant, Dtype, Error, LaunchConfig, Triple, Variant, View, ViewMut};
+use gpukern::{BulkConfig, CountVariant, Error, LaunchConfig, Triple, Variant, View, ViewMut};
 use rand::{Rng, SeedableRng};
 
 /// Tilings from the smallest legal tile up to tiles larger than some inputs.
@@ -370,42 +370,4 @@ fn ceiling_kernels_are_exact() {
     let mut c = gpu.alloc::<u32>(8).unwrap();
     let e = gpu.ceiling_fill(256, c.slice_mut(1..).unwrap(), 0, &stream).unwrap_err();
     assert!(matches!(e, Error::Misaligned { required: 16, .. }), "{e}");
-}
-
-/// The automatic choice on sm_90 takes the bulk variant for large aligned
-/// operands and stays exact; small ones keep the 128-bit kernels.
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn auto_takes_bulk_for_large_aligned_adds() {
-    let gpu = gpu();
-    let stream = gpu.stream().unwrap();
-    for dtype in Dtype::ALL {
-        let n = gpukern::AutoPlan::BULK_MIN + 77;
-        if !common::bulk_store_checked() && gpukern::AutoPlan::new(dtype, n, hopper()).variant.bulk_store() {
-            continue;
-        }
-        let r = match dtype {
-            Dtype::F32 => check_auto::<f32>(&gpu, &stream, n),
-            Dtype::F16 => check_auto::<f16>(&gpu, &stream, n),
-            Dtype::Bf16 => check_auto::<bf16>(&gpu, &stream, n),
-        };
-        let want = gpukern::AutoPlan::new(dtype, n, hopper()).variant;
-        assert!(!hopper() || dtype == Dtype::Bf16 || want.is_bulk(), "large f32/f16 adds take a bulk kernel on sm_90");
-        record("auto_bulk", &format!("{dtype:?} chose {r}"), n, r == want);
-        assert_eq!(r, want);
-        let small = gpukern::AutoPlan::new(dtype, 1000, hopper()).variant;
-        let packed_bf16 = hopper() && dtype == Dtype::Bf16;
-        assert_eq!(small, if packed_bf16 { Variant::Bf16x8Sm90 } else { Variant::widest(dtype) });
-    }
-}
-
-fn check_auto<T: ReferenceAdd>(gpu: &gpukern::Gpu, stream: &gpukern::Stream, n: usize) -> Variant {
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(rand::random());
-    let (a, b) = common::inputs::<T>(Data::Random, n, &mut rng);
-    let (da, db) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
-    let mut c = gpu.alloc::<T>(n).unwrap();
-    let v = gpu.add_auto(&da, &db, &mut c, stream).unwrap();
-    stream.synchronize().unwrap();
-    assert_eq!(reference::first_mismatch(&c.to_vec().unwrap(), &reference::add(&a, &b)), None);
-    v
 }

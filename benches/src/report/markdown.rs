@@ -46,12 +46,12 @@ pub fn markdown(r: &Value) -> String {
     );
     let _ = writeln!(s, "- Timing: CUDA events around each launch, with a spin kernel queued first so the events time the kernel and not the host launch path; median; block {} threads; every result verified bit-exact against the CPU reference before it is timed. Sizes whose working set is under 4× L2 rotate through disjoint input sets.\n", r["block"]);
     let max_n = r["rows"].as_array().and_then(|a| a.iter().filter_map(|x| x["n"].as_u64()).max()).unwrap_or(0);
-    let lead: Vec<crate::lead::LeadRow> = serde_json::from_value(r["lead"].clone()).unwrap_or_default();
+    let lead: Vec<crate::report::lead::LeadRow> = serde_json::from_value(r["lead"].clone()).unwrap_or_default();
     if !lead.is_empty() {
         let _ = writeln!(
             s,
             "## Lead at 2^24 and 2^28\n\n{}",
-            crate::lead::table(&lead, &[1 << 24, 1 << 28], f(&r["peak_gbps"]))
+            crate::report::lead::table(&lead, &[1 << 24, 1 << 28], f(&r["peak_gbps"]))
         );
         let _ = writeln!(
             s,
@@ -65,7 +65,7 @@ pub fn markdown(r: &Value) -> String {
                     .collect::<String>())
                 .unwrap_or_default(),
             r["peers_note"].as_str().unwrap_or("-"),
-            crate::lead::table(&lead, &[], f(&r["peak_gbps"]))
+            crate::report::lead::table(&lead, &[], f(&r["peak_gbps"]))
         );
         let _ = writeln!(
             s,
@@ -74,13 +74,13 @@ pub fn markdown(r: &Value) -> String {
             lead.first().map_or(0, |l| l.rounds)
         );
     }
-    let warm: Vec<crate::lead::LeadRow> = serde_json::from_value(r["lead_warm"].clone()).unwrap_or_default();
+    let warm: Vec<crate::report::lead::LeadRow> = serde_json::from_value(r["lead_warm"].clone()).unwrap_or_default();
     if !warm.is_empty() {
         let _ = writeln!(
             s,
             "## Lead with L2 warm: no input rotation\n\nThe same rounds with one input set, resident in L2 \
              after the warm-up (as in fused pipelines and training loops).\n\n{}\n![ratio to the best peer vs n](lead.svg)\n",
-            crate::lead::table(&warm, &[], f(&r["peak_gbps"]))
+            crate::report::lead::table(&warm, &[], f(&r["peak_gbps"]))
         );
     }
     let _ = writeln!(s, "## At n = 2^{}\n\n{}", max_n.trailing_zeros(), main_table(r, Some(max_n)));

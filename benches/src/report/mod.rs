@@ -13,6 +13,7 @@
 pub mod auto;
 pub mod cpu;
 pub mod launch;
+pub mod lead;
 pub mod main_table;
 pub mod markdown;
 mod opts;
@@ -296,7 +297,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     }
     // The lead tables: our automatic path, CUB and torch in interleaved rounds.
     let (lead, lead_warm) = if o.lead {
-        crate::lead::measure(&gpu, o, cub.exe.as_deref(), &o.out.join("cub"), &mut failures)?
+        crate::report::lead::measure(&gpu, o, cub.exe.as_deref(), &o.out.join("cub"), &mut failures)?
     } else {
         (Vec::new(), Vec::new())
     };

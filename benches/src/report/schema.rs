@@ -3,7 +3,7 @@
 //! [`super::launch`], [`super::cpu`], [`super::roofline`]); this module gathers
 //! them for readers of `report.json` and holds the rows without a section module
 //! of their own (torch.add, the seed-003 studies). `report.json` is their serde
-//! serialisation; the newer sections carry their own rows ([`crate::lead`],
+//! serialisation; the newer sections carry their own rows ([`crate::report::lead`],
 //! [`crate::foreach`], [`crate::hopper`], [`crate::ops`]).
 
 use serde::{Deserialize, Serialize};
@@ -28,72 +28,7 @@ pub struct PeerRow {
     pub torch_gbps: f64,
 }
 
-/// One row of the seed-003 studies, by family.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "family", rename_all = "snake_case")]
-pub enum Study {
-    Matmul {
-        kernel: String,
-        dtype: String,
-        n: usize,
-        m: usize,
-        n_cols: usize,
-        k: usize,
-        median_us: f64,
-        gflops: f64,
-        speedup_vs_naive: f64,
-        rel_error: f64,
-        verified: bool,
-    },
-    CountEq {
-        kernel: String,
-        dtype: String,
-        n: usize,
-        match_rate: f64,
-        block: u32,
-        median_us: f64,
-        gbps: f64,
-        speedup_vs_naive: f64,
-        count: u64,
-        expected: u64,
-        verified: bool,
-    },
-    Coalesce {
-        kernel: String,
-        stride: u64,
-        dtype: String,
-        n: usize,
-        block: u32,
-        median_us: f64,
-        gbps: f64,
-        slowdown_vs_stride_1: f64,
-        verified: bool,
-    },
-    Transpose {
-        kernel: String,
-        dtype: String,
-        n: usize,
-        rows: usize,
-        cols: usize,
-        median_us: f64,
-        gbps: f64,
-        speedup_vs_naive: f64,
-        verified: bool,
-    },
-    Fusion {
-        kernel: String,
-        dtype: String,
-        n: usize,
-        block: u32,
-        median_us: f64,
-        bytes_moved: usize,
-        ideal_bytes: usize,
-        gbps: f64,
-        vs_ideal_time: f64,
-        speedup_vs_unfused: f64,
-        verified: bool,
-    },
-}
+pub use crate::studies::Study;
 
 impl Study {
     /// True when the study's result was checked and right.
@@ -168,10 +103,10 @@ pub struct Report {
     pub cub_verified: std::collections::BTreeMap<String, bool>,
     /// Per dtype that failed: CUB's first differing element.
     pub cub_mismatch: std::collections::BTreeMap<String, String>,
-    pub lead: Vec<crate::lead::LeadRow>,
+    pub lead: Vec<crate::report::lead::LeadRow>,
     /// As `lead` with the inputs resident in L2 (no rotation), 2^16…2^22.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub lead_warm: Vec<crate::lead::LeadRow>,
+    pub lead_warm: Vec<crate::report::lead::LeadRow>,
     pub foreach: Vec<crate::foreach::ForeachRow>,
     #[serde(default)]
     pub ops: Vec<crate::ops::OpRow>,

@@ -1,6 +1,6 @@
 //! The main sweep, one dtype at a time over one workload: GB/s of every variant
 //! at every n, the automatic choice (interleaved with the best variant; the lead
-//! tables time it alone, `crate::lead`), launch-bound sizes (single, batched, graph), the grid and
+//! tables time it alone, `crate::report::lead`), launch-bound sizes (single, batched, graph), the grid and
 //! block sweeps, and the tuning sweep.
 
 use super::schema::{AutoRow, BatchedRow, BlockRow, GridRow};

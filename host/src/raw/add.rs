@@ -6,82 +6,9 @@ use std::ffi::c_void;
 
 use cudarc::driver::sys as cu;
 
-use super::{arg, launch, launch_2d, need, AnyBits, Geometry, RawFn};
+use super::{arg, launch, need, AnyBits, RawFn};
 use super::{DevRead, DevWrite};
 use crate::error::{Error, Result};
-
-/// Geometry of one binary element-wise launch; made by `add.rs` from the variant.
-pub(crate) struct BinaryLaunch {
-    pub name: &'static str,
-    pub func: RawFn,
-    pub grid: u32,
-    pub block: u32,
-    /// Byte alignment the kernel's accesses need.
-    pub align: usize,
-    /// For the bulk-copy kernels, which take the tiling as two extra parameters.
-    pub bulk: Option<BulkLaunch>,
-}
-
-/// Tiling of a bulk-copy launch and the device's shared-memory limit.
-pub(crate) struct BulkLaunch {
-    pub tile_bytes: u32,
-    pub stages: u32,
-    pub bulk_store: bool,
-    pub shared_limit: u32,
-}
-
-/// Launches an add-shaped kernel `(a, b, out, n: u64)` over the first `n` elements.
-///
-/// Checks the three views hold at least `n` elements and meet `align`, so the
-/// kernel reads and writes only inside them.
-pub(crate) fn launch_binary<T: AnyBits>(
-    l: &BinaryLaunch,
-    a: &impl DevRead<T>,
-    b: &impl DevRead<T>,
-    out: &mut impl DevWrite<T>,
-    n: usize,
-    stream: cu::CUstream,
-) -> Result<()> {
-    if a.len() < n || b.len() < n || out.len() < n {
-        return Err(Error::LengthMismatch { variant: l.name, a: a.len(), b: b.len(), out: out.len() });
-    }
-    for (operand, addr) in [("a", a.addr()), ("b", b.addr()), ("out", out.addr())] {
-        let offset = addr % l.align as u64;
-        if offset != 0 {
-            return Err(Error::Misaligned { variant: l.name, operand, addr, offset, required: l.align });
-        }
-    }
-    if n == 0 || l.grid == 0 {
-        return Ok(());
-    }
-    let (mut pa, mut pb, mut pc, mut pn) = (a.addr(), b.addr(), out.addr(), n as u64);
-    if let Some(BulkLaunch { tile_bytes: tile, stages, bulk_store, shared_limit: limit }) = l.bulk {
-        // What the bulk kernels' contract needs of the tiling, checked here
-        // again so that no caller can launch them outside it.
-        let shared = kernels_gpu::bulk::shared_bytes(tile, stages, bulk_store);
-        let valid = tile != 0
-            && tile.is_multiple_of(16)
-            && tile <= 1 << 18
-            && (1..=kernels_gpu::bulk::MAX_STAGES).contains(&stages)
-            && shared <= limit as u64;
-        if !valid || l.align < 16 {
-            return Err(Error::Shape { kernel: l.name, detail: format!("invalid bulk tiling {tile} B x {stages}") });
-        }
-        let (mut pt, mut ps) = (tile, stages);
-        let mut params = [arg(&mut pa), arg(&mut pb), arg(&mut pc), arg(&mut pn), arg(&mut pt), arg(&mut ps)];
-        let g = Geometry { grid: (l.grid, 1), block: (l.block, 1), shared_bytes: shared as u32 };
-        // SAFETY: the bulk kernels take (ptr, ptr, ptr, u64, u32, u32); the views
-        // hold n elements, 16-byte aligned (checked above), out is exclusive; the
-        // tiling is valid and the launch gives the shared memory it needs. The
-        // kernels touch indices < n only, whatever the grid.
-        return unsafe { launch_2d(l.func, g, stream, &mut params) };
-    }
-    let mut params = [arg(&mut pa), arg(&mut pb), arg(&mut pc), arg(&mut pn)];
-    // SAFETY: every other add kernel takes (ptr, ptr, ptr, u64); the views are
-    // live for n elements, aligned as the kernel needs, and out is exclusively
-    // borrowed; the kernel touches indices < n only, whatever the grid.
-    unsafe { launch(l.func, l.grid, l.block, stream, &mut params) }
-}
 
 /// Launches a mismatch counter `(x, y, n, counter)`: adds to `counter[0]` the
 /// number of elements that differ (NaN equal to NaN).

@@ -4,12 +4,13 @@
 //! runs, on machines without a driver or a CUDA toolkit.
 
 use std::ffi::{c_void, CString};
+use std::sync::Arc;
 
-use super::{check, RawFn};
+use super::{check, PrimaryContext, RawFn};
 use crate::error::{DriverError, Error, Result};
 use cudarc::driver::sys as cu;
 
-fn driver(context: &'static str) -> impl Fn(DriverError) -> Error {
+pub(super) fn driver(context: &'static str) -> impl Fn(DriverError) -> Error {
     move |source| Error::Driver { context, source }
 }
 
@@ -65,64 +66,11 @@ pub(crate) fn device_name_and_memory(dev: cu::CUdevice) -> Result<(String, u64)>
     Ok((name, bytes as u64))
 }
 
-/// A retained primary context of one device; released on drop.
-pub(crate) struct PrimaryContext {
-    pub(crate) dev: cu::CUdevice,
-    pub(crate) ctx: cu::CUcontext,
-}
-// SAFETY: a context handle may be made current on any thread.
-unsafe impl Send for PrimaryContext {}
-// SAFETY: as above; the driver synchronises its use.
-unsafe impl Sync for PrimaryContext {}
-
-impl PrimaryContext {
-    /// Retains the device's primary context (shared with cudarc and the runtime
-    /// API in the same process) and makes it current.
-    pub(crate) fn retain(dev: cu::CUdevice) -> Result<PrimaryContext> {
-        let mut ctx: cu::CUcontext = std::ptr::null_mut();
-        // SAFETY: writes one handle; released in Drop.
-        check(unsafe { cu::cuDevicePrimaryCtxRetain(&mut ctx, dev) }).map_err(driver("cuDevicePrimaryCtxRetain"))?;
-        let p = PrimaryContext { dev, ctx };
-        p.set_current()?;
-        Ok(p)
-    }
-    /// Makes it the calling thread's current context.
-    pub(crate) fn set_current(&self) -> Result<()> {
-        // SAFETY: a live context handle (retained by self).
-        check(unsafe { cu::cuCtxSetCurrent(self.ctx) }).map_err(driver("cuCtxSetCurrent"))
-    }
-    /// Waits for all work of the calling thread's current context (this one,
-    /// once bound); a kernel fault is reported here.
-    pub(crate) fn synchronize(&self) -> Result<(), DriverError> {
-        // SAFETY: no preconditions beyond a current context.
-        check(unsafe { cu::cuCtxSynchronize() })
-    }
-    /// Destroys every allocation, module and stream of the primary context.
-    /// Whether the device can then be used again is the driver's call: driver
-    /// 580 keeps an illegal-address fault for the rest of the process. Every
-    /// handle made in it before is dead afterwards (the callers' generation check).
-    pub(crate) fn reset(&self) -> Result<()> {
-        // SAFETY: resets the device's primary context; the library's handles
-        // into it are marked dead before any use (context::Shared::is_live).
-        check(unsafe { cu::cuDevicePrimaryCtxReset_v2(self.dev) }).map_err(driver("cuDevicePrimaryCtxReset"))
-    }
-    #[cfg(feature = "cudarc")]
-    pub(crate) fn as_raw(&self) -> cu::CUcontext {
-        self.ctx
-    }
-}
-
-impl Drop for PrimaryContext {
-    fn drop(&mut self) {
-        // SAFETY: balances the retain in `retain`.
-        let _ = unsafe { cu::cuDevicePrimaryCtxRelease_v2(self.dev) };
-    }
-}
-
 /// A loaded module; unloaded on drop unless its context was reset (then the
-/// driver already destroyed it).
+/// driver already destroyed it, and the handle may name a newer module).
 pub(crate) struct RawModule {
-    pub(crate) module: cu::CUmodule,
+    module: cu::CUmodule,
+    ctx: Arc<PrimaryContext>,
 }
 // SAFETY: module handles may be used from any thread with the context current.
 unsafe impl Send for RawModule {}
@@ -130,8 +78,9 @@ unsafe impl Send for RawModule {}
 unsafe impl Sync for RawModule {}
 
 impl RawModule {
-    /// JIT-loads PTX text into the current context.
-    pub(crate) fn load(ptx: &str) -> Result<RawModule> {
+    /// JIT-loads PTX text into `ctx`.
+    pub(crate) fn load(ctx: &Arc<PrimaryContext>, ptx: &str) -> Result<RawModule> {
+        ctx.bind()?;
         let text = CString::new(ptx).map_err(|_| {
             Error::PtxLoad(DriverError {
                 code: 218,
@@ -142,7 +91,7 @@ impl RawModule {
         let mut module: cu::CUmodule = std::ptr::null_mut();
         // SAFETY: a NUL-terminated image; writes one handle.
         check(unsafe { cu::cuModuleLoadData(&mut module, text.as_ptr() as *const c_void) }).map_err(Error::PtxLoad)?;
-        Ok(RawModule { module })
+        Ok(RawModule { module, ctx: ctx.clone() })
     }
     /// A kernel of the module by name.
     pub(crate) fn function(&self, name: &str) -> Result<RawFn, DriverError> {
@@ -173,16 +122,22 @@ impl RawModule {
             .map_err(driver("cuMemcpyDtoH"))?;
         Ok(Some(out))
     }
-    /// Unloads it (only while its context is live).
-    pub(crate) fn unload(&self) {
-        // SAFETY: a live module, unloaded once (its owner's Drop).
-        let _ = unsafe { cu::cuModuleUnload(self.module) };
+}
+
+impl Drop for RawModule {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_ok() {
+            // SAFETY: a module of this live, current context, unloaded once.
+            let _ = unsafe { cu::cuModuleUnload(self.module) };
+        }
     }
 }
 
-/// A stream handle.
-#[derive(Debug)]
-pub(crate) struct RawStream(pub(crate) cu::CUstream);
+/// A stream; destroyed on drop while its context is live.
+pub(crate) struct RawStream {
+    stream: cu::CUstream,
+    ctx: Arc<PrimaryContext>,
+}
 // SAFETY: streams may be used from any thread with their context current.
 unsafe impl Send for RawStream {}
 // SAFETY: as above; the driver synchronises queueing.
@@ -191,33 +146,43 @@ unsafe impl Sync for RawStream {}
 impl RawStream {
     /// A new blocking stream (ordered with the legacy default stream, which the
     /// synchronous copies and fills use).
-    pub(crate) fn create() -> Result<RawStream> {
+    pub(crate) fn create(ctx: &Arc<PrimaryContext>) -> Result<RawStream> {
+        ctx.bind()?;
         let mut s: cu::CUstream = std::ptr::null_mut();
         // SAFETY: writes one handle; flags 0 is CU_STREAM_DEFAULT (blocking).
         check(unsafe { cu::cuStreamCreate(&mut s, 0) }).map_err(driver("cuStreamCreate"))?;
-        Ok(RawStream(s))
+        Ok(RawStream { stream: s, ctx: ctx.clone() })
+    }
+    /// The driver's handle, for queueing work.
+    pub(crate) fn handle(&self) -> cu::CUstream {
+        self.stream
     }
     /// Waits for its work; a kernel fault is reported here.
     pub(crate) fn synchronize(&self) -> Result<(), DriverError> {
         // SAFETY: a live stream.
-        check(unsafe { cu::cuStreamSynchronize(self.0) })
-    }
-    /// Destroys it (only while its context is live).
-    pub(crate) fn destroy(&self) {
-        // SAFETY: a live stream, destroyed once (its owner's Drop).
-        let _ = unsafe { cu::cuStreamDestroy_v2(self.0) };
+        check(unsafe { cu::cuStreamSynchronize(self.stream) })
     }
 }
 
-/// Two timing events, created once and recorded many times.
-#[derive(Debug)]
-pub(crate) struct RawEvents(cu::CUevent, cu::CUevent);
+impl Drop for RawStream {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_ok() {
+            // SAFETY: a stream of this live context, destroyed once.
+            let _ = unsafe { cu::cuStreamDestroy_v2(self.stream) };
+        }
+    }
+}
+
+/// Two timing events, created once and recorded many times; destroyed on
+/// drop while their context is live.
+pub(crate) struct RawEvents(cu::CUevent, cu::CUevent, Arc<PrimaryContext>);
 // SAFETY: event handles may be used from any thread with their context current;
 // the owner serialises their use.
 unsafe impl Send for RawEvents {}
 
 impl RawEvents {
-    pub(crate) fn create() -> Result<RawEvents> {
+    pub(crate) fn create(ctx: &Arc<PrimaryContext>) -> Result<RawEvents> {
+        ctx.bind()?;
         let (mut start, mut stop): (cu::CUevent, cu::CUevent) = (std::ptr::null_mut(), std::ptr::null_mut());
         // SAFETY: each writes one handle.
         check(unsafe { cu::cuEventCreate(&mut start, 0) }).map_err(driver("cuEventCreate"))?;
@@ -227,7 +192,7 @@ impl RawEvents {
             unsafe { cu::cuEventDestroy_v2(start) };
             return Err(Error::Driver { context: "cuEventCreate", source: e });
         }
-        Ok(RawEvents(start, stop))
+        Ok(RawEvents(start, stop, ctx.clone()))
     }
 
     /// Device time between the two events queued around `work` on `stream`, in ms.
@@ -245,13 +210,16 @@ impl RawEvents {
         check(unsafe { cu::cuEventElapsedTime_v2(&mut ms, self.0, self.1) }).map_err(driver("cuEventElapsedTime"))?;
         Ok(ms)
     }
+}
 
-    /// Destroys both (only while their context is live).
-    pub(crate) fn destroy(&self) {
-        // SAFETY: live events, destroyed once (their owner's Drop).
-        unsafe {
-            cu::cuEventDestroy_v2(self.0);
-            cu::cuEventDestroy_v2(self.1);
+impl Drop for RawEvents {
+    fn drop(&mut self) {
+        if self.2.bind().is_ok() {
+            // SAFETY: events of this live context, destroyed once.
+            unsafe {
+                cu::cuEventDestroy_v2(self.0);
+                cu::cuEventDestroy_v2(self.1);
+            }
         }
     }
 }

@@ -1,25 +1,33 @@
 //! CUDA graphs: capture on a private stream, instantiate, launch, destroy.
 
+use std::sync::Arc;
+
 use cudarc::driver::sys as cu;
 
-use super::check;
+use super::{check, PrimaryContext};
 use crate::error::{Error, Result};
 
-/// An instantiated CUDA graph; destroyed on drop.
+/// An instantiated CUDA graph; destroyed on drop while its context is live.
+///
+/// `Send` but not `Sync`: CUDA documents graph objects as not thread-safe, so
+/// one graph is used by one thread at a time (its owner wraps it in a mutex to
+/// share it).
 pub(crate) struct RawGraph {
     graph: cu::CUgraph,
     exec: cu::CUgraphExec,
+    ctx: Arc<PrimaryContext>,
 }
-// SAFETY: graph handles are driver objects usable from any thread with the context
-// current; the driver synchronises their use.
+// SAFETY: graph handles may move between threads; `&mut`/mutex access keeps
+// their use to one thread at a time.
 unsafe impl Send for RawGraph {}
-// SAFETY: as above.
-unsafe impl Sync for RawGraph {}
 
 impl Drop for RawGraph {
     fn drop(&mut self) {
-        // SAFETY: both handles were created by `capture` and are destroyed once;
-        // errors (e.g. a broken context) are ignored so that dropping never panics.
+        if self.ctx.bind().is_err() {
+            return; // reset: the driver destroyed them with the context
+        }
+        // SAFETY: both handles were created by `capture` in this live context
+        // and are destroyed once; errors are ignored so dropping never panics.
         unsafe {
             let _ = cu::cuGraphExecDestroy(self.exec);
             let _ = cu::cuGraphDestroy(self.graph);
@@ -34,18 +42,22 @@ impl Drop for RawGraph {
 /// The capture stream is a private non-blocking stream: a blocking stream in
 /// capture would make every legacy-stream operation of other threads (the
 /// synchronous copies and memsets) fail with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT.
-pub(crate) fn capture(work: impl FnOnce(cu::CUstream) -> Result<()>) -> Result<RawGraph> {
+pub(crate) fn capture(ctx: &Arc<PrimaryContext>, work: impl FnOnce(cu::CUstream) -> Result<()>) -> Result<RawGraph> {
+    ctx.bind()?;
     let driver = |context: &'static str| move |source| Error::Driver { context, source };
     let mut stream: cu::CUstream = std::ptr::null_mut();
     // SAFETY: creates a stream owned by this function (1 = CU_STREAM_NON_BLOCKING).
     check(unsafe { cu::cuStreamCreate(&mut stream, 1) }).map_err(driver("cuStreamCreate"))?;
-    let result = capture_on(stream, work);
+    let result = capture_on(stream, work).map(|(graph, exec)| RawGraph { graph, exec, ctx: ctx.clone() });
     // SAFETY: the stream was created above and only captured into, never run.
     let _ = unsafe { cu::cuStreamDestroy_v2(stream) };
     result
 }
 
-fn capture_on(stream: cu::CUstream, work: impl FnOnce(cu::CUstream) -> Result<()>) -> Result<RawGraph> {
+fn capture_on(
+    stream: cu::CUstream,
+    work: impl FnOnce(cu::CUstream) -> Result<()>,
+) -> Result<(cu::CUgraph, cu::CUgraphExec)> {
     let driver = |context: &'static str| move |source| Error::Driver { context, source };
     // SAFETY: begins capture on the private stream.
     check(unsafe { cu::cuStreamBeginCapture_v2(stream, cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })
@@ -68,13 +80,14 @@ fn capture_on(stream: cu::CUstream, work: impl FnOnce(cu::CUstream) -> Result<()
         let _ = unsafe { cu::cuGraphDestroy(graph) };
         return Err(Error::Driver { context: "cuGraphInstantiate", source: e });
     }
-    Ok(RawGraph { graph, exec })
+    Ok((graph, exec))
 }
 
-/// Launches an instantiated graph on a stream.
-pub(crate) fn graph_launch(g: &RawGraph, stream: cu::CUstream) -> Result<()> {
-    // SAFETY: the graph is alive (borrowed); what it touches is kept alive by the
-    // borrows its owner (`AddGraph<'a>`) holds.
+/// Launches an instantiated graph on a stream of its context.
+pub(crate) fn graph_launch(g: &mut RawGraph, stream: cu::CUstream) -> Result<()> {
+    g.ctx.bind()?;
+    // SAFETY: the graph is alive and exclusively borrowed (one thread); what it
+    // touches is kept alive by the borrows its owner (`AddGraph<'a>`) holds.
     check(unsafe { cu::cuGraphLaunch(g.exec, stream) })
         .map_err(|source| Error::Driver { context: "cuGraphLaunch", source })
 }

@@ -3,10 +3,12 @@
 
 use std::ffi::c_void;
 
+use std::sync::Arc;
+
 use cudarc::driver::sys as cu;
 use kernels_gpu::foreach::{ManyDesc, ManyInline};
 
-use super::{alloc, arg, check, free, launch, RawFn};
+use super::{alloc, arg, check, launch, DeviceAlloc, PrimaryContext, RawFn};
 use super::{DevRead, DevWrite};
 use crate::error::{Error, Result};
 
@@ -127,30 +129,24 @@ pub(crate) fn launch_many(func: RawFn, inline: RawFn, ops: &[ManyOperand<'_>], s
 /// (and for graph capture, where no host copy may be queued). It lives no
 /// longer than the views it was made from.
 pub(crate) struct ManyTable<'a> {
-    ptr: u64,
+    /// None for an empty list.
+    mem: Option<DeviceAlloc>,
     owners_at: usize,
     chunks: u64,
     _views: std::marker::PhantomData<&'a ()>,
 }
 
-impl Drop for ManyTable<'_> {
-    fn drop(&mut self) {
-        if self.ptr != 0 {
-            free(self.ptr);
-        }
-    }
-}
-
 /// Uploads the table of `ops` (synchronously).
-pub(crate) fn many_table<'a>(ops: &[ManyOperand<'a>]) -> Result<ManyTable<'a>> {
+pub(crate) fn many_table<'a>(ctx: &Arc<PrimaryContext>, ops: &[ManyOperand<'a>]) -> Result<ManyTable<'a>> {
     let (descs, owners, chunks) = many_descs(ops)?;
     if chunks == 0 {
-        return Ok(ManyTable { ptr: 0, owners_at: 0, chunks: 0, _views: std::marker::PhantomData });
+        return Ok(ManyTable { mem: None, owners_at: 0, chunks: 0, _views: std::marker::PhantomData });
     }
     let (image, owners_at) = many_image(&descs, &owners);
     let bytes = std::mem::size_of_val(image.as_slice());
-    let ptr = alloc(bytes)?;
-    let t = ManyTable { ptr, owners_at, chunks, _views: std::marker::PhantomData };
+    let mem = alloc(ctx, bytes)?;
+    let ptr = mem.addr();
+    let t = ManyTable { mem: Some(mem), owners_at, chunks, _views: std::marker::PhantomData };
     // SAFETY: `ptr` holds `bytes`; the host image is a live slice of that size.
     check(unsafe { cu::cuMemcpyHtoD_v2(ptr, image.as_ptr() as *const c_void, bytes) })
         .map_err(|source| Error::Driver { context: "cuMemcpyHtoD", source })?;
@@ -159,11 +155,9 @@ pub(crate) fn many_table<'a>(ops: &[ManyOperand<'a>]) -> Result<ManyTable<'a>> {
 
 /// Launches a foreach kernel over an uploaded table.
 pub(crate) fn launch_many_table(func: RawFn, t: &ManyTable<'_>, stream: cu::CUstream) -> Result<()> {
-    if t.chunks == 0 {
-        return Ok(());
-    }
+    let Some(mem) = t.mem.as_ref().filter(|_| t.chunks != 0) else { return Ok(()) };
     // SAFETY: the table was made by many_descs from views that outlive it (its
     // lifetime), and freeing their buffers waits for queued work, as for every
     // launch of this crate.
-    unsafe { launch_many_raw(func, t.ptr, t.owners_at, t.chunks, stream) }
+    unsafe { launch_many_raw(func, mem.addr(), t.owners_at, t.chunks, stream) }
 }

@@ -1,30 +1,42 @@
 //! The unsafe edge: every driver call and every kernel launch of the crate.
 //!
-//! Nothing outside this module uses `unsafe`. Each function here checks what makes
-//! its own unsafe block sound (lengths against the views it is given, alignment
-//! against the kernel's needs) instead of trusting its caller, so that the safe API
-//! above cannot produce undefined behaviour or an out-of-range write.
+//! Unsafe blocks live here (and in `interop.rs`, feature `cudarc`). Each
+//! function checks what makes its own unsafe block sound (lengths against the
+//! views it is given, alignment against the kernel's needs) instead of
+//! trusting its caller, so that the safe API above cannot produce undefined
+//! behaviour or an out-of-range write. Every resource (memory, module, stream,
+//! events, graph) is a type of this module that frees itself on drop, only
+//! while the context it was made in is live.
+//!
+//! `raw` builds on `crate::error` alone: nothing above it is imported here
+//! (`host/tests/layering.rs` checks it).
 
 use std::ffi::{c_void, CStr};
 use std::os::raw::c_char;
+use std::sync::Arc;
 
 use cudarc::driver::sys as cu;
 
 use crate::error::{DriverError, Error, Result};
 
 mod add;
+mod context;
 mod driver;
 mod graph;
+mod kernel;
 mod many;
-mod ops;
+mod map;
 mod studies;
 mod user;
 
 pub(crate) use add::*;
+pub(crate) use context::*;
 pub(crate) use driver::*;
 pub(crate) use graph::*;
+pub use kernel::KernelResources;
+pub(crate) use kernel::{occupancy, set_max_dynamic_shared, shared_per_block_optin, Kernel};
 pub(crate) use many::*;
-pub(crate) use ops::*;
+pub(crate) use map::*;
 pub(crate) use studies::*;
 pub(crate) use user::*;
 
@@ -83,8 +95,14 @@ unsafe impl AnyBits for i32 {}
 /// A range of device memory raw may read: its address and its length in
 /// elements of `T`. Implemented by `buffer`'s views and buffers, whose borrows
 /// keep the memory alive while raw uses it; raw checks lengths and alignment
-/// against what each launch needs.
-pub(crate) trait DevRead<T> {
+/// against what each launch needs, and trusts the range itself.
+///
+/// # Safety
+/// For as long as the implementing value is borrowed, `addr()..addr() +
+/// len() * size_of::<T>()` is device memory of one live allocation in the
+/// context the work is queued in, and holds valid `T`s; both methods return
+/// the same values on every call.
+pub(crate) unsafe trait DevRead<T> {
     /// Device address of the first element.
     fn addr(&self) -> u64;
     /// Elements.
@@ -95,9 +113,13 @@ pub(crate) trait DevRead<T> {
     }
 }
 
-/// A range raw may write: implemented only by exclusive borrows, so an output
-/// never aliases an input.
-pub(crate) trait DevWrite<T>: DevRead<T> {}
+/// A range raw may write.
+///
+/// # Safety
+/// As [`DevRead`], and the range is exclusively borrowed: no other live value
+/// reads or writes it while this one is borrowed, so an output never aliases
+/// an input.
+pub(crate) unsafe trait DevWrite<T>: DevRead<T> {}
 
 /// A resolved kernel handle. CUDA function handles may be used from any thread.
 #[derive(Clone, Copy, Debug)]
@@ -108,8 +130,35 @@ unsafe impl Send for RawFn {}
 // SAFETY: as above.
 unsafe impl Sync for RawFn {}
 
-/// Allocates `bytes` of device memory in the current context.
-pub(crate) fn alloc(bytes: usize) -> Result<u64> {
+/// An allocation of device memory, freed on drop while its context is live
+/// (after a reset the driver already freed it, and the address may belong to
+/// a newer allocation). Only [`alloc`] makes one, so every free is of memory
+/// this crate allocated, once.
+pub(crate) struct DeviceAlloc {
+    addr: u64,
+    ctx: Arc<PrimaryContext>,
+}
+
+impl DeviceAlloc {
+    /// Device address of the first byte.
+    pub(crate) fn addr(&self) -> u64 {
+        self.addr
+    }
+}
+
+impl Drop for DeviceAlloc {
+    fn drop(&mut self) {
+        // A context broken by a fault may refuse; dropping never panics.
+        if self.ctx.bind().is_ok() {
+            // SAFETY: memory `alloc` made in this live, current context, freed once.
+            let _ = unsafe { cu::cuMemFree_v2(self.addr) };
+        }
+    }
+}
+
+/// Allocates `bytes` of device memory in `ctx`.
+pub(crate) fn alloc(ctx: &Arc<PrimaryContext>, bytes: usize) -> Result<DeviceAlloc> {
+    ctx.bind()?;
     let mut ptr: cu::CUdeviceptr = 0;
     // SAFETY: writes one device pointer.
     check(unsafe { cu::cuMemAlloc_v2(&mut ptr, bytes.max(1)) }).map_err(|source| {
@@ -119,14 +168,7 @@ pub(crate) fn alloc(bytes: usize) -> Result<u64> {
             Error::Driver { context: "cuMemAlloc", source }
         }
     })?;
-    Ok(ptr)
-}
-
-/// Frees device memory. Errors are ignored: a context that faulted can refuse the
-/// free, and dropping must never panic.
-pub(crate) fn free(ptr: u64) {
-    // SAFETY: `ptr` came from `alloc` and is freed once (DeviceVec's Drop).
-    let _ = unsafe { cu::cuMemFree_v2(ptr) };
+    Ok(DeviceAlloc { addr: ptr, ctx: ctx.clone() })
 }
 
 /// Host to device copy of a whole view.
@@ -249,105 +291,11 @@ pub(super) fn arg<T>(v: &mut T) -> *mut c_void {
     v as *mut T as *mut c_void
 }
 
-/// What makes an element-wise launch over `n` elements sound: `a`, `b` (when
-/// the kernel reads it) and `out` hold at least `n` elements, and each address
-/// meets the kernel's alignment `align`. Shared by the library's and user
-/// modules' element-wise launches.
-pub(super) fn check_elementwise<T, R: DevRead<T>>(
-    name: &'static str,
-    align: usize,
-    a: &R,
-    b: Option<&R>,
-    out: &impl DevWrite<T>,
-    n: usize,
-) -> Result<()> {
-    match b {
-        Some(b) if a.len() < n || b.len() < n || out.len() < n => {
-            return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: out.len() });
-        }
-        None if a.len() < n || out.len() < n => {
-            return Err(Error::UnaryLengthMismatch { variant: name, a: a.len(), out: out.len() });
-        }
-        _ => {}
-    }
-    let addrs = [("a", Some(a.addr())), ("b", b.map(|b| b.addr())), ("out", Some(out.addr()))];
-    for (operand, addr) in addrs.into_iter().filter_map(|(o, a)| a.map(|a| (o, a))) {
-        let offset = addr % align as u64;
-        if offset != 0 {
-            return Err(Error::Misaligned { variant: name, operand, addr, offset, required: align });
-        }
-    }
-    Ok(())
-}
-
 pub(super) fn need(kernel: &'static str, what: &str, have: usize, want: u64) -> Result<()> {
     if (have as u64) < want {
         return Err(Error::Shape { kernel, detail: format!("{what} has {have} elements, needs {want}") });
     }
     Ok(())
-}
-
-/// One attribute of a kernel.
-pub(crate) fn func_attribute(func: RawFn, attr: cu::CUfunction_attribute) -> Result<i32> {
-    let mut value = 0i32;
-    // SAFETY: writes one integer.
-    let r = unsafe { cu::cuFuncGetAttribute(&mut value, attr, func.0) };
-    check(r).map_err(|source| Error::Driver { context: "cuFuncGetAttribute", source })?;
-    Ok(value)
-}
-
-/// Registers, local memory, static shared memory and block limit of a kernel.
-pub(crate) fn kernel_resources(f: RawFn) -> Result<crate::gpu::KernelResources> {
-    use cu::CUfunction_attribute as A;
-    let get = |a: A| func_attribute(f, a).map(|v| v as u32);
-    Ok(crate::gpu::KernelResources {
-        registers: get(A::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
-        local_bytes: get(A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
-        shared_bytes: get(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
-        max_threads_per_block: get(A::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
-    })
-}
-
-/// Most dynamic shared memory a block of device `ordinal` may use after opting in.
-pub(crate) fn shared_per_block_optin(ordinal: usize) -> Result<u32> {
-    let driver = |context: &'static str| move |source| Error::Driver { context, source };
-    let (mut dev, mut v): (cu::CUdevice, i32) = (0, 0);
-    // SAFETY: each call writes one integer.
-    check(unsafe { cu::cuDeviceGet(&mut dev, ordinal as i32) }).map_err(driver("cuDeviceGet"))?;
-    // SAFETY: as above.
-    check(unsafe {
-        cu::cuDeviceGetAttribute(
-            &mut v,
-            cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-            dev,
-        )
-    })
-    .map_err(driver("cuDeviceGetAttribute"))?;
-    Ok(v as u32)
-}
-
-/// Lets `func` use up to `bytes` of dynamic shared memory per block
-/// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
-pub(crate) fn set_max_dynamic_shared(func: RawFn, bytes: u32) -> Result<()> {
-    // SAFETY: sets one attribute of a live function handle.
-    let r = unsafe {
-        cu::cuFuncSetAttribute(
-            func.0,
-            cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            bytes as i32,
-        )
-    };
-    check(r).map_err(|source| Error::Driver { context: "cuFuncSetAttribute", source })
-}
-
-/// Resident blocks per SM for `func` at `block` threads and `shared` bytes of
-/// dynamic shared memory per block.
-pub(crate) fn occupancy(func: RawFn, block: u32, shared: usize) -> Result<u32> {
-    let mut blocks = 0i32;
-    // SAFETY: writes one integer.
-    let r = unsafe { cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, func.0, block as i32, shared) };
-    check(r).map_err(|source| Error::Driver { context: "cuOccupancyMaxActiveBlocksPerMultiprocessor", source })?;
-    Ok(blocks as u32)
 }
 
 /// The CUDA version the driver supports, e.g. 13000 for 13.0.

@@ -151,7 +151,8 @@ fn a_faulting_user_kernel_is_named_and_reset_recovers() {
     let e = stream.synchronize().unwrap_err();
     assert!(matches!(&e, Error::KernelFault { kernel: Some(k), .. } if k == "write_one"), "{e:?}");
     assert!(e.to_string().contains("`write_one`"), "{e}");
-    let gpu = match gpu.reset() {
+    // SAFETY: this child process uses the device through gpukern alone.
+    let gpu = match unsafe { gpu.reset() } {
         Ok(gpu) => gpu,
         Err(e) => {
             assert!(matches!(e, Error::DeviceLost { .. }), "{e:?}");

@@ -16,7 +16,7 @@ use gpukern::reference::ReferenceAdd;
 use gpukern::{AutoPlan, Dtype, Gpu, LaunchConfig, Stream};
 use serde::{Deserialize, Serialize};
 
-use crate::report::Opts;
+use super::opts::Opts;
 use crate::{add_bytes, gbps, median, reps_for, Pick, Workload};
 
 /// Rounds per cell.
@@ -168,7 +168,7 @@ pub fn measure(
             }
         }
         if o.peers {
-            match crate::report::peers::torch_add(o, lo, hi, warm_max) {
+            match super::peers::torch_add(o, lo, hi, warm_max) {
                 Ok(rows) => r.torch = rows,
                 Err(why) => eprintln!("lead: torch round failed: {why}"),
             }

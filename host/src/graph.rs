@@ -1,0 +1,80 @@
+//! CUDA graphs of library launches: [`Gpu::add_graph`] and the graphs of
+//! [`crate::AddManyPlan::graph`], replayed through [`AddGraph`].
+
+use crate::buffer::{Element, View, ViewMut};
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, Stream};
+use crate::raw;
+use crate::variant::{LaunchConfig, Variant};
+
+/// A captured sequence of adds; see [`Gpu::add_graph`]. `Send + Sync`: its
+/// replays are serialised by a mutex (CUDA graphs are not thread-safe).
+pub struct AddGraph<'a> {
+    raw: std::sync::Mutex<raw::RawGraph>,
+    launches: usize,
+    gpu: std::sync::Arc<crate::gpu::Shared>,
+    _operands: std::marker::PhantomData<&'a mut ()>,
+}
+
+impl std::fmt::Debug for AddGraph<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AddGraph").field("launches", &self.launches).finish()
+    }
+}
+
+impl AddGraph<'_> {
+    pub(crate) fn new(raw: raw::RawGraph, launches: usize, gpu: &Gpu) -> Self {
+        let raw = std::sync::Mutex::new(raw);
+        AddGraph { raw, launches, gpu: gpu.shared.clone(), _operands: std::marker::PhantomData }
+    }
+
+    /// Queues one replay of the whole graph on `stream`.
+    ///
+    /// Errors (nothing is queued): the stream belongs to another `Gpu` handle,
+    /// or the device was reset since the capture.
+    pub fn launch(&self, stream: &Stream) -> Result<()> {
+        if !std::sync::Arc::ptr_eq(stream.shared(), &self.gpu) {
+            return Err(Error::ForeignHandle { variant: "add_graph", what: "stream" });
+        }
+        let mut g = self.raw.lock().unwrap_or_else(|p| p.into_inner());
+        raw::graph_launch(&mut g, stream.raw())
+    }
+
+    /// Adds per replay.
+    pub fn launches(&self) -> usize {
+        self.launches
+    }
+}
+
+impl Gpu {
+    /// Captures `launches` back-to-back adds into a CUDA graph, launch `i` working
+    /// on operand triple `ops[i % ops.len()]`. Replaying the graph costs one launch
+    /// for all of them, which is how small adds stop being launch-bound. The graph
+    /// borrows the operands, so they outlive it and cannot be read or freed while
+    /// it exists.
+    pub fn add_graph<'a, T: Element>(
+        &self,
+        variant: Variant,
+        cfg: LaunchConfig,
+        mut ops: Vec<(View<'a, T>, View<'a, T>, ViewMut<'a, T>)>,
+        launches: usize,
+    ) -> Result<AddGraph<'a>> {
+        if ops.is_empty() {
+            return Err(Error::Shape {
+                kernel: variant.name(),
+                detail: "add_graph needs at least one operand triple".into(),
+            });
+        }
+        for (a, b, out) in &ops {
+            self.check_args(variant, cfg, a, b, out)?;
+        }
+        let k = ops.len();
+        let raw = raw::capture(&self.shared.ctx, |stream| {
+            (0..launches).zip((0..k).cycle()).try_for_each(|(_, i)| {
+                let (a, b, out) = &mut ops[i];
+                self.launch_add_raw(variant, cfg, a, b, out, stream)
+            })
+        })?;
+        Ok(AddGraph::new(raw, launches, self))
+    }
+}

@@ -1,0 +1,152 @@
+//! The one launch of every element-wise kernel: the library's add variants,
+//! its element-wise operations (bulk-copy adds included) and the
+//! `elementwise!` operations of user modules all share the signature
+//! `(a, [b,] c, n: u64, tail…)`, fixed by `gpukern_device::elementwise`'s
+//! entry points and the kernels-gpu macros built on the same patterns.
+
+use std::ffi::c_void;
+
+use cudarc::driver::sys as cu;
+
+use super::{arg, launch_2d, AnyBits, DevRead, DevWrite, Geometry, RawFn};
+use crate::error::{Error, Result};
+
+/// What an element-wise kernel takes after `(a, [b,] c, n)`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Tail {
+    /// Nothing: the library's add, binary and unary kernels.
+    None,
+    /// Two `f32`: axpby's `(alpha, beta)` and every `elementwise!` kernel's
+    /// parameters.
+    Scalars(f32, f32),
+    /// The bulk-copy kernels' tiling, two `u32`; the launch gives the shared
+    /// memory the tiling needs.
+    Tiling(BulkLaunch),
+}
+
+/// Tiling of a bulk-copy launch and the device's shared-memory limit.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BulkLaunch {
+    pub tile_bytes: u32,
+    pub stages: u32,
+    pub bulk_store: bool,
+    pub shared_limit: u32,
+}
+
+/// One element-wise launch, made from a kernel table (`kernels_gpu::add`,
+/// `kernels_gpu::ops`) or a user module's manifest, which fix `inputs` and
+/// `tail` for the kernel `func`.
+pub(crate) struct MapLaunch {
+    pub name: &'static str,
+    pub func: RawFn,
+    /// 2 when the kernel reads `b`, else 1.
+    pub inputs: u32,
+    pub tail: Tail,
+    pub grid: u32,
+    pub block: u32,
+    /// Byte alignment every operand must have.
+    pub align: usize,
+}
+
+/// Launches an element-wise kernel over all `n = a.len()` elements. The one
+/// place the operands are checked: `b` is given exactly when the kernel reads
+/// one, `b` and `out` hold `n` elements too, every view meets the alignment,
+/// and a bulk kernel's tiling is valid. The walks then touch indices `< n`
+/// only, whatever the grid.
+pub(crate) fn launch_map<T: AnyBits, R: DevRead<T>>(
+    l: &MapLaunch,
+    a: &R,
+    b: Option<&R>,
+    out: &mut impl DevWrite<T>,
+    stream: cu::CUstream,
+) -> Result<()> {
+    let n = a.len();
+    if (l.inputs == 2) != b.is_some() {
+        return Err(Error::WrongOperands { op: l.name, detail: "the operands do not match the kernel's inputs" });
+    }
+    check_elementwise(l.name, l.align, a, b, out, n)?;
+    let mut shared = 0u32;
+    if let Tail::Tiling(t) = l.tail {
+        shared = check_tiling(l.name, l.align, t)?;
+    }
+    if n == 0 || l.grid == 0 {
+        return Ok(());
+    }
+    let (mut pa, mut pb, mut pc, mut pn) = (a.addr(), b.map_or(0, |b| b.addr()), out.addr(), n as u64);
+    let (mut s0, mut s1) = match l.tail {
+        Tail::Scalars(x, y) => (x.to_bits(), y.to_bits()),
+        Tail::Tiling(t) => (t.tile_bytes, t.stages),
+        Tail::None => (0, 0),
+    };
+    // (a, [b,] c, n, [s0, s1]): every 4-byte tail value is passed by its bits.
+    let mut params: [*mut c_void; 6] = [std::ptr::null_mut(); 6];
+    let mut count = 0;
+    let mut push = |p: *mut c_void| {
+        params[count] = p;
+        count += 1;
+    };
+    push(arg(&mut pa));
+    if b.is_some() {
+        push(arg(&mut pb));
+    }
+    push(arg(&mut pc));
+    push(arg(&mut pn));
+    if !matches!(l.tail, Tail::None) {
+        push(arg(&mut s0));
+        push(arg(&mut s1));
+    }
+    let g = Geometry { grid: (l.grid, 1), block: (l.block, 1), shared_bytes: shared };
+    // SAFETY: the table or manifest that made `l` fixes the kernel's parameters
+    // as (ptr, [ptr,] ptr, u64, [4-byte, 4-byte]), which `params` follows; a,
+    // b and out hold n elements, aligned as the kernel needs (checked above),
+    // out is exclusively borrowed (DevWrite), and the walks write indices < n
+    // only; a bulk kernel gets a valid tiling and its shared memory.
+    unsafe { launch_2d(l.func, g, stream, &mut params[..count]) }
+}
+
+/// What makes an element-wise launch over `n` elements sound, and what the
+/// API promises: `a`, `b` (when the kernel reads it) and `out` hold exactly
+/// `n` elements, and each address meets the kernel's alignment `align`.
+fn check_elementwise<T, R: DevRead<T>>(
+    name: &'static str,
+    align: usize,
+    a: &R,
+    b: Option<&R>,
+    out: &impl DevWrite<T>,
+    n: usize,
+) -> Result<()> {
+    match b {
+        Some(b) if a.len() != n || b.len() != n || out.len() != n => {
+            return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: out.len() });
+        }
+        None if a.len() != n || out.len() != n => {
+            return Err(Error::UnaryLengthMismatch { variant: name, a: a.len(), out: out.len() });
+        }
+        _ => {}
+    }
+    let addrs = [("a", Some(a.addr())), ("b", b.map(|b| b.addr())), ("out", Some(out.addr()))];
+    for (operand, addr) in addrs.into_iter().filter_map(|(o, a)| a.map(|a| (o, a))) {
+        let offset = addr % align as u64;
+        if offset != 0 {
+            return Err(Error::Misaligned { variant: name, operand, addr, offset, required: align });
+        }
+    }
+    Ok(())
+}
+
+/// What the bulk kernels' contract needs of the tiling, checked here so that
+/// no caller can launch them outside it; returns the shared bytes it needs.
+fn check_tiling(name: &'static str, align: usize, t: BulkLaunch) -> Result<u32> {
+    let shared = kernels_gpu::bulk::shared_bytes(t.tile_bytes, t.stages, t.bulk_store);
+    let valid = t.tile_bytes != 0
+        && t.tile_bytes.is_multiple_of(16)
+        && t.tile_bytes <= 1 << 18
+        && (1..=kernels_gpu::bulk::MAX_STAGES).contains(&t.stages)
+        && shared <= t.shared_limit as u64
+        && align >= 16;
+    if !valid {
+        let detail = format!("invalid bulk tiling {} B x {}", t.tile_bytes, t.stages);
+        return Err(Error::Shape { kernel: name, detail });
+    }
+    Ok(shared as u32)
+}
