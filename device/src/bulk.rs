@@ -67,8 +67,8 @@ mod walk {
     ///
     /// # Safety
     /// `a`, `b`, `c` hold `n` elements each, 16-byte aligned, `c` not overlapping
-    /// the inputs; `tile_bytes` is a non-zero multiple of 16 below 2^19; `1 <= stages
-    /// <= MAX_STAGES`; the launch gives `shared_bytes(tile_bytes, stages)` of dynamic
+    /// the inputs; `tile_bytes` is a non-zero multiple of 16, at most 2^18; `1 <= stages
+    /// <= MAX_STAGES`; the launch gives `shared_bytes(tile_bytes, stages, bulk_store)` of dynamic
     /// shared memory and a 1-D block.
     #[inline(always)]
     pub unsafe fn bulk_map<E: Elem, O: Op<E> + Default, const STORE: bool>(

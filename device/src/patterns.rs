@@ -8,10 +8,12 @@
 //! | [`words4`]    | four 32-bit words per operand        | V5             |
 //! | [`pack`]      | one 16-byte pack, with a load/store hint | V2, V6     |
 //! | [`tile`]      | `U` packs per thread, loads first    | -              |
+//! | [`range`]     | one block over one range (foreach chunks) | -         |
 //!
 //! Every pattern walks with [`for_each_group`] (or, for [`tile`],
-//! [`for_each_unrolled`]), handles any `n` (a partial group is done element
-//! by element) and reads the second operand only when the operation has two.
+//! [`for_each_unrolled`]; for [`range`], [`for_each_in_range`]), handles any
+//! `n` (a partial group is done element by element) and reads the second
+//! operand only when the operation has two.
 //!
 //! # Safety (every function)
 //! `a`, `c` (and `b` for two-input operations) hold `n` elements, aligned as the
@@ -20,7 +22,7 @@
 
 use crate::lanes::{Elem, Op};
 use crate::pack::{load128, load128_cs, load128_nc, store128_cs, unrolled, Pack16};
-use crate::walk::{for_each_group, for_each_group_within, for_each_unrolled};
+use crate::walk::{for_each_group, for_each_group_within, for_each_in_range, for_each_unrolled};
 
 /// Plain 128-bit loads and stores (V2, V6).
 pub const PLAIN: u8 = 0;
@@ -205,5 +207,60 @@ pub unsafe fn tile<E: Elem, O: Op<E>, const U: usize>(op: O, a: *const E::T, b: 
     match E::LANES {
         4 => for_each_unrolled::<U, 4>(n, whole, part, rest),
         _ => for_each_unrolled::<U, 8>(n, whole, part, rest),
+    }
+}
+
+/// `c[i] = op(a[i], b[i])` for `start <= i < end` by one block: thread `t` of
+/// `step` ([`for_each_in_range`]). 16-byte packs when all three operands are
+/// 16-byte aligned (then `start` must be a multiple of the lane count), every
+/// load of the thread before its first store when the range is exactly `U`
+/// packs per thread; elements one by one otherwise. The foreach kernels run it
+/// on each chunk of each triple.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn range<E: Elem, O: Op<E>, const U: usize>(
+    op: O,
+    a: *const E::T,
+    b: *const E::T,
+    c: *mut E::T,
+    start: u64,
+    end: u64,
+    t: u64,
+    step: u64,
+) {
+    let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
+    // A unary operation's `b` is null, which is aligned.
+    let aligned = (a as u64 | b as u64 | c as u64) % 16 == 0;
+    let whole = |g: u64, step: u64| {
+        let (mut xs, mut ys) = ([Pack16([0; 4]); U], [Pack16([0; 4]); U]);
+        unrolled::<U>(|k| {
+            let p = (g + k as u64 * step) as usize;
+            // SAFETY: the range holds U whole packs per thread, all below end.
+            unsafe {
+                xs[k] = load128(pa.add(p));
+                ys[k] = if O::INPUTS == 2 { load128(pb.add(p)) } else { xs[k] };
+            }
+        });
+        unrolled::<U>(|k| {
+            let p = (g + k as u64 * step) as usize;
+            // SAFETY: as above.
+            unsafe { *pc.add(p) = op.pack(xs[k], ys[k]) };
+        });
+    };
+    // SAFETY: pack g lies below end; aligned.
+    let group = |g: u64| unsafe {
+        let g = g as usize;
+        let x = *pa.add(g);
+        let y = if O::INPUTS == 2 { *pb.add(g) } else { x };
+        *pc.add(g) = op.pack(x, y);
+    };
+    // SAFETY: i < end <= n.
+    let one = |i: u64| unsafe {
+        let i = i as usize;
+        *c.add(i) = op.one(*a.add(i), second(O::INPUTS, b, i, *a.add(i)));
+    };
+    match E::LANES {
+        4 => for_each_in_range::<4, U>(start, end, t, step, aligned, whole, group, one),
+        _ => for_each_in_range::<8, U>(start, end, t, step, aligned, whole, group, one),
     }
 }

@@ -6,6 +6,8 @@
 //!   load of a tile before its first store (the unrolled kernels).
 //! * [`block_tiles`] and [`for_each_pack_in_tile`]: the tiled walk, whole tiles
 //!   by block and 16-byte packs within a tile by thread (the bulk-copy kernels).
+//! * [`for_each_in_range`]: one block over one range of elements (the foreach
+//!   kernels' chunks).
 
 use core::arch::nvptx;
 
@@ -190,5 +192,55 @@ pub fn for_each_pack_in_tile(packs: u64, mut f: impl FnMut(u64)) {
     while p < packs {
         f(p);
         p += step;
+    }
+}
+
+/// The block walk over one range `start..end` of elements, shared by the
+/// block's threads (the foreach kernels' walk within a chunk): thread `t` of
+/// `step` threads.
+///
+/// When `aligned` (all operands 16-byte aligned at element 0) and the range
+/// holds exactly `U` lane groups per thread, `whole(g, step)` gets this
+/// thread's groups `g, g + step, …` (`U` of them, so all can be loaded before
+/// any is stored). Otherwise an aligned range goes by lane groups — `group(g)`
+/// for whole groups (elements `g·LANES ..`), `one(i)` for the elements of a
+/// partial last one — and an unaligned range element by element, `one(i)`,
+/// thread `t` taking `start + t, start + t + step, …`. Every element of the
+/// range is visited exactly once. `start` is a multiple of `LANES` when
+/// `aligned`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn for_each_in_range<const LANES: u64, const U: usize>(
+    start: u64,
+    end: u64,
+    t: u64,
+    step: u64,
+    aligned: bool,
+    mut whole: impl FnMut(u64, u64),
+    mut group: impl FnMut(u64),
+    mut one: impl FnMut(u64),
+) {
+    if !aligned {
+        let mut i = start + t;
+        while i < end {
+            one(i);
+            i += step;
+        }
+    } else if end - start == U as u64 * step * LANES {
+        whole(start / LANES + t, step);
+    } else {
+        let groups = (end - start).div_ceil(LANES);
+        let mut g = t;
+        while g < groups {
+            let first = start + g * LANES;
+            if first + LANES <= end {
+                group(first / LANES);
+            } else {
+                for i in first..end {
+                    one(i);
+                }
+            }
+            g += step;
+        }
     }
 }

@@ -104,7 +104,7 @@ pub enum Error {
     /// the last kernel of a user module ([`crate::Module`]) queued on this
     /// `Gpu`, when there was one. The context is unusable afterwards (CUDA
     /// errors of this kind are sticky) until [`crate::Gpu::reset`].
-    #[error("a kernel faulted{} (reported at synchronize): {source}; call Gpu::reset to use the device again", kernel.as_ref().map(|k| format!(" (last user kernel queued: `{k}`)")).unwrap_or_default())]
+    #[error("a kernel faulted{} (reported at synchronize): {source}; the context is unusable now: see Gpu::reset", kernel.as_ref().map(|k| format!(" (last user kernel queued: `{k}`)")).unwrap_or_default())]
     KernelFault { kernel: Option<String>, source: DriverError },
 
     /// [`crate::Gpu::reset`] could not recover the device: the driver keeps the

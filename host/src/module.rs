@@ -46,6 +46,22 @@ pub(crate) fn intern(name: &str) -> &'static str {
 pub(crate) struct ModuleInner {
     pub(crate) gpu: Gpu,
     pub(crate) raw: RawModule,
+    /// The `elementwise!` operations its PTX declares (their manifests' names),
+    /// listed in the error for an unknown one.
+    ops: Vec<String>,
+}
+
+/// The names of the `gpukern_ew_<name>` manifests declared in PTX text.
+fn declared_ops(ptx: &str) -> Vec<String> {
+    let mut ops: Vec<String> = ptx
+        .lines()
+        .filter(|l| l.contains(".global"))
+        .filter_map(|l| l.split("gpukern_ew_").nth(1))
+        .map(|rest| rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect())
+        .collect();
+    ops.sort();
+    ops.dedup();
+    ops
 }
 
 /// A PTX module of your own, loaded with [`Gpu::load_module`].
@@ -67,7 +83,8 @@ impl Gpu {
     /// on an older GPU, say).
     pub fn load_module(&self, ptx: &str) -> Result<Module> {
         let raw = RawModule::load(&self.shared.ctx, ptx)?;
-        Ok(Module { inner: Arc::new(ModuleInner { gpu: self.clone(), raw }) })
+        let ops = declared_ops(ptx);
+        Ok(Module { inner: Arc::new(ModuleInner { gpu: self.clone(), raw, ops }) })
     }
 }
 
@@ -95,8 +112,12 @@ impl Module {
         let bad = |detail: String| Error::CustomOp { name: name.to_string(), detail };
         self.inner.gpu.shared.bind()?;
         let Some(bytes) = self.inner.raw.read_global(&format!("gpukern_ew_{name}"))? else {
+            let known = match &self.inner.ops[..] {
+                [] => "it declares none".to_string(),
+                ops => format!("it declares: {}", ops.join(", ")),
+            };
             return Err(bad(format!(
-                "the module has no manifest `gpukern_ew_{name}`; declare the operation with gpukern_device::elementwise!"
+                "the module has no manifest `gpukern_ew_{name}` ({known}); declare the operation with gpukern_device::elementwise!"
             )));
         };
         let words: Vec<u32> = bytes.as_chunks::<4>().0.iter().map(|w| u32::from_le_bytes(*w)).collect();
@@ -112,7 +133,8 @@ impl Module {
         let bad = |detail: String| Error::CustomOp { name: name.to_string(), detail };
         if k != kind as u32 {
             let says = if k == EwKind::Unary as u32 { "unary" } else { "binary" };
-            return Err(bad(format!("the module declares it {says}, asked for as {kind:?}")));
+            let asked = if kind == EwKind::Unary { "unary" } else { "binary" };
+            return Err(bad(format!("the module declares it {says}, asked for as {asked}")));
         }
         if mask & dtype_bit(T::DTYPE) == 0 {
             return Err(bad(format!("the module has no {} kernels for it", T::DTYPE.name())));
@@ -316,5 +338,16 @@ impl<T: Element> CustomBinary<T> {
     /// The scalar and pack kernels' names.
     pub fn kernels(&self) -> (&'static str, &'static str) {
         (self.op.scalar.0, self.op.pack.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn manifests_are_read_from_the_ptx_text() {
+        let ptx = ".visible .global .align 4 .b8 gpukern_ew_silu[16] = {1};\n\
+                   .visible .global .align 4 .b8 gpukern_ew_relu_axpy[16];\n\
+                   // gpukern_ew_comment\n.visible .entry silu_f32(";
+        assert_eq!(super::declared_ops(ptx), vec!["relu_axpy".to_string(), "silu".to_string()]);
     }
 }

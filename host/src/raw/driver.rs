@@ -20,7 +20,7 @@ pub(crate) fn init() -> Result<()> {
     // SAFETY: tries to open the library by its usual names; no other effect.
     if !unsafe { cu::is_culib_present() } {
         return Err(Error::NoDevice(
-            "the NVIDIA driver library (libcuda.so.1) is not installed here; run the GPU work on a machine with an NVIDIA driver (e.g. `cargo xtask bundle`, then `bundle/run.sh test` there)".into(),
+            "the NVIDIA driver library (libcuda.so.1) is not installed here; run this program on a machine with an NVIDIA GPU and its driver (gpukern loads libcuda at run time, so the same binary works there)".into(),
         ));
     }
     // SAFETY: cuInit(0) has no preconditions and may be called repeatedly.
