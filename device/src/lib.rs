@@ -47,6 +47,7 @@
 
 pub mod bits;
 pub mod bulk;
+pub mod debug;
 mod elementwise;
 pub mod lanes;
 pub mod launch;

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
-use crate::raw::{Kernel, PrimaryContext, RawFn, RawModule};
+use gpukern_device::debug::{AssertRecord, ASSERT_DONE, ASSERT_SLOT};
+
+use crate::raw::{Kernel, MappedHost, PrimaryContext, RawFn, RawModule};
 
 /// Facts about the device, read from the driver.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,6 +82,14 @@ pub(crate) struct Shared {
     /// The last kernel of a user module queued through this handle, named in
     /// [`Error::KernelFault`].
     pub(crate) last_user_kernel: Mutex<Option<String>>,
+    /// Where a failing `gpu_assert!` of any module of this handle writes its
+    /// record (mapped host memory: readable after the fault).
+    pub(crate) assert_record: MappedHost,
+}
+
+/// Points module `m`'s assert slot at `record`, when the module has one.
+pub(crate) fn connect_asserts(m: &RawModule, record: &MappedHost) -> Result<()> {
+    m.write_global_u64(ASSERT_SLOT, record.device_addr()).map(|_| ())
 }
 
 impl Shared {
@@ -117,9 +127,27 @@ impl Shared {
     }
 
     /// A synchronisation failure as [`Error::KernelFault`], naming the last
-    /// user kernel.
+    /// user kernel, or as [`Error::KernelAssert`] when a `gpu_assert!` left its
+    /// record.
     pub(crate) fn fault(&self, source: crate::error::DriverError) -> Error {
         let kernel = self.last_user_kernel.lock().ok().and_then(|k| k.clone());
-        Error::KernelFault { kernel, source }
+        match self.assert_record.read::<AssertRecord>() {
+            Some(r) if r.state == ASSERT_DONE => {
+                let text = |b: &[u8]| {
+                    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+                    String::from_utf8_lossy(&b[..end]).into_owned()
+                };
+                Error::KernelAssert(Box::new(crate::error::AssertFailure {
+                    kernel,
+                    file: text(&r.file),
+                    line: r.line,
+                    message: text(&r.message),
+                    block: r.block,
+                    thread: r.thread,
+                    source,
+                }))
+            }
+            _ => Error::KernelFault { kernel, source },
+        }
     }
 }

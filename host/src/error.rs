@@ -107,6 +107,13 @@ pub enum Error {
     #[error("a kernel faulted{} (reported at synchronize): {source}; the context is unusable now: see Gpu::reset", kernel.as_ref().map(|k| format!(" (last user kernel queued: `{k}`)")).unwrap_or_default())]
     KernelFault { kernel: Option<String>, source: DriverError },
 
+    /// A `gpu_assert!` failed in a kernel (`gpukern_device::debug`): its
+    /// message, file and line, and the first failing thread, read from the
+    /// record the kernel wrote into mapped host memory before it trapped. As
+    /// after any fault, the context is unusable afterwards.
+    #[error("{0}")]
+    KernelAssert(Box<AssertFailure>),
+
     /// [`crate::Gpu::reset`] could not recover the device: the driver keeps the
     /// fault for the rest of the process (CUDA treats an illegal address or a
     /// failed launch as fatal to the process). Seen on driver 580 (CUDA 13.0):
@@ -129,3 +136,26 @@ pub enum Error {
 
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a failed `gpu_assert!` reported ([`Error::KernelAssert`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "gpu_assert failed{} at {file}:{line} (block {block:?}, thread {thread:?}): {message}; the context is unusable now: see Gpu::reset",
+    kernel.as_ref().map(|k| format!(" (last user kernel queued: `{k}`)")).unwrap_or_default()
+)]
+pub struct AssertFailure {
+    /// The last kernel of a user module queued on this `Gpu`, if any.
+    pub kernel: Option<String>,
+    /// Source file of the assert, as `file!()` gave it when the kernel was built.
+    pub file: String,
+    /// Source line.
+    pub line: u32,
+    /// The assert's message (its condition's text when it has none).
+    pub message: String,
+    /// `blockIdx` of the first failing thread.
+    pub block: [u32; 3],
+    /// `threadIdx` of the first failing thread.
+    pub thread: [u32; 3],
+    /// What the synchronisation returned.
+    pub source: DriverError,
+}

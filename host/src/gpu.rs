@@ -125,6 +125,11 @@ impl Gpu {
             }
             modules.push(m);
         }
+        // One assert record for every module of this handle.
+        let assert_record = raw::MappedHost::new(&ctx, std::mem::size_of::<gpukern_device::debug::AssertRecord>())?;
+        for m in &modules {
+            crate::context::connect_asserts(m, &assert_record)?;
+        }
         let (name, total_memory) = raw::device_name_and_memory(dev)?;
         let info = DeviceInfo {
             index,
@@ -141,7 +146,8 @@ impl Gpu {
             driver_version: raw::driver_version()?,
             shared_per_block_optin: shared_optin,
         };
-        let shared = Shared { ctx, _modules: modules, funcs, info, last_user_kernel: Default::default() };
+        let shared =
+            Shared { ctx, _modules: modules, funcs, info, last_user_kernel: Default::default(), assert_record };
         Ok(Gpu { shared: Arc::new(shared), ptx })
     }
 

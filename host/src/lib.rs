@@ -63,7 +63,7 @@ mod user_launch;
 mod variant;
 
 pub use buffer::{AsView, AsViewMut, DeviceVec, Element, Pod, View, ViewMut};
-pub use error::{DriverError, Error, Result};
+pub use error::{AssertFailure, DriverError, Error, Result};
 pub use gpu::{kernel_names, sm90_kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX, PTX_SM90};
 pub use half;
 pub use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp};

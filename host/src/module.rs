@@ -83,6 +83,7 @@ impl Gpu {
     /// on an older GPU, say).
     pub fn load_module(&self, ptx: &str) -> Result<Module> {
         let raw = RawModule::load(&self.shared.ctx, ptx)?;
+        crate::context::connect_asserts(&raw, &self.shared.assert_record)?;
         let ops = declared_ops(ptx);
         Ok(Module { inner: Arc::new(ModuleInner { gpu: self.clone(), raw, ops }) })
     }

@@ -266,3 +266,53 @@ fn foreign_copies_and_graphs_are_refused() {
     drop(graph);
     assert_eq!(out.to_vec().unwrap(), vec![3.0; 256]);
 }
+
+/// A failing `gpu_assert!` reaches the host as `Error::KernelAssert` with its
+/// message, file, line and thread; `gpu_printf!` output reaches stdout at the
+/// synchronisation; the parent process goes on (the fault is the child's).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_assert() {
+    if !in_child() {
+        let (ok, text) = run_alone("device_assert");
+        let printed = text.contains("debug_probe: n = 4096, x[0] = 0, limit = 5000");
+        let asserted = text.contains("gpu_assert failed: block");
+        common::record("device_assert", "printf line, assert record and fault in a child", 4096, ok && printed);
+        assert!(ok && printed && asserted && text.contains("ASSERT-CHILD-OK"), "child failed:\n{text}");
+        return;
+    }
+    let gpu = Gpu::new(0).unwrap();
+    let stream = gpu.stream().unwrap();
+    let x: Vec<u32> = (0..4096).collect();
+    let dx = gpu.upload(&x).unwrap();
+    // The library's own module again, as a user module: the escape hatch
+    // launches its probe kernel.
+    let m = gpu.load_module(gpukern::PTX).unwrap();
+    let launch = |limit: u32| {
+        let l = gpukern::Launch { grid: (4, 1, 1), block: (256, 1, 1), shared_bytes: 0 };
+        let args = [gpukern::Arg::Ptr(dx.device_addr()), gpukern::Arg::U64(4096), gpukern::Arg::U32(limit)];
+        // SAFETY: debug_probe takes (x: *const u32, n: u64, limit: u32) and
+        // reads x[..n], which `dx` holds and outlives the synchronisation.
+        unsafe { m.launch("debug_probe", l, &args, &stream) }.unwrap();
+    };
+    launch(5000);
+    stream.synchronize().unwrap();
+    launch(100);
+    let e = stream.synchronize().unwrap_err();
+    match &e {
+        Error::KernelAssert(a) => {
+            let gpukern::AssertFailure { kernel, file, line, message, block, thread, .. } = &**a;
+            assert_eq!(kernel.as_deref(), Some("debug_probe"));
+            assert!(file.ends_with("debug.rs") && file.contains("kernels-gpu"), "{file}");
+            assert!(*line > 0);
+            assert_eq!(message, "debug_probe: an element is not below the limit");
+            // Every thread reaches a failing element (grid-stride from 1024
+            // threads over 4096 elements, limit 100): the first one is any
+            // thread of the launch.
+            assert!(block[0] < 4 && thread[0] < 256 && block[1..] == [0, 0] && thread[1..] == [0, 0]);
+        }
+        e => panic!("expected KernelAssert, got {e:?}"),
+    }
+    assert!(e.to_string().starts_with("gpu_assert failed (last user kernel queued: `debug_probe`) at "), "{e}");
+    println!("ASSERT-CHILD-OK");
+}

@@ -30,6 +30,7 @@ pub mod bulk;
 pub mod ceiling;
 pub mod coalesce;
 pub mod count;
+pub mod debug;
 pub mod foreach;
 pub mod fusion;
 pub mod matmul;

@@ -105,6 +105,24 @@ impl RawModule {
         check(unsafe { cu::cuModuleGetFunction(&mut f, self.module, c.as_ptr()) })?;
         Ok(RawFn(f))
     }
+    /// Writes `value` into the module's `u64` global `name`; false when the
+    /// module has no such global (a module built without the device crate's
+    /// debug support), or it is not 8 bytes.
+    pub(crate) fn write_global_u64(&self, name: &str, value: u64) -> Result<bool> {
+        let Ok(c) = CString::new(name) else { return Ok(false) };
+        let (mut ptr, mut bytes): (cu::CUdeviceptr, usize) = (0, 0);
+        self.ctx.bind()?;
+        // SAFETY: a live module; writes an address and a size.
+        let r = unsafe { cu::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, self.module, c.as_ptr()) };
+        if r == cu::CUresult::CUDA_ERROR_NOT_FOUND || (r == cu::CUresult::CUDA_SUCCESS && bytes != 8) {
+            return Ok(false);
+        }
+        check(r).map_err(driver("cuModuleGetGlobal"))?;
+        // SAFETY: the global is 8 bytes (checked); the source is one u64 on the stack.
+        check(unsafe { cu::cuMemcpyHtoD_v2(ptr, &value as *const u64 as *const c_void, 8) })
+            .map_err(driver("cuMemcpyHtoD"))?;
+        Ok(true)
+    }
     /// The bytes of a module global, copied to the host; `None` when the module
     /// has no global of that name.
     pub(crate) fn read_global(&self, name: &str) -> Result<Option<Vec<u8>>> {

@@ -91,6 +91,9 @@ unsafe impl AnyBits for u32 {}
 unsafe impl AnyBits for u64 {}
 // SAFETY: integers.
 unsafe impl AnyBits for i32 {}
+// SAFETY: integers and byte arrays, `#[repr(C)]` with no padding (512 bytes:
+// eight u32, then 480 bytes).
+unsafe impl AnyBits for gpukern_device::debug::AssertRecord {}
 
 /// A range of device memory raw may read: its address and its length in
 /// elements of `T`. Implemented by `buffer`'s views and buffers, whose borrows
@@ -152,6 +155,63 @@ impl Drop for DeviceAlloc {
         if self.ctx.bind().is_ok() {
             // SAFETY: memory `alloc` made in this live, current context, freed once.
             let _ = unsafe { cu::cuMemFree_v2(self.addr) };
+        }
+    }
+}
+
+/// Page-locked host memory mapped into the device's address space (zero
+/// copy): written by kernels, read by the host even after a fault, when no
+/// copy from the device can run any more. Freed on drop while its context is
+/// live.
+pub(crate) struct MappedHost {
+    host: *mut u8,
+    dev: u64,
+    bytes: usize,
+    ctx: Arc<PrimaryContext>,
+}
+// SAFETY: plain memory owned by this value; reads and writes go through
+// volatile copies of plain data.
+unsafe impl Send for MappedHost {}
+// SAFETY: as above; `read` copies out and `clear` writes zeros, both whole.
+unsafe impl Sync for MappedHost {}
+
+impl MappedHost {
+    /// `bytes` of zeroed, mapped host memory in `ctx`.
+    pub(crate) fn new(ctx: &Arc<PrimaryContext>, bytes: usize) -> Result<MappedHost> {
+        ctx.bind()?;
+        let mut host: *mut c_void = std::ptr::null_mut();
+        // SAFETY: writes one pointer; DEVICEMAP maps it into the device.
+        check(unsafe { cu::cuMemHostAlloc(&mut host, bytes, cu::CU_MEMHOSTALLOC_DEVICEMAP) })
+            .map_err(|source| Error::Driver { context: "cuMemHostAlloc", source })?;
+        // Owned from here, so an error below frees it.
+        let mut m = MappedHost { host: host as *mut u8, dev: 0, bytes, ctx: ctx.clone() };
+        // SAFETY: `host` holds `bytes`.
+        unsafe { std::ptr::write_bytes(m.host, 0, bytes) };
+        // SAFETY: a mapped allocation of this context; writes one address.
+        check(unsafe { cu::cuMemHostGetDevicePointer_v2(&mut m.dev, host, 0) })
+            .map_err(|source| Error::Driver { context: "cuMemHostGetDevicePointer", source })?;
+        Ok(m)
+    }
+    /// The device address of the first byte.
+    pub(crate) fn device_addr(&self) -> u64 {
+        self.dev
+    }
+    /// A copy of the first `size_of::<T>()` bytes, read as `T` (volatile:
+    /// kernels write them behind the compiler's back).
+    pub(crate) fn read<T: AnyBits>(&self) -> Option<T> {
+        if std::mem::size_of::<T>() > self.bytes || !(self.host as usize).is_multiple_of(std::mem::align_of::<T>()) {
+            return None;
+        }
+        // SAFETY: in bounds and aligned (checked); every bit pattern is a T.
+        Some(unsafe { std::ptr::read_volatile(self.host as *const T) })
+    }
+}
+
+impl Drop for MappedHost {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_ok() {
+            // SAFETY: memory cuMemHostAlloc made in this live context, freed once.
+            let _ = unsafe { cu::cuMemFreeHost(self.host as *mut c_void) };
         }
     }
 }
