@@ -16,6 +16,7 @@
 //! | [`patterns`] | the element-wise access patterns (scalar, pair, pack, tile) over any `Elem`/`Op` |
 //! | [`hopper`], [`bulk`] | sm_90: `mbarrier`, `cp.async.bulk`, packed bf16, and the bulk-copy walk |
 //! | [`bits`], [`launch`] | bf16 rounding and NaN classes; launch geometry (also on the host) |
+//! | [`math`] | f32 `exp`, `log`, `tanh`, `sigmoid`, `erf`, `sin`/`cos`, `pow`, SiLU/GELU… from FMAs and integer ops (same bits on host and GPU; host-side [`math::check`]) |
 //! | [`elementwise!`] | entry points for your own [`lanes::Op`], every width, with an ABI the host library checks |
 //!
 //! Everything that touches special registers, PTX or memory exists only when
@@ -45,12 +46,17 @@
 )]
 #![warn(missing_docs)]
 
+// The host build of `math` (its `fma`/`sqrt`, and `math::check`) uses std.
+#[cfg(not(target_arch = "nvptx64"))]
+extern crate std;
+
 pub mod bits;
 pub mod bulk;
 pub mod debug;
 mod elementwise;
 pub mod lanes;
 pub mod launch;
+pub mod math;
 pub mod pack;
 
 #[cfg(target_arch = "nvptx64")]

@@ -1,0 +1,239 @@
+//! The exponential family: `exp`, `exp2`, `expm1`, and what is built on `e^x`:
+//! `tanh`, `sigmoid`, `silu`, `gelu_tanh`.
+//!
+//! Shape: Cody–Waite reduction `x = k ln2 + r`, `|r| <= ln2/2` (the rounding of
+//! `x log2e` to `k` by the 1.5·2^23 trick, `k` read from the bits), a degree-7
+//! polynomial for `e^r` in Horner form on FMAs, and `2^k` built from the
+//! exponent bits (two exact multiplies, so overflow and subnormal results are
+//! rounded once). Coefficients: `device/tools/fit_math.py`.
+
+use super::prim::{fma, pow2i, rcp_seed, scale2};
+
+const LOG2E: f32 = core::f32::consts::LOG2_E;
+/// ln2 split: 15 significant bits (products with |k| < 2^9 are exact), and the rest.
+pub(crate) const LN2_HI: f32 = f32::from_bits(0x3f31_7200);
+pub(crate) const LN2_LO: f32 = 1.428_606_8e-6;
+const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
+
+/// `(e^r - 1)/r` on |r| <= 0.3466, degree 6 (relative error of `e^r` 2^-29.3).
+const EXP_P: [f32; 7] = [1.0, 0.5, 0.166_666_66, 0.041_666_273, 0.008_333_569, 0.001_394_590_7, 0.000_197_676_58];
+/// `(2^r - 1)/r` on |r| <= 1/2, degree 6 (relative error 2^-28.7).
+pub(crate) const EXP2_P: [f32; 7] =
+    [0.693_147_2, 0.240_226_51, 0.055_504_102, 0.009_618_038, 0.001_333_393_5, 0.000_154_667_56, 1.519_615_4e-5];
+/// `(e^r - 1 - r)/r^2` on |r| <= 0.3466, degree 5.
+const EXPM1_Q: [f32; 6] = [0.5, 0.166_666_66, 0.041_666_362, 0.008_333_39, 0.001_394_062_5, 0.000_198_458_77];
+
+#[inline(always)]
+pub(crate) fn horner<const N: usize>(c: &[f32; N], x: f32) -> f32 {
+    let mut p = c[N - 1];
+    let mut i = N - 1;
+    while i > 0 {
+        i -= 1;
+        p = fma(p, x, c[i]);
+    }
+    p
+}
+
+/// Cody–Waite: `x = k ln2 + r` with `k = rint(x log2e)`; `x` must be clamped to
+/// |x| < 2^21. Returns `(r, k)`. NaN gives NaN `r` (and an arbitrary `k`).
+#[inline(always)]
+pub(crate) fn reduce(x: f32) -> (f32, i32) {
+    let t = fma(x, LOG2E, MAGIC);
+    let k = t.to_bits() as i32 - 0x4b40_0000;
+    let kf = t - MAGIC;
+    let r = fma(kf, -LN2_HI, x);
+    (fma(kf, -LN2_LO, r), k)
+}
+
+/// `e^r` for the reduced `r`.
+#[inline(always)]
+pub(crate) fn exp_r(r: f32) -> f32 {
+    fma(horner(&EXP_P, r), r, 1.0)
+}
+
+/// Clamps into `[lo, hi]` keeping NaN (compare-and-select; `min`/`max` drop NaN).
+#[inline(always)]
+pub(crate) fn clamp(x: f32, lo: f32, hi: f32) -> f32 {
+    let x = if x > hi { hi } else { x };
+    if x < lo {
+        lo
+    } else {
+        x
+    }
+}
+
+/// `e^x`. Shape: clamp to [-104, 88.8], Cody–Waite reduction (2 FMAs), degree-7
+/// polynomial (7 FMAs), two-step `2^k` scale; about 20 instructions, no branch.
+/// Special values: NaN -> NaN, `exp(+inf) = +inf`, `exp(-inf) = +0`, overflow
+/// to +inf above 88.72284, subnormal results rounded once, +0 below -103.97.
+/// Max error: see `math/README.md` (exhaustive).
+#[inline(always)]
+pub fn exp(x: f32) -> f32 {
+    let (r, k) = reduce(clamp(x, -104.0, 88.8));
+    scale2(exp_r(r), k)
+}
+
+/// `2^x`. Shape: clamp to [-152, 128.5], `k = rint(x)` (exact `r = x - k`,
+/// |r| <= 1/2), degree-7 polynomial, two-step `2^k` scale. Special values as
+/// [`exp`]; overflow at 128, underflow to +0 below -150.
+#[inline(always)]
+pub fn exp2(x: f32) -> f32 {
+    let x = clamp(x, -152.0, 128.5);
+    let t = x + MAGIC;
+    let k = t.to_bits() as i32 - 0x4b40_0000;
+    let r = x - (t - MAGIC);
+    scale2(fma(horner(&EXP2_P, r), r, 1.0), k)
+}
+
+/// `e^x - 1`, accurate near 0. Shape: Cody–Waite reduction, `e^r - 1 = r +
+/// r^2 Q(r)` (degree-5 Q), then `2^k (e^r - 1) + (2^k - 1)` in one FMA (the last
+/// exponent step `k = 128` is taken as `2 * 2^127`). Special values: NaN -> NaN,
+/// `±0 -> ±0`, `+inf -> +inf`, `-inf -> -1`, subnormal inputs return themselves
+/// (correctly rounded), overflow above 88.72284.
+#[inline]
+pub fn expm1(x: f32) -> f32 {
+    let xc = clamp(x, -30.0, 88.8);
+    let t = fma(xc, LOG2E, MAGIC);
+    let k = t.to_bits() as i32 - 0x4b40_0000;
+    let kf = t - MAGIC;
+    let r1 = fma(kf, -LN2_HI, xc);
+    let r = fma(kf, -LN2_LO, r1);
+    let rl = fma(kf, -LN2_LO, r1 - r); // the rounding error of r (r1 - r is exact)
+    let em1r = r + fma(r * r, horner(&EXPM1_Q, r), rl);
+    let big = k == 128;
+    let s = pow2i(if big { 127 } else { k });
+    let t = fma(s, em1r, s - if big { 0.5 } else { 1.0 });
+    let y = if big { t * 2.0 } else { t };
+    if x == 0.0 {
+        x
+    } else {
+        y
+    }
+}
+
+/// `(2^(k+64) e^r, e^r 2^k)` for `k <= 0`: `e^{-|z|}` unscaled (it may be
+/// subnormal) and scaled up by 2^64 (always normal).
+#[inline(always)]
+fn exp_neg_scaled(r: f32, k: i32) -> (f32, f32) {
+    let p = exp_r(r);
+    let big = p * pow2i(k + 64);
+    (big, big * f32::from_bits(0x1f80_0000)) // 2^-64
+}
+
+/// `n / (1 + e^{-z})` with `n = a` for `z >= 0` and `n = a e^{-|z|}` (numerator
+/// carried scaled by 2^64, and its product error kept) for `z < 0`: the
+/// denominator `d = 1 + e^{-|z|}` in (1, 2] as an exact pair, a reciprocal seed
+/// and one quotient correction that uses the pair (so `1/d` is not rounded
+/// twice). With `a = 1` it is the sigmoid, with `a = x` SiLU.
+#[inline(always)]
+fn logistic<const ONE: bool>(z: f32, a: f32) -> f32 {
+    let nz = clamp(-f32::from_bits(z.to_bits() & 0x7fff_ffff), -120.0, 0.0);
+    let (r, k) = reduce(nz);
+    let (big, e) = exp_neg_scaled(r, k);
+    let dh = 1.0 + e;
+    let dl = (1.0 - dh) + e;
+    let neg = z < 0.0;
+    let num = if neg { big } else { 1.0 };
+    let sc = if neg { f32::from_bits(0x1f80_0000) } else { 1.0 };
+    let (nh, nl) = if ONE {
+        (num, 0.0)
+    } else {
+        let nh = num * a;
+        (nh, fma(num, a, -nh))
+    };
+    let y = rcp_seed(dh);
+    let y = fma(y, fma(-dh, y, 1.0), y);
+    let q0 = nh * y;
+    let res = fma(-q0, dh, nh) + fma(-q0, dl, nl);
+    let q = fma(res, y, q0) * sc;
+    // Below -120 the true result is under 2^-150 for every numerator used here.
+    if z < -120.0 {
+        a * 0.0
+    } else {
+        q
+    }
+}
+
+/// The logistic function `1/(1 + e^{-x})` without IEEE division. Shape: one
+/// `e^{-|x|}` (reduction + degree-7 polynomial + exponent build), the
+/// denominator as an exact pair, a 4-FMA reciprocal and one FMA quotient
+/// correction; branch-free, ~35 instructions. Special values: NaN -> NaN,
+/// `sigmoid(+inf) = 1`, `sigmoid(-inf) = +0`, subnormal results below -87.3.
+#[inline(always)]
+pub fn sigmoid(x: f32) -> f32 {
+    logistic::<true>(x, 1.0)
+}
+
+/// SiLU `x * sigmoid(x)`, computed as `x / (1 + e^{-x})` with the numerator
+/// product kept exact (see [`sigmoid`]'s shape; ~38 instructions). Special
+/// values: NaN -> NaN, `silu(+inf) = +inf`, `silu(-inf) = -0`, `silu(±0) = ±0`.
+#[inline(always)]
+pub fn silu(x: f32) -> f32 {
+    let y = logistic::<false>(x, x);
+    finish_activation(x, y)
+}
+
+/// The large-argument tanh, `1 - 2/(1 + e^{2|x|})` with
+/// the denominator from one FMA `2^k (1 + p') + 1` and a corrected reciprocal.
+#[inline(always)]
+fn tanh_big(ax: f32) -> f32 {
+    let (r, k) = reduce(2.0 * clamp(ax, 0.0, 9.5));
+    let pm1 = horner(&EXP_P, r) * r; // e^r - 1
+    let s = pow2i(k);
+    let dh = fma(s, pm1, s + 1.0);
+    let y = rcp_seed(dh);
+    let y = fma(y, fma(-dh, y, 1.0), y);
+    // 2/d with the residual of d itself ((s + 1) - dh is exact: Sterbenz).
+    let dl = fma(s, pm1, (s + 1.0) - dh);
+    let q0 = 2.0 * y;
+    let res = fma(-q0, dh, 2.0) - q0 * dl;
+    let q = fma(res, y, q0);
+    1.0 - q
+}
+
+/// `(tanh x - x)/x^3` in `x^2` for |x| <= 0.625, degree 5.
+const TANH_T: [f32; 6] = [-0.333_333_3, 0.133_332_06, -0.053_946_763, 0.021_700_701, -0.008_177_394, 0.002_142_958_3];
+
+/// The hyperbolic tangent. Shape: `|x| < 0.625`: odd polynomial `x + x^3 T(x^2)`
+/// (degree 13); otherwise `1 - 2/(1 + e^{2|x|})` (one exponential, a corrected
+/// reciprocal); the sign copied back. Special values: NaN -> NaN, `±0 -> ±0`,
+/// `±inf -> ±1`, subnormal inputs return themselves.
+#[inline]
+pub fn tanh(x: f32) -> f32 {
+    let ax = f32::from_bits(x.to_bits() & 0x7fff_ffff);
+    if ax < 0.625 {
+        let x2 = x * x;
+        fma(x * x2, horner(&TANH_T, x2), x)
+    } else {
+        let t = tanh_big(ax);
+        f32::from_bits(t.to_bits() | (x.to_bits() & 0x8000_0000))
+    }
+}
+
+/// The tanh-form GELU `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, computed
+/// as `x / (1 + e^{-z})` with `z = 2 sqrt(2/pi) (x + 0.044715 x^3)` (the same
+/// quotient as [`silu`]). `z` is formed in f32, so for large negative `x` (where
+/// the result is tiny) the error grows with `|z|` (see README). Special values:
+/// NaN -> NaN, `+inf -> +inf`, `-inf -> -0`, `±0 -> ±0`.
+#[inline(always)]
+pub fn gelu_tanh(x: f32) -> f32 {
+    const C1: f32 = 1.595_769_1; // 2 sqrt(2/pi)
+    const C3: f32 = 0.071_354_82; // 2 sqrt(2/pi) 0.044715
+    let x2 = x * x;
+    let z = x * fma(C3, x2, C1);
+    let y = logistic::<false>(z, x);
+    finish_activation(x, y)
+}
+
+/// The activations' special values: `±0 -> ±0`, `+inf -> +inf`, `-inf -> -0`,
+/// NaN -> NaN; otherwise `y`.
+#[inline(always)]
+fn finish_activation(x: f32, y: f32) -> f32 {
+    if x != 0.0 && (x - x) == 0.0 {
+        y
+    } else if x == f32::NEG_INFINITY {
+        -0.0
+    } else {
+        x + x
+    }
+}

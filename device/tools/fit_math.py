@@ -1,0 +1,88 @@
+"""Minimax-ish polynomial fits for device/src/math (Lawson's iteratively
+reweighted least squares on a dense grid, f64; coefficients rounded to f32).
+
+Run: python3 device/tools/fit_math.py  (needs numpy, mpmath). Prints each fit's
+coefficients (low to high power) and its max weighted error after rounding
+to f32. The error reported is that of the approximated quantity, before the
+caller's own combination (see each function's doc comment)."""
+import math
+import numpy as np
+import mpmath as mp
+
+mp.mp.dps = 40
+f32 = np.float32
+
+
+def fit(name, g, a, b, powers, w=None, n=20000, iters=60):
+    t = np.cos(np.linspace(0, math.pi, n)) * (b - a) / 2 + (a + b) / 2
+    y = np.array([g(v) for v in t])
+    ww = np.ones_like(t) if w is None else np.array([w(v) for v in t])
+    A = np.stack([t ** p for p in powers], axis=1)
+    lw = np.ones_like(t)
+    for _ in range(iters):
+        s = np.sqrt(lw)
+        c, *_ = np.linalg.lstsq(A * (s * ww)[:, None], y * s * ww, rcond=None)
+        e = np.abs((A @ c - y) * ww)
+        lw = lw * e
+        lw /= lw.sum()
+    c32 = [float(f32(v)) for v in c]
+    err = np.max(np.abs((A @ np.array(c32) - y) * ww))
+    print(f"// {name}: [{a}, {b}] powers {list(powers)} max weighted err {err:.3e} (2^{math.log2(err):.1f})")
+    print("[" + ", ".join(f"{v!r}" for v in c32) + "]")
+    return c32
+
+
+def safe(f, eps):
+    return lambda v: f(v if abs(v) > eps else (eps if v >= 0 else -eps))
+
+
+ln2 = math.log(2)
+# exp: (e^r - 1)/r on |r| <= ln2/2, relative weight on e^r (error of r*P is what counts)
+fit("exp P=(e^r-1)/r", safe(lambda r: math.expm1(r) / r, 1e-9), -0.3466, 0.3466, range(6),
+    w=lambda r: abs(r) / math.exp(r) if abs(r) > 1e-9 else 1e-9)
+# expm1: (e^r - 1 - r)/r^2
+fit("expm1 Q=(e^r-1-r)/r^2", safe(lambda r: float((mp.expm1(r) - r) / r ** 2), 1e-9), -0.3466, 0.3466, range(6),
+    w=lambda r: r * r / abs(math.expm1(r)) if abs(r) > 1e-9 else 1e-9)
+# exp2: (2^r - 1)/r on |r| <= 1/2
+fit("exp2 P=(2^r-1)/r", safe(lambda r: math.expm1(r * ln2) / r, 1e-9), -0.5, 0.5, range(6),
+    w=lambda r: abs(r) / 2 ** r if abs(r) > 1e-9 else 1e-9)
+# log: (log1p(f) - f)/f^2 on [-1/3, 1/3], weighted by f^2/|log1p f|
+fit("log Q=(log1p(f)-f)/f^2", safe(lambda f: float((mp.log1p(f) - f) / f ** 2), 1e-9), -1 / 3, 1 / 3, range(9),
+    w=lambda f: f * f / abs(math.log1p(f)) if abs(f) > 1e-9 else 1e-9)
+c1 = 1 / ln2
+c1h = float(f32(c1))
+fit("log2 Q=(log2(1+f)-f*c1h)/f^2 (c1h=f32(1/ln2))", safe(lambda f: float((mp.log1p(f) / mp.log(2) - f * c1h) / f ** 2), 1e-9),
+    -1 / 3, 1 / 3, range(-1, 9), w=lambda f: f * f / abs(math.log1p(f) / ln2) if abs(f) > 1e-9 else 1e-9)
+# tanh: (tanh(x) - x)/x^3 in t=x^2, |x| <= 0.625
+fit("tanh T=(tanh x - x)/x^3", lambda t: float((mp.tanh(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3) if t > 1e-12 else -1 / 3,
+    0, 0.625 ** 2, range(6), w=lambda t: t / math.tanh(math.sqrt(t)) * math.sqrt(t) if t > 1e-12 else 0)
+# erf small: erf(x)/x - 1 in t = x^2, |x| <= 1
+fit("erf E=erf(x)/x-1", lambda t: float(mp.erf(mp.sqrt(t)) / mp.sqrt(t) - 1) if t > 1e-12 else 2 / math.sqrt(math.pi) - 1,
+    0, 1, range(8))
+# erf large: log(erfc(x)) on [1, 3.92]
+fit("erf G=log erfc(x)", lambda x: float(mp.log(mp.erfc(x))), 1, 3.92, range(11))
+# gelu core: H = erf(x/sqrt2)/(2x) in t = x^2, |x| <= 1.5  (Phi(x) = 0.5 + x*H)
+fit("gelu H=erf(x/sqrt2)/(2x)", lambda t: float(mp.erf(mp.sqrt(t / 2)) / (2 * mp.sqrt(t))) if t > 1e-12 else 1 / math.sqrt(2 * math.pi),
+    0, 1.5 ** 2, range(9), w=lambda t: 1 / (0.5 + math.sqrt(t) * 0.4))
+# gelu tail: M(u) = Phi(-x)/phi(x) * x with u = 1/x^2, x in [1.5, 14]
+fit("gelu M=x*Phi(-x)/phi(x), u=1/x^2", lambda u: float((lambda x: x * mp.ncdf(-x) / mp.npdf(x))(1 / mp.sqrt(u))),
+    1 / 14 ** 2, 1 / 1.5 ** 2, range(11), w=lambda u: 1.0)
+# sin/cos kernels on |r| <= pi/4 (t = r^2)
+fit("sin S=(sin r - r)/r^3", lambda t: float((mp.sin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3) if t > 1e-12 else -1 / 6,
+    0, (math.pi / 4) ** 2, range(4), w=lambda t: t if t > 1e-12 else 0)
+fit("cos C=(cos r - 1 + r^2/2)/r^4", lambda t: float((mp.cos(mp.sqrt(t)) - 1 + t / 2) / t ** 2) if t > 1e-8 else 1 / 24,
+    0, (math.pi / 4) ** 2, range(4), w=lambda t: t * t)
+# exp2 with one more term, log/log2 degree 9 in Q
+fit("exp2 P=(2^r-1)/r deg6", safe(lambda r: math.expm1(r * ln2) / r, 1e-9), -0.5, 0.5, range(7),
+    w=lambda r: abs(r) / 2 ** r if abs(r) > 1e-9 else 1e-9)
+fit("log Q deg9", safe(lambda f: float((mp.log1p(f) - f) / f ** 2), 1e-9), -1 / 3, 1 / 3, range(10),
+    w=lambda f: f * f / abs(math.log1p(f)) if abs(f) > 1e-9 else 1e-9)
+fit("log2 Q deg9", safe(lambda f: float((mp.log1p(f) / mp.log(2) - f * c1h) / f ** 2), 1e-9), -1 / 3, 1 / 3, range(10),
+    w=lambda f: f * f / abs(math.log1p(f) / ln2) if abs(f) > 1e-9 else 1e-9)
+# Phi(-t) = exp(-t^2/2) K(s), s = 3/(3+t), t in [0, 15] (gelu tail; erfc(z) = 2 Phi(-sqrt2 z))
+Kf = lambda t: mp.ncdf(-t) * mp.exp(t * t / 2)
+fit("K(s), s=3/(3+t)", lambda s: float(Kf(3 / mp.mpf(s) - 3)), 3 / 18, 1, range(13), w=lambda s: 1 / float(Kf(3 / mp.mpf(s) - 3)))
+# bits of 2/pi after the binary point, 8 zero bits in front, as u32 words
+mp.mp.dps = 100
+v = int(mp.floor(2 / mp.pi * mp.mpf(2) ** 248))
+print("2/pi words:", ", ".join(f"0x{(v >> (224 - 32 * i)) & 0xffffffff:08x}" for i in range(8)))
