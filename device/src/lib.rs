@@ -50,6 +50,7 @@ pub mod bulk;
 mod elementwise;
 pub mod lanes;
 pub mod launch;
+pub mod math;
 pub mod pack;
 
 #[cfg(target_arch = "nvptx64")]
