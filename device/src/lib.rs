@@ -12,6 +12,7 @@
 //! | [`sync`] | block barrier, fences, dynamic and static shared memory |
 //! | [`warp`] | shuffles, votes and warp reductions |
 //! | [`atomic`] | global atomics (integer and f32) |
+//! | [`activations`] | exp, log, tanh, sigmoid, silu, gelu, gelu_tanh, rsqrt, sqrt as lane rules over [`math`] |
 //! | [`lanes`] | the element types ([`lanes::Elem`]: f32, f16, bf16) and operations ([`lanes::Op`]) |
 //! | [`patterns`] | the element-wise access patterns (scalar, pair, pack, tile) over any `Elem`/`Op` |
 //! | [`hopper`], [`bulk`] | sm_90: `mbarrier`, `cp.async.bulk`, packed bf16, and the bulk-copy walk |
@@ -45,6 +46,7 @@
 )]
 #![warn(missing_docs)]
 
+pub mod activations;
 pub mod bits;
 pub mod bulk;
 mod elementwise;
