@@ -35,6 +35,7 @@ mod gpu;
 #[cfg(feature = "cudarc")]
 mod interop;
 mod many;
+mod math;
 mod module;
 mod ops;
 mod raw;

@@ -32,6 +32,7 @@ pub mod coalesce;
 pub mod count;
 pub mod foreach;
 pub mod fusion;
+pub mod math;
 pub mod matmul;
 pub mod ops;
 pub mod transpose;
