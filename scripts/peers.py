@@ -11,6 +11,7 @@ import statistics
 import time
 
 import torch
+import torch.nn.functional as F
 
 
 def main():
@@ -22,7 +23,7 @@ def main():
     p.add_argument("--warm-max-log2", type=int, default=0, help="also time torch.add without input rotation (L2 warm) for 2^min-log2 .. 2^this")
     p.add_argument("--matmul", default="", help="square sizes for torch.matmul, e.g. 1024,2048")
     p.add_argument("--foreach", action="store_true", help="also time torch._foreach_add on lists of 1..1000 tensors")
-    p.add_argument("--ops", default="", help="also time torch's sub/mul/div/minimum/maximum/neg/abs/relu and an axpby at these log2 sizes, e.g. 20,24,28")
+    p.add_argument("--ops", default="", help="also time torch's sub/mul/div/minimum/maximum/neg/abs/relu, the activations and an axpby at these log2 sizes, e.g. 20,24,28")
     p.add_argument("--stream", default="default", choices=["default", "created"], help="time on torch's default (legacy) stream or on a created one")
     args = p.parse_args()
     dev = torch.device("cuda", args.device)
@@ -116,7 +117,20 @@ def ops_rows(args, dev, l2, types, spin_cycles):
         "abs": (1, lambda x, y, z: torch.abs(x, out=z)),
         "relu": (1, lambda x, y, z: torch.relu(x)),
         "axpby": (2, lambda x, y, z: torch.add(torch.mul(x, 0.1), y, alpha=-3.5, out=z)),
+        # The activations, on the report's inputs: [-8, 8), or (0, 8] for log,
+        # rsqrt and sqrt (INPUTS below). F.silu and F.gelu take no out=, like relu.
+        "exp": (1, lambda x, y, z: torch.exp(x, out=z)),
+        "log": (1, lambda x, y, z: torch.log(x, out=z)),
+        "tanh": (1, lambda x, y, z: torch.tanh(x, out=z)),
+        "sigmoid": (1, lambda x, y, z: torch.sigmoid(x, out=z)),
+        "silu": (1, lambda x, y, z: F.silu(x)),
+        "gelu": (1, lambda x, y, z: F.gelu(x)),
+        "gelu_tanh": (1, lambda x, y, z: F.gelu(x, approximate="tanh")),
+        "rsqrt": (1, lambda x, y, z: torch.rsqrt(x, out=z)),
+        "sqrt": (1, lambda x, y, z: torch.sqrt(x, out=z)),
     }
+    positive = {"log", "rsqrt", "sqrt"}
+    activation = {"exp", "tanh", "sigmoid", "silu", "gelu", "gelu_tanh"}
     logs = [int(k) for k in args.ops.split(",") if k]
     rows = []
     for name in args.dtypes.split(","):
@@ -126,15 +140,20 @@ def ops_rows(args, dev, l2, types, spin_cycles):
         a = (torch.rand(cap, device=dev, dtype=torch.float32) * 128 - 64).to(dt)
         b = (torch.rand(cap, device=dev, dtype=torch.float32) * 128 - 64).to(dt)
         c = torch.empty(cap, device=dev, dtype=dt)
+        # The report's input sets: [-8, 8) for the activations, (0, 8] for the
+        # positive-only ones (8 - [0, 8) is never 0).
+        act = (torch.rand(cap, device=dev, dtype=torch.float32) * 16 - 8).to(dt)
+        pos = (8 - torch.rand(cap, device=dev, dtype=torch.float32) * 8).to(dt)
         for op, (inputs, f) in ops.items():
+            src = pos if op in positive else (act if op in activation else a)
             for k in logs:
                 n = 1 << k
                 nbytes = (inputs + 1) * n * size
                 sets = max(1, min(-(-4 * l2 // nbytes), cap // n))
-                views = [(a[i * n:(i + 1) * n], b[i * n:(i + 1) * n], c[i * n:(i + 1) * n]) for i in range(sets)]
+                views = [(src[i * n:(i + 1) * n], b[i * n:(i + 1) * n], c[i * n:(i + 1) * n]) for i in range(sets)]
                 ms = median_ms(f, views, nbytes, spin_cycles)
                 rows.append({"op": op, "dtype": name, "n": n, "median_us": ms * 1e3, "gbps": nbytes / (ms * 1e-3) / 1e9, "input_sets": sets})
-        del a, b, c
+        del a, b, c, act, pos
         torch.cuda.empty_cache()
     return rows
 

@@ -1,5 +1,5 @@
 //! `cargo bench --bench ops`: every element-wise operation (add, sub, mul, div,
-//! min, max, neg, abs, relu, axpby) for f32, f16 and bf16 at 2^20, 2^24 and
+//! min, max, neg, abs, relu, the activations, axpby) for f32, f16 and bf16 at 2^20, 2^24 and
 //! 2^28 through the automatic choice, one Criterion group per operation and
 //! dtype, timed on the GPU with CUDA events (device time of back-to-back launches
 //! behind a spin kernel; rates in GB/s, 10^9 B/s, counting the operands read and
@@ -15,7 +15,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
 use gpukern::{Dtype, Gpu, OpKind};
-use gpukern_benches::ops::{op_bytes, SCALES};
+use gpukern_benches::ops::{op_bytes, Inputs, SCALES};
 use gpukern_benches::{bench_gpu, gpu_time, random_inputs};
 
 const SIZES_LOG2: [u32; 3] = [20, 24, 28];
@@ -23,11 +23,20 @@ const SIZES_LOG2: [u32; 3] = [20, 24, 28];
 fn bench_dtype<T: ReferenceOps>(c: &mut Criterion, gpu: &Gpu) {
     let dtype = T::DTYPE;
     let cap = 1usize << SIZES_LOG2[2];
-    let (ha, hb) = (random_inputs::<T>(cap, 5), random_inputs::<T>(cap, 6));
-    let (a, b) = (gpu.upload(&ha).expect("upload a"), gpu.upload(&hb).expect("upload b"));
+    let hb = random_inputs::<T>(cap, 6);
+    let b = gpu.upload(&hb).expect("upload b");
     let mut out = gpu.alloc::<T>(cap).expect("alloc out");
     let stream = gpu.stream().expect("stream");
+    // Each operation's first operand from its input set (`Inputs`: positive for
+    // log, sqrt and rsqrt, [-8, 8) for the activations).
+    let mut inputs = std::collections::HashMap::new();
+    for set in [Inputs::Wide, Inputs::Activation, Inputs::Positive] {
+        let ha = set.generate::<T>(cap, 5);
+        let a = gpu.upload(&ha).expect("upload a");
+        inputs.insert(set, (ha, a));
+    }
     let run = |kind: OpKind, n: usize, set: usize, out: &mut gpukern::DeviceVec<T>, s: &gpukern::Stream| {
+        let a = &inputs[&Inputs::of(kind)].1;
         let r = set * n..set * n + n;
         let (a, b, o) = (a.slice(r.clone())?, b.slice(r.clone())?, out.slice_mut(r)?);
         gpu.apply(kind, None, a, (kind.inputs() == 2).then_some(b), o, SCALES, s)
@@ -37,6 +46,7 @@ fn bench_dtype<T: ReferenceOps>(c: &mut Criterion, gpu: &Gpu) {
         run(kind, m, 0, &mut out, &stream).expect("verification launch");
         stream.synchronize().expect("sync");
         let got = out.slice(..m).and_then(|v| v.to_vec()).expect("download");
+        let ha = &inputs[&Inputs::of(kind)].0;
         let want = reference::map(kind, &ha[..m], (kind.inputs() == 2).then_some(&hb[..m]), SCALES);
         if let Some(i) = reference::first_mismatch(&got, &want) {
             panic!("{} {dtype:?}: element {i} differs from the CPU reference; not benchmarking it", kind.name());

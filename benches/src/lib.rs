@@ -56,19 +56,28 @@ pub fn median(xs: &mut [f64]) -> f64 {
 /// Random inputs for benchmarks: moderate finite values (so no special-case path
 /// is timed), generated in parallel.
 pub fn random_inputs<T: Element>(n: usize, seed: u64) -> Vec<T> {
+    random_inputs_in(n, seed, -64.0, 64.0)
+}
+
+/// Random inputs uniform in `[lo, hi)` (before rounding to `T`), in parallel.
+pub fn random_inputs_in<T: Element>(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<T> {
     let mut v = vec![T::from_bits32(0); n];
     v.par_chunks_mut(1 << 20).enumerate().for_each(|(i, chunk)| {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i as u64);
         for x in chunk {
-            let f: f32 = rng.gen_range(-64.0f32..64.0);
-            *x = match T::DTYPE {
-                Dtype::F32 => T::from_bits32(f.to_bits()),
-                Dtype::F16 => T::from_bits32(f16::from_f32(f).to_bits() as u32),
-                Dtype::Bf16 => T::from_bits32(bf16::from_f32(f).to_bits() as u32),
-            };
+            *x = to_elem(rng.gen_range(lo..hi));
         }
     });
     v
+}
+
+/// The nearest `T` to an f32 (ties to even).
+pub fn to_elem<T: Element>(f: f32) -> T {
+    match T::DTYPE {
+        Dtype::F32 => T::from_bits32(f.to_bits()),
+        Dtype::F16 => T::from_bits32(f16::from_f32(f).to_bits() as u32),
+        Dtype::Bf16 => T::from_bits32(bf16::from_f32(f).to_bits() as u32),
+    }
 }
 
 /// The CPU reference in parallel.

@@ -1,15 +1,22 @@
 //! The element-wise library in the report: every operation and dtype at the
 //! seed's sizes through the automatic choice (`Gpu::binary`, `unary`, `axpby`),
 //! verified bit-exact, timed like the add rows, beside torch's equivalents and
-//! beside add's own rate in the same section.
+//! beside add's own rate in the same section, and the one-input operations
+//! beside `neg`'s (the activations' target: at least 0.97× neg's GB/s).
+//!
+//! Inputs are uniform random values: in [-64, 64) for the arithmetic and
+//! sign-bit operations, [-8, 8) for the activations (the range where they are
+//! not saturated) and (0, 8] for `log`, `sqrt` and `rsqrt`, so no NaN path is
+//! timed; `scripts/peers.py` draws torch's the same way. Verification stays
+//! bit-exact against the CPU reference on those inputs.
 
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
-use gpukern::{AutoPlan, BinaryOp, DeviceVec, Dtype, Gpu, LaunchConfig, OpKind, OpPattern, Stream};
+use gpukern::{AutoPlan, BinaryOp, DeviceVec, Dtype, Gpu, LaunchConfig, OpKind, OpPattern, Stream, UnaryOp};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::{gbps, random_inputs, time_op};
+use crate::{gbps, random_inputs, random_inputs_in, time_op};
 
 /// axpby's scales in the report (0.1 rounds in every dtype).
 pub const SCALES: (f32, f32) = (0.1, -3.5);
@@ -41,6 +48,44 @@ pub struct OpRow {
     /// launch settings, for comparison.
     #[serde(default)]
     pub portable_gbps: Option<f64>,
+    /// One-input operations: GB/s of neg (same dtype and n, this section)
+    /// divided into ours. Absent from reports older than the activations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_neg: Option<f64>,
+}
+
+/// Which input set an operation is timed on (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Inputs {
+    /// Uniform in [-64, 64).
+    Wide,
+    /// Uniform in [-8, 8): the activations.
+    Activation,
+    /// Uniform in (0, 8]: log, sqrt, rsqrt.
+    Positive,
+}
+
+impl Inputs {
+    /// The set `kind` is timed on.
+    pub fn of(kind: OpKind) -> Inputs {
+        match kind {
+            OpKind::Unary(UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt) => Inputs::Positive,
+            OpKind::Unary(op) if op.activation().is_some() => Inputs::Activation,
+            _ => Inputs::Wide,
+        }
+    }
+    /// `n` random values of this set (seeded).
+    pub fn generate<T: gpukern::Element>(self, n: usize, seed: u64) -> Vec<T> {
+        match self {
+            Inputs::Wide => random_inputs(n, seed),
+            Inputs::Activation => random_inputs_in(n, seed, -8.0, 8.0),
+            // 8 - [0, 8): never 0, so log stays finite.
+            Inputs::Positive => {
+                random_inputs_in::<f32>(n, seed, 0.0, 8.0).into_iter().map(|u| crate::to_elem::<T>(8.0 - u)).collect()
+            }
+        }
+    }
+    const ALL: [Inputs; 3] = [Inputs::Wide, Inputs::Activation, Inputs::Positive];
 }
 
 /// Bytes one call of `kind` on `n` elements moves.
@@ -49,7 +94,8 @@ pub fn op_bytes(kind: OpKind, dtype: Dtype, n: usize) -> u64 {
 }
 
 struct Buffers<T: gpukern::Pod> {
-    a: DeviceVec<T>,
+    /// The first operand, one per [`Inputs`] set (in `Inputs::ALL` order).
+    a: [DeviceVec<T>; 3],
     b: DeviceVec<T>,
     out: DeviceVec<T>,
 }
@@ -66,7 +112,8 @@ fn launch<T: gpukern::Element>(
     s: &Stream,
 ) -> gpukern::Result<&'static str> {
     let r = set * n..set * n + n;
-    let (a, b, out) = (bufs.a.slice(r.clone())?, bufs.b.slice(r.clone())?, bufs.out.slice_mut(r)?);
+    let a = &bufs.a[Inputs::ALL.iter().position(|&i| i == Inputs::of(kind)).unwrap_or(0)];
+    let (a, b, out) = (a.slice(r.clone())?, bufs.b.slice(r.clone())?, bufs.out.slice_mut(r)?);
     // The explicit kernel gets the block the automatic choice would give it.
     let block = match pattern.and_then(|p| kernels_gpu::ops::op_kernel(kind, T::DTYPE, p)) {
         Some(k) => {
@@ -87,8 +134,10 @@ fn measure_dtype<T: ReferenceOps>(
     rows: &mut Vec<OpRow>,
 ) -> gpukern::Result<()> {
     let cap = sizes.iter().copied().max().unwrap_or(1);
-    let (ha, hb) = (random_inputs::<T>(cap, 71), random_inputs::<T>(cap, 72));
-    let mut bufs = Buffers { a: gpu.upload(&ha)?, b: gpu.upload(&hb)?, out: gpu.alloc::<T>(cap)? };
+    let has: Vec<Vec<T>> = Inputs::ALL.iter().map(|i| i.generate::<T>(cap, 71)).collect();
+    let hb = random_inputs::<T>(cap, 72);
+    let a = [gpu.upload(&has[0])?, gpu.upload(&has[1])?, gpu.upload(&has[2])?];
+    let mut bufs = Buffers { a, b: gpu.upload(&hb)?, out: gpu.alloc::<T>(cap)? };
     let peak = gpu.info().peak_gbps();
     let first = rows.len();
     for kind in OpKind::ALL {
@@ -102,6 +151,7 @@ fn measure_dtype<T: ReferenceOps>(
             let m = n.min(1 << 24);
             let got = bufs.out.slice(..m)?.to_vec()?;
             let b = (kind.inputs() == 2).then_some(&hb[..m]);
+            let ha = &has[Inputs::ALL.iter().position(|&i| i == Inputs::of(kind)).unwrap_or(0)];
             let want: Vec<T> = ha[..m]
                 .par_chunks(1 << 16)
                 .enumerate()
@@ -138,16 +188,21 @@ fn measure_dtype<T: ReferenceOps>(
                 vs_add: 0.0,
                 torch_gbps: None,
                 portable_gbps,
+                vs_neg: None,
             });
         }
     }
     // add's rate, measured above, is every row's yardstick.
     let add = OpKind::Binary(BinaryOp::Add).name();
     let adds: Vec<(usize, f64)> = rows[first..].iter().filter(|r| r.op == add).map(|r| (r.n, r.gbps)).collect();
+    let neg = OpKind::Unary(UnaryOp::Neg).name();
+    let negs: Vec<(usize, f64)> = rows[first..].iter().filter(|r| r.op == neg).map(|r| (r.n, r.gbps)).collect();
     for r in &mut rows[first..] {
         if let Some(&(_, g)) = adds.iter().find(|(n, _)| *n == r.n) {
             r.vs_add = r.gbps / g;
         }
+        let unary = UnaryOp::ALL.iter().any(|u| u.name() == r.op);
+        r.vs_neg = negs.iter().find(|(n, _)| *n == r.n && unary).map(|&(_, g)| r.gbps / g);
     }
     Ok(())
 }
@@ -186,16 +241,20 @@ pub fn render(s: &mut String, rows: &[OpRow]) {
          operands read and the one written (unary: 2 per element, the others: 3). `vs add` divides by add's \
          rate at the same dtype and size in this section; torch's axpby is `torch.add(torch.mul(a, 0.1), b, \
          alpha=-3.5)`, two kernels. `portable` is the sm_70 module's 128-bit kernel (integer bf16 rounding) \
-         where the automatic choice ran the sm_90 one.\n"
+         where the automatic choice ran the sm_90 one. `vs neg` divides a one-input operation's rate by \
+         neg's (same dtype and size; target for the activations: ×0.97). Inputs: [-64, 64) for the \
+         arithmetic and sign-bit operations, [-8, 8) for the activations, (0, 8] for log, sqrt and rsqrt \
+         (torch's the same); torch's activations are `torch.exp`, `torch.log`, `torch.tanh`, \
+         `torch.sigmoid`, `F.silu`, `F.gelu`, `F.gelu(approximate='tanh')`, `torch.rsqrt`, `torch.sqrt`.\n"
     );
     let head: Vec<String> = sizes.iter().map(|n| format!("2^{} GB/s", n.trailing_zeros())).collect();
     let k = big.trailing_zeros();
     let _ = writeln!(
         s,
-        "| op | dtype | kernel (2^{k}) | {} | % peak (2^{k}) | vs add (2^{k}) | portable (2^{k}) | torch (2^{k}) | vs torch (2^{k}) | verified |",
+        "| op | dtype | kernel (2^{k}) | {} | % peak (2^{k}) | vs add (2^{k}) | vs neg (2^{k}) | portable (2^{k}) | torch (2^{k}) | vs torch (2^{k}) | verified |",
         head.join(" | ")
     );
-    let _ = writeln!(s, "|---|---|---|{}---|---|---|---|---|---|", "---|".repeat(sizes.len()));
+    let _ = writeln!(s, "|---|---|---|{}---|---|---|---|---|---|---|", "---|".repeat(sizes.len()));
     let mut keys: Vec<(&str, &str)> = Vec::new();
     for r in rows {
         if !keys.contains(&(&r.op, &r.dtype)) {
@@ -211,9 +270,10 @@ pub fn render(s: &mut String, rows: &[OpRow]) {
         let vs_torch = last.torch_gbps.map_or("-".into(), |t| format!("×{:.3}", last.gbps / t));
         let verified = rows.iter().filter(|r| r.op == op && r.dtype == dtype).all(|r| r.verified);
         let portable = last.portable_gbps.map_or("-".into(), |p| format!("{p:.0}"));
+        let vs_neg = last.vs_neg.map_or("-".into(), |v| format!("×{v:.3}"));
         let _ = writeln!(
             s,
-            "| {op} | {dtype} | `{}` | {} | {:.1}% | ×{:.3} | {portable} | {torch} | {vs_torch} | {} |",
+            "| {op} | {dtype} | `{}` | {} | {:.1}% | ×{:.3} | {vs_neg} | {portable} | {torch} | {vs_torch} | {} |",
             last.kernel,
             rates.join(" | "),
             last.pct_peak,

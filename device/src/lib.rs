@@ -12,6 +12,7 @@
 //! | [`sync`] | block barrier, fences, dynamic and static shared memory |
 //! | [`warp`] | shuffles, votes and warp reductions |
 //! | [`atomic`] | global atomics (integer and f32) |
+//! | [`activations`] | exp, log, tanh, sigmoid, silu, gelu, gelu_tanh, rsqrt, sqrt as lane rules over [`math`] |
 //! | [`lanes`] | the element types ([`lanes::Elem`]: f32, f16, bf16) and operations ([`lanes::Op`]) |
 //! | [`patterns`] | the element-wise access patterns (scalar, pair, pack, tile) over any `Elem`/`Op` |
 //! | [`hopper`], [`bulk`] | sm_90: `mbarrier`, `cp.async.bulk`, packed bf16, and the bulk-copy walk |
@@ -50,6 +51,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+pub mod activations;
 pub mod bits;
 pub mod bulk;
 pub mod debug;

@@ -52,6 +52,7 @@ pub use graph::AddGraph;
 #[cfg(feature = "cudarc")]
 mod interop;
 mod many;
+mod math;
 mod module;
 mod operands;
 mod ops;

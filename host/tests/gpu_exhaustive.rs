@@ -4,14 +4,18 @@
 //! the 128-bit pack kernel and is compared with the CPU reference (computed in
 //! f64 and rounded once, written independently of the kernels). On sm_90 the
 //! bf16 kernels with hardware bf16 arithmetic and rounding get the same check.
+//! Every activation gets all 2^16 f16 and bf16 inputs through every pattern,
+//! bit-exact against the reference (the same math on the CPU, rounded once),
+//! and the share of them that is correctly rounded against the f64 function
+//! goes to the verification record (`activation_rounding`).
 //! Marked ignored: CI has no GPU. Run with `--include-ignored` on a GPU machine.
 
 mod common;
 
 use common::{gpu, record};
 use gpukern::half::{bf16, f16};
-use gpukern::reference::{binary_one, ReferenceOps};
-use gpukern::{BinaryOp, LaunchConfig, OpPattern};
+use gpukern::reference::{binary_one, unary_one, ReferenceOps};
+use gpukern::{BinaryOp, Dtype, LaunchConfig, OpPattern, UnaryOp};
 use rayon::prelude::*;
 
 /// Values of `a` per launch: 2^12 · 2^16 = 2^28 pairs.
@@ -79,4 +83,81 @@ fn bf16_div_with_hardware_rounding_is_correctly_rounded_for_every_pair() {
 #[ignore = "needs a CUDA GPU"]
 fn bf16_mul_with_hardware_bf16x2_is_correctly_rounded_for_every_pair() {
     exhaustive::<bf16>(BinaryOp::Mul, OpPattern::PackSm90);
+}
+
+/// Every activation on all 2^16 inputs of `T`, each pattern (bf16's sm_90 one
+/// where the device has it), bit-exact against the reference; then the share
+/// of inputs whose result is the f64 function rounded once to `T`.
+fn activations_exhaustive<T: ReferenceOps>() {
+    let gpu = gpu();
+    let stream = gpu.stream().unwrap();
+    let x: Vec<T> = (0..=u16::MAX as u32).map(T::from_bits32).collect();
+    let dx = gpu.upload(&x).unwrap();
+    let mut out = gpu.alloc::<T>(x.len()).unwrap();
+    let mut bad = Vec::new();
+    for op in UnaryOp::ACTIVATIONS {
+        let want: Vec<T> = x.iter().map(|&v| unary_one(op, v)).collect();
+        for pattern in OpPattern::ALL {
+            let what = format!("{:?} {} {pattern:?} all 2^16 inputs", T::DTYPE, op.name());
+            if pattern == OpPattern::PackSm90 && (T::DTYPE != Dtype::Bf16 || !gpu.info().has_sm90()) {
+                if T::DTYPE == Dtype::Bf16 {
+                    common::record_skip("exhaustive", &what, 1 << 16, "needs compute capability 9.0");
+                }
+                continue;
+            }
+            out.fill_bits(0xdead_beef).unwrap();
+            gpu.unary_with(op, pattern, LaunchConfig::default(), &dx, &mut out, &stream).unwrap();
+            stream.synchronize().unwrap();
+            let got = out.to_vec().unwrap();
+            let wrong: Vec<usize> = (0..x.len()).filter(|&i| !got[i].same_as(want[i])).collect();
+            record("exhaustive", &what, 1 << 16, wrong.is_empty());
+            bad.extend(wrong.iter().take(3).map(|&i| {
+                format!("{what}: {:#06x} gave {:#06x}, want {:#06x}", i, got[i].to_bits32(), want[i].to_bits32())
+            }));
+        }
+    }
+    rounding_share(&x);
+    assert!(bad.is_empty(), "{} mismatches:\n{}", bad.len(), bad.join("\n"));
+}
+
+/// For the activations the issue lists (exp, log, tanh, sigmoid, erf, silu,
+/// gelu) and the others with an f64 reference in `math::check::FUNCTIONS`: how
+/// many of the 2^16 results (the f32 function rounded to `T`, which the test
+/// above shows the GPU computes) equal the f64 function rounded once to `T`.
+/// erf has no kernel; its rule is the CPU's, whose bits `gpu_math` proves the
+/// GPU's.
+fn rounding_share<T: ReferenceOps>(x: &[T]) {
+    let listed = ["exp", "log", "tanh", "sigmoid", "erf", "silu", "gelu", "gelu_tanh", "rsqrt", "sqrt"];
+    for name in listed {
+        let Some(&(_, f, g)) = gpukern_device::math::check::FUNCTIONS.iter().find(|(n, _, _)| *n == name) else {
+            common::record_skip("activation_rounding", name, 1 << 16, "no f64 reference in math::check");
+            continue;
+        };
+        let finite = x.iter().filter(|v| v.to_f64().is_finite()).count();
+        let right = x
+            .iter()
+            .filter(|v| {
+                let r = T::round_from(f(v.to_f64() as f32) as f64);
+                r.same_as(T::round_from(g(v.to_f64())))
+            })
+            .count();
+        let extra = format!(
+            "\"correctly_rounded\":{right},\"share\":{:.6},\"finite_inputs\":{finite}",
+            right as f64 / x.len() as f64
+        );
+        eprintln!("{:?} {name}: {extra}", T::DTYPE);
+        common::record_with("activation_rounding", &format!("{:?} {name}", T::DTYPE), x.len(), true, &extra);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn f16_activations_are_bit_exact_for_every_input() {
+    activations_exhaustive::<f16>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bf16_activations_are_bit_exact_for_every_input() {
+    activations_exhaustive::<bf16>();
 }

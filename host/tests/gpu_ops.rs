@@ -154,6 +154,15 @@ op_tests! {
     neg_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::Neg),
     abs_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::Abs),
     relu_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::Relu),
+    exp_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::Exp),
+    log_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::Log),
+    tanh_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::Tanh),
+    sigmoid_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::Sigmoid),
+    silu_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::Silu),
+    gelu_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::Gelu),
+    gelu_tanh_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::GeluTanh),
+    rsqrt_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::Rsqrt),
+    sqrt_every_dtype_and_pattern_is_bit_exact => OpKind::Unary(UnaryOp::Sqrt),
     axpby_every_dtype_and_pattern_is_bit_exact => OpKind::Axpby,
 }
 

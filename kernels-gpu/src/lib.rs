@@ -33,6 +33,7 @@ pub mod count;
 pub mod debug;
 pub mod foreach;
 pub mod fusion;
+pub mod math;
 pub mod matmul;
 pub mod ops;
 pub mod transpose;

@@ -6,6 +6,7 @@
 //! |--------|--------------------------------------|--------------------------------------|
 //! | binary | add, sub, mul, div, min, max         | `(a, b, c, n)`                       |
 //! | unary  | neg, abs, relu                       | `(a, c, n)`                          |
+//! | unary  | exp, log, tanh, sigmoid, silu, gelu, gelu_tanh, rsqrt, sqrt (activations) | `(a, c, n)` |
 //! | axpby  | `alpha·a + beta·b`                   | `(a, b, c, n, alpha: f32, beta: f32)` |
 //!
 //! Each has a scalar kernel (`sub_f16`: one element per thread, any element
@@ -15,6 +16,11 @@
 //! rounding (`sub_bf16x8_sm90`, sm_90 module). Add's table rows name the seed's
 //! kernels of [`crate::add`] (V1/V3 and V2/V6), which are built from the same
 //! patterns. Adding an operation is one lane rule in `lanes` and one line below.
+//!
+//! The activations' lane rules are `gpukern_device::activations`: widen to f32,
+//! the `gpukern_device::math` function (IEEE f32 and FMA only, the same bits on
+//! the host), one rounding to the dtype (`exp_bf16x8_sm90` rounds with
+//! `cvt.rn.bf16.f32`).
 
 use crate::Dtype;
 
@@ -61,18 +67,76 @@ pub enum UnaryOp {
     Abs,
     /// `max(a, 0)`: +0 for negative inputs and -0, NaN kept.
     Relu,
+    /// `e^a` (the activations below: `gpukern_device::activations`).
+    Exp,
+    /// `ln a`.
+    Log,
+    /// `tanh a`.
+    Tanh,
+    /// `1 / (1 + e^-a)`.
+    Sigmoid,
+    /// `a · sigmoid(a)`.
+    Silu,
+    /// `a/2 · (1 + erf(a/√2))`.
+    Gelu,
+    /// GELU's tanh approximation.
+    GeluTanh,
+    /// `1/√a`.
+    Rsqrt,
+    /// `√a`.
+    Sqrt,
 }
 
 impl UnaryOp {
     /// Every unary operation.
-    pub const ALL: [UnaryOp; 3] = [UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Relu];
+    pub const ALL: [UnaryOp; 12] = [
+        UnaryOp::Neg,
+        UnaryOp::Abs,
+        UnaryOp::Relu,
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Silu,
+        UnaryOp::Gelu,
+        UnaryOp::GeluTanh,
+        UnaryOp::Rsqrt,
+        UnaryOp::Sqrt,
+    ];
+    /// The activations (rules of `gpukern_device::activations`).
+    pub const ACTIVATIONS: [UnaryOp; 9] = [
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Silu,
+        UnaryOp::Gelu,
+        UnaryOp::GeluTanh,
+        UnaryOp::Rsqrt,
+        UnaryOp::Sqrt,
+    ];
     /// Lower-case name, the prefix of its kernels.
     pub const fn name(self) -> &'static str {
         match self {
             UnaryOp::Neg => "neg",
             UnaryOp::Abs => "abs",
             UnaryOp::Relu => "relu",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Silu => "silu",
+            UnaryOp::Gelu => "gelu",
+            UnaryOp::GeluTanh => "gelu_tanh",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Sqrt => "sqrt",
         }
+    }
+    /// For an activation, its f32 function (`gpukern_device::math`, the same
+    /// bits on host and device), which the kernels apply between the exact
+    /// widening and one rounding; `None` for the sign-bit operations.
+    pub fn activation(self) -> Option<fn(f32) -> f32> {
+        gpukern_device::activations::by_name(self.name())
     }
 }
 
@@ -89,7 +153,7 @@ pub enum OpKind {
 
 impl OpKind {
     /// Every operation: binary, unary, then axpby.
-    pub const ALL: [OpKind; 10] = [
+    pub const ALL: [OpKind; 19] = [
         OpKind::Binary(BinaryOp::Add),
         OpKind::Binary(BinaryOp::Sub),
         OpKind::Binary(BinaryOp::Mul),
@@ -99,6 +163,15 @@ impl OpKind {
         OpKind::Unary(UnaryOp::Neg),
         OpKind::Unary(UnaryOp::Abs),
         OpKind::Unary(UnaryOp::Relu),
+        OpKind::Unary(UnaryOp::Exp),
+        OpKind::Unary(UnaryOp::Log),
+        OpKind::Unary(UnaryOp::Tanh),
+        OpKind::Unary(UnaryOp::Sigmoid),
+        OpKind::Unary(UnaryOp::Silu),
+        OpKind::Unary(UnaryOp::Gelu),
+        OpKind::Unary(UnaryOp::GeluTanh),
+        OpKind::Unary(UnaryOp::Rsqrt),
+        OpKind::Unary(UnaryOp::Sqrt),
         OpKind::Axpby,
     ];
     /// Lower-case name.
@@ -194,6 +267,7 @@ macro_rules! op_kernels {
 
         #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
         mod kernels {
+            use gpukern_device::activations::{Exp, Gelu, GeluTanh, Log, Rsqrt, Sigmoid, Silu, Sqrt, Tanh};
             use gpukern_device::lanes::{Abs, Axpby, Bf16, Div, Elem, Max, Min, Mul, Neg, Relu, Sub, F16, F32};
             use gpukern_device::patterns::{pack, scalar, PLAIN};
             $(
@@ -208,6 +282,7 @@ macro_rules! op_kernels {
 
         #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
         mod kernels_sm90 {
+            use gpukern_device::activations::{Exp, Gelu, GeluTanh, Log, Rsqrt, Sigmoid, Silu, Sqrt, Tanh};
             use gpukern_device::hopper::Bf16Sm90;
             use gpukern_device::lanes::{Abs, Add, Axpby, Div, Elem, Max, Min, Mul, Neg, Relu, Sub};
             use gpukern_device::patterns::{pack, PLAIN};
@@ -292,40 +367,17 @@ op_kernels! {
     unary Neg [neg_f32 neg_f32x4 neg_f16 neg_f16x8 neg_bf16 neg_bf16x8 neg_bf16x8_sm90]
     unary Abs [abs_f32 abs_f32x4 abs_f16 abs_f16x8 abs_bf16 abs_bf16x8 abs_bf16x8_sm90]
     unary Relu [relu_f32 relu_f32x4 relu_f16 relu_f16x8 relu_bf16 relu_bf16x8 relu_bf16x8_sm90]
+    unary Exp [exp_f32 exp_f32x4 exp_f16 exp_f16x8 exp_bf16 exp_bf16x8 exp_bf16x8_sm90]
+    unary Log [log_f32 log_f32x4 log_f16 log_f16x8 log_bf16 log_bf16x8 log_bf16x8_sm90]
+    unary Tanh [tanh_f32 tanh_f32x4 tanh_f16 tanh_f16x8 tanh_bf16 tanh_bf16x8 tanh_bf16x8_sm90]
+    unary Sigmoid [sigmoid_f32 sigmoid_f32x4 sigmoid_f16 sigmoid_f16x8 sigmoid_bf16 sigmoid_bf16x8 sigmoid_bf16x8_sm90]
+    unary Silu [silu_f32 silu_f32x4 silu_f16 silu_f16x8 silu_bf16 silu_bf16x8 silu_bf16x8_sm90]
+    unary Gelu [gelu_f32 gelu_f32x4 gelu_f16 gelu_f16x8 gelu_bf16 gelu_bf16x8 gelu_bf16x8_sm90]
+    unary GeluTanh [gelu_tanh_f32 gelu_tanh_f32x4 gelu_tanh_f16 gelu_tanh_f16x8 gelu_tanh_bf16 gelu_tanh_bf16x8 gelu_tanh_bf16x8_sm90]
+    unary Rsqrt [rsqrt_f32 rsqrt_f32x4 rsqrt_f16 rsqrt_f16x8 rsqrt_bf16 rsqrt_bf16x8 rsqrt_bf16x8_sm90]
+    unary Sqrt [sqrt_f32 sqrt_f32x4 sqrt_f16 sqrt_f16x8 sqrt_bf16 sqrt_bf16x8 sqrt_bf16x8_sm90]
     axpby Axpby [axpby_f32 axpby_f32x4 axpby_f16 axpby_f16x8 axpby_bf16 axpby_bf16x8 axpby_bf16x8_sm90]
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_combination_has_exactly_one_kernel_named_for_it() {
-        assert_eq!(OP_KERNELS.len(), OpKind::ALL.len() * (3 * 2 + 1));
-        for kind in OpKind::ALL {
-            for dtype in Dtype::ALL {
-                for pattern in OpPattern::ALL {
-                    let hits: std::vec::Vec<_> = OP_KERNELS
-                        .iter()
-                        .filter(|k| k.kind == kind && k.dtype == dtype && k.pattern == pattern)
-                        .collect();
-                    let expected = usize::from(pattern != OpPattern::PackSm90 || dtype == Dtype::Bf16);
-                    assert_eq!(hits.len(), expected, "{kind:?} {dtype:?} {pattern:?}");
-                    let Some(k) = op_kernel(kind, dtype, pattern) else { continue };
-                    assert_eq!(k, hits[0]);
-                    assert_eq!(k.needs_sm90(), k.name.ends_with("_sm90"), "{}", k.name);
-                    assert!(k.name.starts_with(kind.name()) && k.name.contains(dtype.name()), "{}", k.name);
-                    assert_eq!(k.name.ends_with(dtype.name()), pattern == OpPattern::Scalar, "{}", k.name);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn add_rows_name_the_seed_kernels() {
-        for k in OP_KERNELS.iter().filter(|k| k.kind == OpKind::Binary(BinaryOp::Add) && !k.needs_sm90()) {
-            let seed = crate::add::ADD_KERNELS.iter().find(|a| a.name == k.name).expect(k.name);
-            assert_eq!((seed.dtype, seed.lanes, seed.align()), (k.dtype, k.lanes(), k.align()), "{}", k.name);
-        }
-    }
-}
+mod tests;

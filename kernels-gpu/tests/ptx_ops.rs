@@ -41,7 +41,10 @@ fn sm90_bf16_kernels_use_packed_bf16_arithmetic_and_hardware_rounding() {
         if let Some((op, at_least)) = want {
             assert!(op_count(k, &[op]) >= at_least, "{}: expected {at_least}+ {op}", k.name);
         }
-        assert_eq!(op_count(k, &["fma"]), 0, "{}", k.name);
+        // The activations' math is built on FMA on purpose (see the test below).
+        if !is_activation(k) {
+            assert_eq!(op_count(k, &["fma"]), 0, "{}", k.name);
+        }
     }
 }
 
@@ -66,7 +69,7 @@ fn scalar_kernels_use_element_wide_accesses() {
 
 #[test]
 fn arithmetic_uses_the_rounded_ieee_instructions_and_never_fuses() {
-    for k in OP_KERNELS.iter().filter(|k| !k.needs_sm90()) {
+    for k in OP_KERNELS.iter().filter(|k| !k.needs_sm90() && !is_activation(k)) {
         assert_eq!(count(k.name, "fma"), 0, "{}: no contraction into fma", k.name);
         let packed_f16 = k.dtype == Dtype::F16 && k.pattern == OpPattern::Pack;
         let want = match (k.kind, k.dtype) {
@@ -81,6 +84,32 @@ fn arithmetic_uses_the_rounded_ieee_instructions_and_never_fuses() {
         };
         if let Some((op, at_least)) = want {
             assert!(count(k.name, op) >= at_least, "{}: expected {at_least}+ {op}", k.name);
+        }
+    }
+}
+
+fn is_activation(k: &kernels_gpu::ops::OpKernel) -> bool {
+    matches!(k.kind, OpKind::Unary(op) if op.activation().is_some())
+}
+
+/// The activations compute in f32 with the rounded IEEE instructions and
+/// `fma.rn.f32` (the host's `mul_add` gives the same bits), and round once per
+/// lane to the dtype: `cvt.rn.f16.f32` for f16, `cvt.rn.bf16.f32` in the sm_90
+/// module, the integer rounding (no `cvt` to bf16) in the portable one.
+#[test]
+fn activations_round_once_per_lane_with_the_dtypes_rounding() {
+    for k in OP_KERNELS.iter().filter(|k| is_activation(k)) {
+        let body = op_body(k);
+        let lanes = k.lanes() as usize;
+        for l in body.iter().filter(|l| l.starts_with("fma") || l.starts_with("mul.") || l.starts_with("add.f")) {
+            assert!(!l.contains(".f16") && !l.contains("bf16"), "{}: math in f32 only: {l}", k.name);
+        }
+        let cvt = |p: &str| body.iter().filter(|l| l.starts_with(p)).count();
+        match (k.dtype, k.needs_sm90()) {
+            (Dtype::F16, _) => assert!(cvt("cvt.rn.f16.f32") >= 2 * lanes, "{}: one rounding per lane", k.name),
+            (Dtype::Bf16, true) => assert!(cvt("cvt.rn.bf16.f32") >= 2 * lanes, "{}: hardware rounding", k.name),
+            (Dtype::Bf16, false) => assert_eq!(cvt("cvt.rn.bf16"), 0, "{}: sm_70 has no bf16 cvt", k.name),
+            (Dtype::F32, _) => assert_eq!(cvt("cvt.rn.f16") + cvt("cvt.rn.bf16"), 0, "{}", k.name),
         }
     }
 }

@@ -35,6 +35,9 @@ pub fn verify_record(cases_path: &str, log_path: &str, command: &str, out: &str)
         failed_tests += num(" failed");
         ignored += num(" ignored");
     }
+    // The accuracy cases carry measurements (max ulp and where, correctly
+    // rounded counts), so they are kept whole, pass or fail.
+    let measured = |test: &str| cases.iter().filter(|c| c["test"] == test).cloned().collect::<Vec<Value>>();
     let failing_tests: Vec<&str> = log.lines().filter(|l| l.starts_with("test ") && l.ends_with("FAILED")).collect();
     let record = json!({
         "gpu": gpu.info().name,
@@ -54,6 +57,8 @@ pub fn verify_record(cases_path: &str, log_path: &str, command: &str, out: &str)
         "tests_failed": failed_tests,
         "tests_ignored": ignored,
         "failing_tests": failing_tests,
+        "math_exhaustive": measured("math_exhaustive"),
+        "activation_rounding": measured("activation_rounding"),
     });
     std::fs::write(out, serde_json::to_string_pretty(&record).unwrap_or_default())
         .map_err(|e| format!("{out}: {e}"))?;

@@ -107,7 +107,7 @@ pub(crate) fn launch_map<T: AnyBits, R: DevRead<T>>(
 /// What makes an element-wise launch over `n` elements sound, and what the
 /// API promises: `a`, `b` (when the kernel reads it) and `out` hold exactly
 /// `n` elements, and each address meets the kernel's alignment `align`.
-fn check_elementwise<T, R: DevRead<T>>(
+pub(super) fn check_elementwise<T, R: DevRead<T>>(
     name: &'static str,
     align: usize,
     a: &R,

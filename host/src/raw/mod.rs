@@ -26,6 +26,7 @@ mod graph;
 mod kernel;
 mod many;
 mod map;
+mod math;
 mod studies;
 mod user;
 
@@ -37,6 +38,7 @@ pub use kernel::KernelResources;
 pub(crate) use kernel::{occupancy, set_max_dynamic_shared, shared_per_block_optin, Kernel};
 pub(crate) use many::*;
 pub(crate) use map::*;
+pub(crate) use math::*;
 pub(crate) use studies::*;
 pub(crate) use user::*;
 

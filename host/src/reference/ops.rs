@@ -1,5 +1,12 @@
 //! The element-wise library's operations on the CPU: the reference the GPU
 //! tests and the report compare every kernel with, bit for bit.
+//!
+//! The activations are the exception to "correctly rounded": their reference is
+//! the kernels' own rule, `gpukern_device::math` run here on the exactly widened
+//! input and rounded once to the type (f32 as is, f16 and bf16 to nearest even
+//! from the f32 result), which the math's IEEE-and-FMA-only construction makes
+//! bit-for-bit what the GPU computes. How close that f32 is to the true value
+//! is `math::check`'s business (`host/tests/gpu_math.rs` measures it).
 
 use half::{bf16, f16};
 use kernels_gpu::ops::{BinaryOp, OpKind, UnaryOp};
@@ -81,14 +88,28 @@ pub fn binary_one<T: ReferenceOps>(op: BinaryOp, x: T, y: T) -> T {
     }
 }
 
-/// `op(x)`, exact.
+/// `op(x)`: exact for the sign-bit operations; an activation's f32 function
+/// on the widened input, rounded once to `T`.
 pub fn unary_one<T: ReferenceOps>(op: UnaryOp, x: T) -> T {
+    use gpukern_device::activations::*;
     let v = x.to_f64();
+    // Every f32, f16 and bf16 is an f32 exactly, and the f32 result is an f64
+    // exactly, so `round_from` rounds it once.
+    let rule = |f: fn(f32) -> f32| T::round_from(f(v as f32) as f64);
     match op {
         UnaryOp::Neg => T::round_from(-v),
         UnaryOp::Abs => T::round_from(v.abs()),
         UnaryOp::Relu if v.is_nan() || v > 0.0 => x,
         UnaryOp::Relu => T::round_from(0.0),
+        UnaryOp::Exp => rule(Exp::F32),
+        UnaryOp::Log => rule(Log::F32),
+        UnaryOp::Tanh => rule(Tanh::F32),
+        UnaryOp::Sigmoid => rule(Sigmoid::F32),
+        UnaryOp::Silu => rule(Silu::F32),
+        UnaryOp::Gelu => rule(Gelu::F32),
+        UnaryOp::GeluTanh => rule(GeluTanh::F32),
+        UnaryOp::Rsqrt => rule(Rsqrt::F32),
+        UnaryOp::Sqrt => rule(Sqrt::F32),
     }
 }
 
@@ -164,6 +185,40 @@ mod tests {
             let (a, b): (u16, u16) = (rng.gen(), rng.gen());
             ops.iter().for_each(|&op| check(op, a, b));
         }
+    }
+
+    /// The activations' reference is the device crate's lane rule run on the
+    /// CPU (the same `Op` the kernels instantiate), for every f16 and bf16 and
+    /// for f32 samples, and each op's function is the table's.
+    #[test]
+    fn activations_are_the_lane_rules_rounded_once() {
+        use gpukern_device::activations::*;
+        use gpukern_device::lanes::{Bf16, Elem, Op, F16, F32};
+        fn lane<E: gpukern_device::lanes::Elem, A: Op<E>>(a: A, x: E::T) -> E::T {
+            a.one(x, x)
+        }
+        macro_rules! each {
+            ($($op:ident $ty:ident),*) => {$(
+                let op = UnaryOp::$op;
+                assert_eq!(op.activation().map(|f| f(0.75).to_bits()), Some($ty::F32(0.75).to_bits()), "{op:?}");
+                for b in 0..=u16::MAX {
+                    let want = unary_one(op, bf16::from_bits(b));
+                    assert!(bf16::from_bits(lane::<Bf16, _>($ty, b)).same_as(want), "{op:?} bf16 {b:#06x}");
+                    let h = F16::bits(lane::<F16, _>($ty, F16::from_bits(b as u32))) as u16;
+                    assert!(f16::from_bits(h).same_as(unary_one(op, f16::from_bits(b))), "{op:?} f16 {b:#06x}");
+                }
+                for i in 0..100_000u32 {
+                    let x = f32::from_bits(i.wrapping_mul(0x9e37_79b9));
+                    assert!(lane::<F32, _>($ty, x).same_as(unary_one(op, x)), "{op:?} f32 {x:e}");
+                }
+            )*};
+        }
+        each!(Exp Exp, Log Log, Tanh Tanh, Sigmoid Sigmoid, Silu Silu, Gelu Gelu, GeluTanh GeluTanh, Rsqrt Rsqrt, Sqrt Sqrt);
+        // Rounded once from the f32 result: exp(1) in bf16 is e's f32 rounded.
+        let e = gpukern_device::math::exp(1.0);
+        assert_eq!(unary_one(UnaryOp::Exp, bf16::ONE), bf16::from_f32(e));
+        assert_eq!(unary_one(UnaryOp::Sqrt, 4.0f32), 2.0);
+        assert!(unary_one(UnaryOp::Log, -1.0f32).is_nan());
     }
 
     #[test]

@@ -123,7 +123,14 @@ fn append_case(line: &str) {
 
 /// Appends one line per checked case to `$GPUKERN_CASES`, for the verification record.
 pub fn record(test: &str, what: &str, n: usize, ok: bool) {
-    append_case(&format!("{{\"test\":\"{test}\",\"case\":\"{what}\",\"n\":{n},\"ok\":{ok}}}"));
+    record_with(test, what, n, ok, "");
+}
+
+/// As [`record`], with more fields: `extra` is a JSON object's members
+/// (`"max_ulp":0.5,"argmax":"0x3f800000"`), or empty.
+pub fn record_with(test: &str, what: &str, n: usize, ok: bool, extra: &str) {
+    let sep = if extra.is_empty() { "" } else { "," };
+    append_case(&format!("{{\"test\":\"{test}\",\"case\":\"{what}\",\"n\":{n},\"ok\":{ok}{sep}{extra}}}"));
 }
 
 /// Records a case that could not run (too little memory): it appears in the

@@ -1,0 +1,71 @@
+//! The math sweeps on the GPU (`kernels_gpu::math`): `gpukern_device::math`
+//! evaluated over runs of consecutive f32 bit patterns, or `pow` over pairs,
+//! for tests that compare the GPU with the same functions on the CPU (all 2^32
+//! inputs in `host/tests/gpu_math.rs`).
+
+use kernels_gpu::launch::{grid_for, DEFAULT_BLOCK};
+use kernels_gpu::math::{sweep_kernel, POW_PAIRS, POW_SWEEP};
+
+use crate::buffer::{AsView, AsViewMut, View};
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, Stream};
+use crate::raw::{self, MathArgs, MathLaunch};
+
+impl Gpu {
+    /// Queues `out[i] = f(f32::from_bits(start + i))` (the sum wrapping at
+    /// 2^32) for the one-input function `f` of `gpukern_device::math` called
+    /// `function` (`"exp"`, `"gelu_tanh"`, … as in `math::check::FUNCTIONS`).
+    ///
+    /// Errors: no sweep kernel for that name; `out` or the stream of another `Gpu`.
+    pub fn math_sweep<'a>(
+        &self,
+        function: &str,
+        start: u32,
+        out: impl AsViewMut<'a, f32>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let Some(name) = sweep_kernel(function) else {
+            return Err(Error::Shape { kernel: "math_sweep", detail: format!("no GPU sweep of `{function}`") });
+        };
+        self.math_launch(name, MathArgs::<View<'_, f32>>::Sweep { start }, out, stream)
+    }
+
+    /// Queues `out[i] = pow(f32::from_bits(start + i), y)`.
+    pub fn math_pow_sweep<'a>(&self, start: u32, y: f32, out: impl AsViewMut<'a, f32>, stream: &Stream) -> Result<()> {
+        self.math_launch(POW_SWEEP, MathArgs::<View<'_, f32>>::PowSweep { start, y }, out, stream)
+    }
+
+    /// Queues `out[i] = pow(x[i], y[i])`. Errors also when the lengths differ.
+    pub fn math_pow_pairs<'a>(
+        &self,
+        x: impl AsView<'a, f32>,
+        y: impl AsView<'a, f32>,
+        out: impl AsViewMut<'a, f32>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let (x, y) = (x.into_view(), y.into_view());
+        self.check_buffers_owned(POW_PAIRS, [x.owner(), y.owner()])?;
+        self.math_launch(POW_PAIRS, MathArgs::PowPairs { x: &x, y: &y }, out, stream)
+    }
+
+    fn math_launch<'a>(
+        &self,
+        name: &'static str,
+        args: MathArgs<'_, View<'_, f32>>,
+        out: impl AsViewMut<'a, f32>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let mut out = out.into_view_mut();
+        self.check_stream_owned(name, stream)?;
+        self.check_buffers_owned(name, [out.owner()])?;
+        let n = out.len() as u64;
+        let l = MathLaunch {
+            name,
+            func: self.shared.func(name)?,
+            grid: grid_for(n, 1, DEFAULT_BLOCK, kernels_gpu::launch::MAX_GRID_X),
+            block: DEFAULT_BLOCK,
+        };
+        self.shared.bind()?;
+        raw::launch_math(&l, args, &mut out, stream.raw())
+    }
+}
