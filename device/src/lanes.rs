@@ -11,7 +11,10 @@
 //!   once to f16. That is correctly rounded: the f32 quotient is the exact one
 //!   rounded to 24 bits, and 24 >= 2·11 + 2, so rounding it again to 11 bits gives
 //!   the same as rounding the exact quotient once (the GPU tests check all 2^32
-//!   pairs).
+//!   pairs). On the host, where Rust's `f16` is not stable, an f16 lane is its
+//!   bits ([`Half`] is `u16`) and every operation goes through f32 and rounds
+//!   once ([`crate::bits::f32_to_f16_rne`]): correctly rounded by the same
+//!   argument, so the same bits as the device's `.rn` instructions.
 //! * bf16: every arithmetic op widens both operands to f32 (exact), computes one
 //!   IEEE f32 operation and rounds once to bf16, which is correctly rounded by the
 //!   same argument (24 >= 2·8 + 2).
@@ -25,11 +28,14 @@ use core::arch::nvptx::{f16x2, f16x2_add, f16x2_mul, f16x2_sub};
 use core::mem::transmute;
 
 use crate::bits::{bf16_to_f32, f32_to_bf16_rne};
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::bits::{f16_to_f32, f32_to_f16_rne};
 use crate::pack::Pack16;
 
 /// An element type as the kernels see it.
 pub trait Elem: 'static {
-    /// The lane type (`f32`, `f16`, bf16 as `u16` bits).
+    /// The lane type (`f32`; [`Half`] for f16: the native `f16` on the device,
+    /// its `u16` bits on the host; bf16 as `u16` bits).
     type T: Copy;
     /// Elements per 16-byte pack.
     const LANES: u64 = (16 / core::mem::size_of::<Self::T>()) as u64;
@@ -55,6 +61,15 @@ pub trait Elem: 'static {
 pub struct F32;
 /// IEEE binary16.
 pub struct F16;
+
+/// The lane type of [`F16`] on the device: the native `f16` (the `.rn` and
+/// packed `f16x2` instructions).
+#[cfg(target_arch = "nvptx64")]
+pub type Half = f16;
+/// The lane type of [`F16`] on the host: its bits, since Rust's `f16` is not
+/// stable; arithmetic goes through f32, rounded once.
+#[cfg(not(target_arch = "nvptx64"))]
+pub type Half = u16;
 /// bfloat16, carried as its bits.
 pub struct Bf16;
 
@@ -97,6 +112,7 @@ fn zip16(x: u32, y: u32, f: impl Fn(u16, u16) -> u16) -> u32 {
     lo | (hi << 16)
 }
 
+#[cfg(target_arch = "nvptx64")]
 impl Elem for F16 {
     type T = f16;
     const SIGN: u32 = 0x8000;
@@ -124,6 +140,37 @@ impl Elem for F16 {
     #[inline(always)]
     fn splat(x: f16) -> u32 {
         (x.to_bits() as u32) * 0x1_0001
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl Elem for F16 {
+    type T = u16;
+    const SIGN: u32 = 0x8000;
+    const INF: u32 = 0x7c00;
+    #[inline(always)]
+    fn bits(x: u16) -> u32 {
+        x as u32
+    }
+    #[inline(always)]
+    fn from_bits(x: u32) -> u16 {
+        x as u16
+    }
+    #[inline(always)]
+    fn widen(x: u16) -> f32 {
+        f16_to_f32(x)
+    }
+    #[inline(always)]
+    fn narrow(x: f32) -> u16 {
+        f32_to_f16_rne(x)
+    }
+    #[inline(always)]
+    fn zip_word(x: u32, y: u32, f: impl Fn(u16, u16) -> u16) -> u32 {
+        zip16(x, y, f)
+    }
+    #[inline(always)]
+    fn splat(x: u16) -> u32 {
+        (x as u32) * 0x1_0001
     }
 }
 
@@ -202,9 +249,17 @@ macro_rules! arithmetic {
             }
         }
         impl Op<F16> for $name {
+            #[cfg(target_arch = "nvptx64")]
             #[inline(always)]
             fn one(self, x: f16, y: f16) -> f16 {
                 x $op y
+            }
+            // The host's lanes are bits: through f32, rounded once (correctly
+            // rounded, as the device's `.rn` f16 instruction).
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[inline(always)]
+            fn one(self, x: u16, y: u16) -> u16 {
+                F16::narrow(F16::widen(x) $op F16::widen(y))
             }
             // On the device, one packed `.rn` instruction per word; on the
             // host, the lane rule (the same rounding).
