@@ -14,9 +14,13 @@
 //!     .unwrap_or_else(|e| panic!("{e}"));
 //! ```
 //!
-//! and in the host code `include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"))`
-//! (`kernels_sm90.ptx` for [`Arch::Sm90`]; the name is the kernel crate's
-//! library name).
+//! and in the host code `include_str!(concat!(env!("OUT_DIR"), "/my_kernels.ptx"))`
+//! for a kernel crate `my-kernels`: the file is named after the crate's library
+//! (its `[lib] name`, else the package name with `-` as `_`), with `_sm90`
+//! added for [`Arch::Sm90`] (`my_kernels_sm90.ptx`).
+//!
+//! Only this PTX build needs nightly: the crate runs it through rustup, so the
+//! host crate (and this one) builds with any toolchain, stable included.
 //!
 //! What it does, and why:
 //! * runs `cargo build --release --target nvptx64-nvidia-cuda -Zbuild-std=core`

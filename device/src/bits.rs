@@ -263,6 +263,29 @@ mod tests {
         }
     }
 
+    /// Every one of the 2^32 f32 against the reference (a minute or two on a
+    /// few cores in release: `cargo test --release -p gpukern-device --lib --
+    /// --ignored`).
+    #[test]
+    #[ignore = "2^32 cases: run in release"]
+    fn f16_rounding_matches_the_reference_for_every_f32() {
+        let table = f16_table();
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get()) as u64;
+        let chunk = (1u64 << 32).div_ceil(threads);
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let table = &table;
+                s.spawn(move || {
+                    for b in (t * chunk)..((t + 1) * chunk).min(1 << 32) {
+                        let x = f32::from_bits(b as u32);
+                        let (got, want) = (f32_to_f16_rne(x), f16_reference(table, x));
+                        assert_eq!(got, want, "{b:#010x} ({x:e})");
+                    }
+                });
+            }
+        });
+    }
+
     #[test]
     fn nan_classes_match_the_formats() {
         assert!(f32_is_nan(f32::NAN.to_bits()));

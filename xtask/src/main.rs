@@ -213,8 +213,8 @@ const STABLE: &str = "stable";
 
 /// A user's app on stable Rust: the example's workspace built and its CPU tests
 /// run with `rustup run stable cargo` (only its build.rs's PTX build uses the
-/// pinned nightly, through rustup), plus the CPU tests of the device crate and
-/// the kernels.
+/// pinned nightly, through rustup), plus the library CPU tests of the device
+/// crate, the kernels and the host library.
 fn stable_example() -> Res {
     let probe = Command::new("rustup").args(["run", STABLE, "cargo", "--version"]).output();
     if !probe.is_ok_and(|o| o.status.success()) {
@@ -235,7 +235,7 @@ fn stable_example() -> Res {
     let example = example.to_str().ok_or("non-UTF-8 path")?;
     run(stable(&["build", "--manifest-path", example, "--workspace", "--all-targets"]))?;
     run(stable(&["test", "--manifest-path", example, "--workspace"]))?;
-    run(stable(&["test", "-p", "gpukern-device", "-p", "kernels-gpu", "--lib"]))
+    run(stable(&["test", "-p", "gpukern-device", "-p", "kernels-gpu", "-p", "gpukern", "--lib"]))
 }
 
 fn report(args: &[String]) -> Res {
