@@ -285,6 +285,26 @@ mod tests {
         assert!(msg.contains("rustup component add llvm-bitcode-linker --toolchain nightly-x"), "{msg}");
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn only_a_failure_before_compiling_that_names_offline_mode_is_retried() {
+        use std::os::unix::process::ExitStatusExt;
+        let held = |resolved: bool, lines: &[&str]| Held {
+            status: std::process::ExitStatus::from_raw(101 << 8),
+            stdout: Vec::new(),
+            resolved,
+            held: lines.iter().map(|l| l.to_string()).collect(),
+        };
+        let offline = [
+            "error: no matching package named `rustc-literal-escaper` found",
+            "note: offline mode (via `--offline`) can sometimes cause surprising resolution failures",
+        ];
+        assert!(held(false, &offline).lacks_crates());
+        assert!(held(false, &["error: attempting to make an HTTP request, but --offline was specified"]).lacks_crates());
+        assert!(!held(true, &offline).lacks_crates(), "a compile error after resolution is not retried");
+        assert!(!held(false, &["error: failed to parse manifest"]).lacks_crates());
+    }
+
     #[test]
     fn dep_info_lists_sources_and_unescapes_spaces() {
         let dir = tempfile::tempdir().unwrap();

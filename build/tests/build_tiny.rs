@@ -122,6 +122,7 @@ fn an_empty_cargo_home_fetches_what_build_std_needs() {
         .out_dir(dir.path().join("out"))
         .toolchain(PINNED_TOOLCHAIN);
 
+    eprintln!("expected: offline mode with an empty cargo cache fails; cargo's error follows");
     let err = builder.clone().offline(true).build().unwrap_err();
     assert!(matches!(err, BuildError::OfflineCacheMissing { .. }), "{err:?}");
     let msg = err.to_string();
