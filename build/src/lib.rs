@@ -14,9 +14,13 @@
 //!     .unwrap_or_else(|e| panic!("{e}"));
 //! ```
 //!
-//! and in the host code `include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"))`
-//! (`kernels_sm90.ptx` for [`Arch::Sm90`]; the name is the kernel crate's
-//! library name).
+//! and in the host code `include_str!(concat!(env!("OUT_DIR"), "/my_kernels.ptx"))`
+//! for a kernel crate `my-kernels`: the file is named after the crate's library
+//! (its `[lib] name`, else the package name with `-` as `_`), with `_sm90`
+//! added for [`Arch::Sm90`] (`my_kernels_sm90.ptx`).
+//!
+//! Only this PTX build needs nightly: the crate runs it through rustup, so the
+//! host crate (and this one) builds with any toolchain, stable included.
 //!
 //! What it does, and why:
 //! * runs `cargo build --release --target nvptx64-nvidia-cuda -Zbuild-std=core`
@@ -28,8 +32,14 @@
 //! * with the arch's flags set explicitly ([`Arch::rustflags`]) and every
 //!   variable the outer cargo set for its own build removed, so the PTX is the
 //!   same whoever calls it;
-//! * `--offline` by default: a kernel crate depends on `core` and path or
-//!   already-fetched crates, and a build script should not reach the network;
+//! * offline first, fetching only when needed: the inner cargo runs with
+//!   `--offline`; when that fails because the cargo cache lacks crates (a fresh
+//!   machine: `-Zbuild-std` resolves the toolchain's whole library workspace,
+//!   `<sysroot>/lib/rustlib/src/rust/library/Cargo.lock`, whose crates no
+//!   ordinary build downloads), it runs once more with the network, which
+//!   fetches them; later builds are offline again. [`Builder::offline`] (or
+//!   `GPUKERN_BUILD_OFFLINE=1`, or cargo's `CARGO_NET_OFFLINE=true`) never
+//!   touches the network and names the command that fetches what is missing;
 //! * prints `cargo:rerun-if-changed` for every source file the compiler read
 //!   (from its dep-info), the kernel crate's own and its dependencies';
 //! * checks first for the toolchain, `rust-src` and `llvm-bitcode-linker`, and
@@ -120,6 +130,20 @@ pub enum BuildError {
     /// A build-script variable is missing.
     #[error("gpukern-build: {0} is not set; build_script() runs inside a build script (use build() elsewhere)")]
     NotInBuildScript(&'static str),
+    /// Offline mode, and the cargo cache lacks crates the build resolves.
+    #[error("gpukern-build: offline build of {krate} for {arch} failed: the cargo cache ({cargo_home}) lacks crates it needs (cargo's message is above). -Zbuild-std=core resolves the toolchain's whole library workspace, whose crates an ordinary build never downloads. Fetch them once: `rustup run {toolchain} cargo fetch --manifest-path {library}` (and `cargo fetch` in the kernel crate if it names one of its own dependencies), or build once without offline mode (unset GPUKERN_BUILD_OFFLINE / CARGO_NET_OFFLINE, no Builder::offline(true)); later builds then stay offline")]
+    OfflineCacheMissing {
+        /// The kernel crate.
+        krate: PathBuf,
+        /// The module.
+        arch: &'static str,
+        /// The toolchain.
+        toolchain: String,
+        /// The cargo cache in use.
+        cargo_home: String,
+        /// The toolchain's library workspace manifest.
+        library: PathBuf,
+    },
     /// Reading or writing a file failed.
     #[error("gpukern-build: {what}: {source}")]
     Io {
@@ -151,8 +175,23 @@ pub struct Builder {
     toolchain: Option<String>,
     target_dir: Option<PathBuf>,
     out_dir: Option<PathBuf>,
-    offline: bool,
+    network: Network,
 }
+
+/// When the inner cargo may use the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Network {
+    /// `--offline` first; once more with the network only when the cargo cache
+    /// lacks crates (the default).
+    Auto,
+    /// Never: a missing crate is [`BuildError::OfflineCacheMissing`].
+    Offline,
+    /// Always (no offline attempt).
+    Online,
+}
+
+/// Set to `1` (or `true`) to forbid the network, as [`Builder::offline`] does.
+pub const OFFLINE_ENV: &str = "GPUKERN_BUILD_OFFLINE";
 
 mod run;
 
@@ -167,7 +206,7 @@ impl Builder {
             toolchain: None,
             target_dir: None,
             out_dir: None,
-            offline: true,
+            network: Network::Auto,
         }
     }
     /// Adds a module to build (`Sm70`, `Sm90`, or both by calling twice).
@@ -197,10 +236,30 @@ impl Builder {
         self.out_dir = Some(dir.into());
         self
     }
-    /// Lets the inner cargo use the network (default: `--offline`).
+    /// Lets the inner cargo use the network from the start (default: offline
+    /// first, online only to fetch crates the cargo cache lacks).
     pub fn online(mut self) -> Builder {
-        self.offline = false;
+        self.network = Network::Online;
         self
+    }
+    /// `true`: never use the network; when the cargo cache lacks a crate the
+    /// build fails with [`BuildError::OfflineCacheMissing`], which names the
+    /// command that fetches it. `false`: the default ([`Network::Auto`]).
+    /// `GPUKERN_BUILD_OFFLINE=1` or `CARGO_NET_OFFLINE=true` in the environment
+    /// has the same effect as `true`.
+    pub fn offline(mut self, offline: bool) -> Builder {
+        self.network = if offline { Network::Offline } else { Network::Auto };
+        self
+    }
+
+    /// The network mode this builder will use (the environment included).
+    pub fn resolved_network(&self) -> Network {
+        let set = |k: &str| std::env::var(k).is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes"));
+        if set(OFFLINE_ENV) || set("CARGO_NET_OFFLINE") {
+            Network::Offline
+        } else {
+            self.network
+        }
     }
 
     /// The toolchain this builder will use.
@@ -222,7 +281,8 @@ impl Builder {
             return Err(BuildError::NotACrate(krate));
         }
         let toolchain = self.resolved_toolchain();
-        run::check_toolchain(&toolchain)?;
+        let sysroot = run::check_toolchain(&toolchain)?;
+        let network = self.resolved_network();
         let target_dir = match &self.target_dir {
             Some(d) => absolute(d)?,
             None => match std::env::var_os("OUT_DIR") {
@@ -240,7 +300,7 @@ impl Builder {
         let mut built = Vec::new();
         for arch in archs {
             let dir = target_dir.join(arch.name());
-            let (ptx_path, sources) = run::cargo_build(&krate, &toolchain, arch, &dir, self.offline)?;
+            let (ptx_path, sources) = run::cargo_build(&krate, &toolchain, &sysroot, arch, &dir, network)?;
             let ptx = std::fs::read_to_string(&ptx_path)
                 .map_err(|source| BuildError::Io { what: format!("reading {}", ptx_path.display()), source })?;
             let stem = ptx_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
@@ -264,6 +324,7 @@ impl Builder {
         println!("cargo:rerun-if-changed={}", krate.join("Cargo.toml").display());
         println!("cargo:rerun-if-changed={}", krate.join("src").display());
         println!("cargo:rerun-if-env-changed=GPUKERN_TOOLCHAIN");
+        println!("cargo:rerun-if-env-changed={OFFLINE_ENV}");
         let built = self.build()?;
         let mut seen = std::collections::BTreeSet::new();
         for b in &built {

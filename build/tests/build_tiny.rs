@@ -104,3 +104,37 @@ fn a_folder_without_a_manifest_is_refused() {
     let err = Builder::new(dir.path()).build().unwrap_err();
     assert!(matches!(err, BuildError::NotACrate(_)), "{err:?}");
 }
+
+/// A fresh machine, as `cargo xtask ci` runs it: `CARGO_HOME` an empty folder
+/// (the registry reachable). Offline mode stops with the command that fetches
+/// what `-Zbuild-std=core` resolves; the default mode fetches it and builds;
+/// offline mode then works.
+#[test]
+#[ignore = "needs CARGO_HOME set to an empty folder and the network (cargo xtask ci runs it)"]
+fn an_empty_cargo_home_fetches_what_build_std_needs() {
+    let home = std::env::var_os("CARGO_HOME").expect("CARGO_HOME set to an empty folder");
+    assert!(!Path::new(&home).join("registry").exists(), "CARGO_HOME {home:?} is not empty");
+    let dir = tempfile::tempdir().unwrap();
+    let krate = dir.path().join("tiny");
+    tiny_crate(&krate);
+    let builder = Builder::new(&krate)
+        .target_dir(dir.path().join("target"))
+        .out_dir(dir.path().join("out"))
+        .toolchain(PINNED_TOOLCHAIN);
+
+    eprintln!("expected: offline mode with an empty cargo cache fails; cargo's error follows");
+    let err = builder.clone().offline(true).build().unwrap_err();
+    assert!(matches!(err, BuildError::OfflineCacheMissing { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("rustup run {PINNED_TOOLCHAIN} cargo fetch --manifest-path"))
+            && msg.contains("lib/rustlib/src/rust/library/Cargo.toml"),
+        "{msg}"
+    );
+
+    let built = builder.clone().build().unwrap_or_else(|e| panic!("{e}"));
+    assert!(built[0].ptx.contains(".visible .entry twice_add_f32x4("));
+
+    let again = builder.offline(true).build().unwrap_or_else(|e| panic!("offline after the fetch: {e}"));
+    assert_eq!(again[0].ptx, built[0].ptx);
+}

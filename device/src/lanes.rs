@@ -11,7 +11,10 @@
 //!   once to f16. That is correctly rounded: the f32 quotient is the exact one
 //!   rounded to 24 bits, and 24 >= 2·11 + 2, so rounding it again to 11 bits gives
 //!   the same as rounding the exact quotient once (the GPU tests check all 2^32
-//!   pairs).
+//!   pairs). On the host, where Rust's `f16` is not stable, an f16 lane is its
+//!   bits ([`Half`] is `u16`) and every operation goes through f32 and rounds
+//!   once ([`crate::bits::f32_to_f16_rne`]): correctly rounded by the same
+//!   argument, so the same bits as the device's `.rn` instructions.
 //! * bf16: every arithmetic op widens both operands to f32 (exact), computes one
 //!   IEEE f32 operation and rounds once to bf16, which is correctly rounded by the
 //!   same argument (24 >= 2·8 + 2).
@@ -25,11 +28,14 @@ use core::arch::nvptx::{f16x2, f16x2_add, f16x2_mul, f16x2_sub};
 use core::mem::transmute;
 
 use crate::bits::{bf16_to_f32, f32_to_bf16_rne};
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::bits::{f16_to_f32, f32_to_f16_rne};
 use crate::pack::Pack16;
 
 /// An element type as the kernels see it.
 pub trait Elem: 'static {
-    /// The lane type (`f32`, `f16`, bf16 as `u16` bits).
+    /// The lane type (`f32`; [`Half`] for f16: the native `f16` on the device,
+    /// its `u16` bits on the host; bf16 as `u16` bits).
     type T: Copy;
     /// Elements per 16-byte pack.
     const LANES: u64 = (16 / core::mem::size_of::<Self::T>()) as u64;
@@ -55,6 +61,15 @@ pub trait Elem: 'static {
 pub struct F32;
 /// IEEE binary16.
 pub struct F16;
+
+/// The lane type of [`F16`] on the device: the native `f16` (the `.rn` and
+/// packed `f16x2` instructions).
+#[cfg(target_arch = "nvptx64")]
+pub type Half = f16;
+/// The lane type of [`F16`] on the host: its bits, since Rust's `f16` is not
+/// stable; arithmetic goes through f32, rounded once.
+#[cfg(not(target_arch = "nvptx64"))]
+pub type Half = u16;
 /// bfloat16, carried as its bits.
 pub struct Bf16;
 
@@ -97,6 +112,7 @@ fn zip16(x: u32, y: u32, f: impl Fn(u16, u16) -> u16) -> u32 {
     lo | (hi << 16)
 }
 
+#[cfg(target_arch = "nvptx64")]
 impl Elem for F16 {
     type T = f16;
     const SIGN: u32 = 0x8000;
@@ -124,6 +140,37 @@ impl Elem for F16 {
     #[inline(always)]
     fn splat(x: f16) -> u32 {
         (x.to_bits() as u32) * 0x1_0001
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl Elem for F16 {
+    type T = u16;
+    const SIGN: u32 = 0x8000;
+    const INF: u32 = 0x7c00;
+    #[inline(always)]
+    fn bits(x: u16) -> u32 {
+        x as u32
+    }
+    #[inline(always)]
+    fn from_bits(x: u32) -> u16 {
+        x as u16
+    }
+    #[inline(always)]
+    fn widen(x: u16) -> f32 {
+        f16_to_f32(x)
+    }
+    #[inline(always)]
+    fn narrow(x: f32) -> u16 {
+        f32_to_f16_rne(x)
+    }
+    #[inline(always)]
+    fn zip_word(x: u32, y: u32, f: impl Fn(u16, u16) -> u16) -> u32 {
+        zip16(x, y, f)
+    }
+    #[inline(always)]
+    fn splat(x: u16) -> u32 {
+        (x as u32) * 0x1_0001
     }
 }
 
@@ -202,9 +249,17 @@ macro_rules! arithmetic {
             }
         }
         impl Op<F16> for $name {
+            #[cfg(target_arch = "nvptx64")]
             #[inline(always)]
             fn one(self, x: f16, y: f16) -> f16 {
                 x $op y
+            }
+            // The host's lanes are bits: through f32, rounded once (correctly
+            // rounded, as the device's `.rn` f16 instruction).
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[inline(always)]
+            fn one(self, x: u16, y: u16) -> u16 {
+                F16::narrow(F16::widen(x) $op F16::widen(y))
             }
             // On the device, one packed `.rn` instruction per word; on the
             // host, the lane rule (the same rounding).
@@ -377,5 +432,90 @@ where
     #[inline(always)]
     fn word(self, x: u32, y: u32) -> u32 {
         Add.word(Mul.word(E::splat(self.alpha), x), Mul.word(E::splat(self.beta), y))
+    }
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    extern crate std;
+
+    use super::*;
+    use crate::bits::{f16_is_nan, f16_to_f32};
+
+    /// The f16 (bits) nearest to `v`, ties to even, found by searching the
+    /// positive f16 (monotone in their bits): independent of the f32 path.
+    fn nearest_f16(v: f64) -> u16 {
+        let s = if v.is_sign_negative() { 0x8000 } else { 0 };
+        let m = v.abs();
+        if m >= 65520.0 {
+            return s | 0x7c00;
+        }
+        let (mut lo, mut hi) = (0u16, 0x7bff);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if f16_to_f32(mid) as f64 <= m {
+                lo = mid
+            } else {
+                hi = mid - 1
+            }
+        }
+        let below = f16_to_f32(lo) as f64;
+        let above = if lo == 0x7bff { 65536.0 } else { f16_to_f32(lo + 1) as f64 };
+        let up = m - below > above - m || (m - below == above - m && lo & 1 == 1);
+        s | if up { lo + 1 } else { lo }
+    }
+
+    /// The host's f16 `add`, `sub`, `mul` (through f32, rounded once) give the
+    /// correctly rounded result: every pair of 48 special values (zeros,
+    /// subnormals, the normal edges, the largest finite, infinities, NaNs) and
+    /// 300,000 pseudo-random pairs, against the exact f64 result rounded by
+    /// search. `div` likewise, against f64's quotient (53 >= 2·11 + 2).
+    #[test]
+    fn host_f16_arithmetic_is_correctly_rounded() {
+        let specials: [u16; 24] = [
+            0x0000, 0x0001, 0x0002, 0x0003, 0x01ff, 0x0200, 0x03ff, 0x0400, 0x0401, 0x07ff, 0x0800, 0x3bff, 0x3c00,
+            0x3c01, 0x3e00, 0x4000, 0x5bff, 0x7800, 0x7bfe, 0x7bff, 0x7c00, 0x7c01, 0x7e00, 0x7fff,
+        ];
+        let mut pairs = std::vec::Vec::new();
+        for &a in &specials {
+            for &b in &specials {
+                for (x, y) in [(a, b), (a | 0x8000, b), (a, b | 0x8000), (a | 0x8000, b | 0x8000)] {
+                    pairs.push((x, y));
+                }
+            }
+        }
+        let mut r = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..300_000 {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            pairs.push((r as u16, (r >> 32) as u16));
+        }
+        for (x, y) in pairs {
+            let (a, b) = (f16_to_f32(x) as f64, f16_to_f32(y) as f64);
+            let cases: [(u16, f64, &str); 4] = [
+                (<Add as Op<F16>>::one(Add, x, y), a + b, "add"),
+                (<Sub as Op<F16>>::one(Sub, x, y), a - b, "sub"),
+                (<Mul as Op<F16>>::one(Mul, x, y), a * b, "mul"),
+                (<Div as Op<F16>>::one(Div, x, y), a / b, "div"),
+            ];
+            for (got, exact, op) in cases {
+                if exact.is_nan() {
+                    assert!(f16_is_nan(got), "{op} {x:#06x} {y:#06x} -> {got:#06x}");
+                } else {
+                    assert_eq!(got, nearest_f16(exact), "{op} {x:#06x} {y:#06x} (exact {exact:e})");
+                }
+            }
+        }
+    }
+
+    /// The words and packs of the host's f16 lanes: two lanes per word.
+    #[test]
+    fn host_f16_words_apply_the_lane_rule_to_both_halves() {
+        // Low lanes 2 and 1, high lanes 1 and -2: sums 3 (low) and -1 (high).
+        let (x, y) = (0x3c00_4000u32, 0xc000_3c00u32);
+        assert_eq!(<Add as Op<F16>>::word(Add, x, y), 0xbc00_4200);
+        assert_eq!(<Neg as Op<F16>>::word(Neg, x, x), 0xbc00_c000);
+        assert_eq!(F16::splat(0x3c00), 0x3c00_3c00);
     }
 }

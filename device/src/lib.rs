@@ -29,13 +29,17 @@
 //!
 //! A kernel crate using this one is `#![no_std]`, a `cdylib` (plus `rlib` when
 //! the host shares its code), and turns on the nightly features its own entry
-//! points need: `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]`.
+//! points need: `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]`. Its
+//! host build (and this crate's) needs no nightly feature: it compiles on stable
+//! Rust, where f16 lanes are their bits ([`lanes::Half`]).
 //! This crate supplies the panic handler (`trap`) of the device build.
 #![no_std]
-#![feature(f16)]
+// Nightly features on the device only: the host build (lane rules, bits,
+// launch geometry) compiles on stable Rust.
 #![cfg_attr(
     target_arch = "nvptx64",
     feature(
+        f16,
         stdarch_nvptx,
         asm_experimental_arch,
         gpu_intrinsics,

@@ -6,7 +6,9 @@
 //!   `ptx/kernels_gpu_sm90.ptx`.
 //! * `test [args]`: `cargo test --workspace [args]`, then the same in the worked
 //!   example's workspace (`examples/custom-kernels`).
-//! * `ci`: what CI runs: fmt, clippy, `build-ptx --check`, `test`.
+//! * `ci`: what CI runs: fmt, clippy, `build-ptx --check`, `test`, then a
+//!   kernel crate built with gpukern-build under an empty `CARGO_HOME` (a fresh
+//!   machine) and the worked example built and tested on stable Rust.
 //! * `report [args]`: the main job, `cargo run --release --bin report -- [args]`.
 //! * `bundle [--out DIR]`: release test, bench and report executables plus the PTX
 //!   and `run.sh` in one folder that runs on a GPU machine without Rust.
@@ -52,7 +54,8 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// What CI runs: fmt, clippy, build-ptx --check, test.
+    /// What CI runs: fmt, clippy, build-ptx --check, test, a kernel build under
+    /// an empty CARGO_HOME, the example on stable Rust.
     Ci,
     /// The main job: `cargo run --release --bin report -- [ARGS]` (`cargo xtask
     /// report --help` shows the report's own options).
@@ -159,7 +162,80 @@ fn ci() -> Res {
     c.args(["--", "-D", "warnings"]);
     run(c)?;
     build_ptx(true)?;
-    test(&[])
+    test(&[])?;
+    step("kernel build under an empty CARGO_HOME", fresh_cargo_home)?;
+    step("the example on stable Rust", stable_example)
+}
+
+/// Runs a CI step and prints its time.
+fn step(name: &str, f: impl FnOnce() -> Res) -> Res {
+    println!("xtask ci: {name}");
+    let t = std::time::Instant::now();
+    f()?;
+    println!("xtask ci: {name}: ok in {:.0} s", t.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// A fresh machine's first PTX build: gpukern-build's `build_tiny` test that
+/// expects an empty cargo cache, run with `CARGO_HOME` a new empty folder (the
+/// registry must be reachable). The test binary is built with the usual cache;
+/// only the inner `cargo build -Zbuild-std=core` sees the empty one.
+fn fresh_cargo_home() -> Res {
+    const TEST: &str = "an_empty_cargo_home_fetches_what_build_std_needs";
+    let mut c = cargo();
+    c.args(["test", "-p", "gpukern-build", "--test", "build_tiny", "--no-run", "--message-format=json"]);
+    let out = c.stderr(std::process::Stdio::inherit()).output().map_err(|e| format!("could not start cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("building gpukern-build's build_tiny test failed ({})", out.status));
+    }
+    let exe = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == "build_tiny")
+        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
+        .ok_or("cargo named no build_tiny test executable")?;
+    let home = std::env::temp_dir().join(format!("gpukern-ci-cargo-home-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).map_err(|e| format!("creating {}: {e}", home.display()))?;
+    let mut t = Command::new(&exe);
+    t.args(["--ignored", "--exact", TEST, "--nocapture"])
+        .env("CARGO_HOME", &home)
+        .env_remove(gpukern_build::OFFLINE_ENV);
+    // rustup finds its toolchains in RUSTUP_HOME, which defaults to ~/.rustup
+    // whatever CARGO_HOME says.
+    let result = run(t);
+    let _ = std::fs::remove_dir_all(&home);
+    result
+}
+
+/// The stable toolchain CI builds the example with.
+const STABLE: &str = "stable";
+
+/// A user's app on stable Rust: the example's workspace built and its CPU tests
+/// run with `rustup run stable cargo` (only its build.rs's PTX build uses the
+/// pinned nightly, through rustup), plus the library CPU tests of the device
+/// crate, the kernels and the host library.
+fn stable_example() -> Res {
+    let probe = Command::new("rustup").args(["run", STABLE, "cargo", "--version"]).output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        return Err(format!(
+            "the `{STABLE}` toolchain is missing: run `rustup toolchain install {STABLE} --profile minimal`"
+        ));
+    }
+    let stable = |args: &[&str]| {
+        let mut c = Command::new("rustup");
+        c.current_dir(root()).args(["run", STABLE, "cargo"]).args(args);
+        // The outer (nightly) cargo's variables stay out.
+        for k in ["CARGO", "RUSTC", "RUSTDOC", "RUSTUP_TOOLCHAIN", "RUSTC_WRAPPER", "RUSTFLAGS"] {
+            c.env_remove(k);
+        }
+        c
+    };
+    let example = root().join(EXAMPLE);
+    let example = example.to_str().ok_or("non-UTF-8 path")?;
+    run(stable(&["build", "--manifest-path", example, "--workspace", "--all-targets"]))?;
+    run(stable(&["test", "--manifest-path", example, "--workspace"]))?;
+    run(stable(&["test", "-p", "gpukern-device", "-p", "kernels-gpu", "-p", "gpukern", "--lib"]))
 }
 
 fn report(args: &[String]) -> Res {
