@@ -29,8 +29,8 @@
 //! slots of 8 bytes (512 bytes of static shared memory, `.shared` symbol
 //! `gpukern_block_scratch`), shared by every call. Each call costs two block
 //! barriers when the block has more than 32 threads and none otherwise, and
-//! back-to-back calls are safe without a barrier of yours: see [`core_scan`]
-//! for why two are enough.
+//! back-to-back calls are safe without a barrier of yours (the comment on
+//! `core_scan` says why two are enough).
 
 use core::arch::asm;
 
@@ -38,7 +38,7 @@ use crate::sync::sync_threads;
 
 crate::static_shared!(
     /// The managed scratch: slots 0..32 hold each warp's total, slots 32..64
-    /// the running totals over warps (see [`core_scan`]).
+    /// the running totals over warps (see `core_scan`).
     gpukern_block_scratch: [u64; 64]
 );
 
@@ -46,10 +46,10 @@ crate::static_shared!(
 /// bytes and 8-byte aligned (a scratch slot), exchanged between lanes of a
 /// warp with `shfl.sync`.
 ///
-/// `mask` is the warp's member mask (the lanes present); `c` is the
-/// instruction's clamp/segment operand (31 for `idx` and `down` over a whole
-/// warp, 0 for `up`). A type of your own implements these by shuffling its
-/// 32-bit words with `u32`'s implementation.
+/// `mask` is the warp's member mask: exactly the lanes that execute the call
+/// (the collectives pass the lanes present). A type of your own implements
+/// these by shuffling its 32-bit words with `u32`'s implementation, as `u64`
+/// does.
 pub trait BlockValue: Copy {
     /// `shfl.sync.up`: the value of lane `lane - delta` (this lane's own below `delta`).
     fn shfl_up(self, delta: u32, mask: u32) -> Self;
