@@ -288,3 +288,21 @@ fn reference_by_hand() {
     assert_eq!(chain_reference(&[1, 2], 2), [1 ^ 2u32.rotate_left(8), 3 ^ 2u32.rotate_left(8) ^ 1u32.rotate_left(16)]);
     assert_eq!(reversed(&[1, 2, 3, 4, 5], 2), [2, 1, 4, 3, 0]);
 }
+
+/// The managed scratch is a module-scope `.shared` variable of both modules:
+/// only kernels that use it pay for it (the driver's static shared size of a
+/// kernel without shared memory stays 0).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn scratch_costs_only_its_users() {
+    let gpu = gpu();
+    let mut names = vec!["add_f32", "add_f32x4"];
+    if gpu.info().has_sm90() {
+        names.push("add_bf16x8_sm90");
+    }
+    for name in names {
+        let shared = gpu.kernel_resources(name).unwrap().shared_bytes;
+        record(TEST, &format!("{name} static shared {shared}"), 0, shared == 0);
+        assert_eq!(shared, 0, "{name}");
+    }
+}
