@@ -67,6 +67,8 @@ pub mod pack;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod atomic;
+#[cfg(target_arch = "nvptx64")]
+pub mod block;
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
 pub mod hopper;
 #[cfg(target_arch = "nvptx64")]

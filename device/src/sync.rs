@@ -44,37 +44,63 @@ pub fn thread_fence_block() {
     unsafe { core::arch::asm!("membar.cta;", options(nostack, preserves_flags)) }
 }
 
-/// Declares a static shared-memory array and binds a `*mut [T; N]` to it:
+/// Declares a static shared-memory array at module scope, and a function of
+/// the same name that returns its address as `*mut [T; N]`:
 ///
 /// ```ignore
-/// let tile: *mut [f32; 256] = gpukern_device::static_shared!(TILE: [f32; 256]);
+/// // At module scope (an item, not a statement):
+/// gpukern_device::static_shared!(TILE: [f32; 256]);
+///
+/// // In a kernel:
+/// let tile: *mut [f32; 256] = TILE();
 /// ```
 ///
-/// The array is one `.shared` variable of the PTX module, named `TILE` (the name
-/// must be unique in the crate), 16-byte aligned, and every block gets its own
-/// copy; it counts against the block's shared memory with the dynamic part.
-/// Its contents start undefined. Accesses through the pointer are `unsafe`:
-/// threads of the block share it, so writes and reads of different threads
-/// must be separated by [`sync_threads`].
+/// (The example is `ignore`d only because doctests run on the host; the
+/// device crate's `block` module and `kernels-gpu`'s `block_static_shared`
+/// kernel use it, and the PTX tests check what it emits.)
+///
+/// It expands to a module-level `global_asm!` declaring
+/// `.shared .align 16 .b8 NAME[bytes];` (one variable of the PTX module; every
+/// block gets its own copy, counted in the block's shared memory beside the
+/// dynamic part), and `fn NAME() -> *mut [T; N]`, which takes the variable's
+/// generic address with `cvta.shared.u64`. An attribute list and a visibility
+/// may precede the name (`static_shared!(pub(crate) TILE: [u32; 32]);`).
+///
+/// Rules:
+/// * `NAME` becomes a PTX symbol, so it must be unique in the whole PTX module
+///   (every crate linked into it), and a valid PTX identifier;
+/// * `T` is aligned to at most 16 bytes (checked at compile time);
+/// * the contents start undefined, and threads of the block share them: writes
+///   and reads of different threads must be separated by
+///   [`sync_threads`]; accesses through the pointer are `unsafe`;
+/// * the invoking crate enables `asm_experimental_arch` (inline PTX).
+///
+/// (A statement-position form cannot work: `global_asm!` is an item that Rust
+/// accepts only at module scope.)
 #[macro_export]
 macro_rules! static_shared {
-    ($name:ident : [$t:ty; $n:expr]) => {{
-        const BYTES: usize = ::core::mem::size_of::<[$t; $n]>();
-        const _: () = assert!(::core::mem::align_of::<$t>() <= 16, "static_shared!: at most 16-byte alignment");
+    ($(#[$attr:meta])* $vis:vis $name:ident : [$t:ty; $n:expr] $(;)?) => {
         ::core::arch::global_asm!(
             concat!(".shared .align 16 .b8 ", stringify!($name), "[{bytes}];"),
-            bytes = const BYTES,
+            bytes = const ::core::mem::size_of::<[$t; $n]>(),
         );
-        let p: u64;
-        // SAFETY: takes the generic address of the variable declared above; no
-        // memory is touched.
-        unsafe {
-            ::core::arch::asm!(
-                concat!("cvta.shared.u64 {p}, ", stringify!($name), ";"),
-                p = out(reg64) p,
-                options(pure, nomem, nostack, preserves_flags),
-            )
-        };
-        p as *mut [$t; $n]
-    }};
+
+        $(#[$attr])*
+        #[inline(always)]
+        #[allow(non_snake_case)]
+        $vis fn $name() -> *mut [$t; $n] {
+            const { assert!(::core::mem::align_of::<$t>() <= 16, "static_shared!: at most 16-byte alignment") };
+            let p: u64;
+            // SAFETY: takes the generic address of the variable declared
+            // above; no memory is touched.
+            unsafe {
+                ::core::arch::asm!(
+                    concat!("cvta.shared.u64 {p}, ", stringify!($name), ";"),
+                    p = out(reg64) p,
+                    options(pure, nomem, nostack, preserves_flags),
+                )
+            };
+            p as *mut [$t; $n]
+        }
+    };
 }

@@ -26,6 +26,7 @@
 extern crate std;
 
 pub mod add;
+pub mod block;
 pub mod bulk;
 pub mod ceiling;
 pub mod coalesce;
