@@ -150,7 +150,14 @@ pub fn f16_value(b: u16) -> f32 {
     }
 }
 
-fn share(f: fn(f32) -> f32, r: fn(f64) -> f64, widen: fn(u16) -> f32, p: i32, emin: i32, max: f64) -> (u32, u32, Vec<u16>) {
+fn share(
+    f: fn(f32) -> f32,
+    r: fn(f64) -> f64,
+    widen: fn(u16) -> f32,
+    p: i32,
+    emin: i32,
+    max: f64,
+) -> (u32, u32, Vec<u16>) {
     let mut exceptions = Vec::new();
     for b in 0..=u16::MAX {
         let x = widen(b);

@@ -3,7 +3,9 @@
 //! bounds, and the `#[ignore]`d exhaustive measurement (`exhaustive_ulp`).
 
 extern crate std;
-use super::check::{correctly_rounded, correctly_rounded_share_bf16, correctly_rounded_share_f16, ulp_error, FUNCTIONS};
+use super::check::{
+    correctly_rounded, correctly_rounded_share_bf16, correctly_rounded_share_f16, ulp_error, FUNCTIONS,
+};
 use super::*;
 use std::{println, vec::Vec};
 
@@ -28,21 +30,54 @@ fn special_values() {
     let nan = f32::NAN;
     let tiny = f32::from_bits(1);
     sv("exp", exp, &[(0.0, 1.0), (-0.0, 1.0), (INF, INF), (-INF, 0.0), (89.0, INF), (-104.0, 0.0)]);
-    sv("exp2", exp2, &[(0.0, 1.0), (INF, INF), (-INF, 0.0), (128.0, INF), (-149.0, tiny), (-150.0, 0.0), (10.0, 1024.0), (-126.0, f32::MIN_POSITIVE)]);
-    sv("expm1", expm1, &[(0.0, 0.0), (-0.0, -0.0), (INF, INF), (-INF, -1.0), (tiny, tiny), (-tiny, -tiny), (89.0, INF), (-30.0, -1.0)]);
+    sv(
+        "exp2",
+        exp2,
+        &[
+            (0.0, 1.0),
+            (INF, INF),
+            (-INF, 0.0),
+            (128.0, INF),
+            (-149.0, tiny),
+            (-150.0, 0.0),
+            (10.0, 1024.0),
+            (-126.0, f32::MIN_POSITIVE),
+        ],
+    );
+    sv(
+        "expm1",
+        expm1,
+        &[(0.0, 0.0), (-0.0, -0.0), (INF, INF), (-INF, -1.0), (tiny, tiny), (-tiny, -tiny), (89.0, INF), (-30.0, -1.0)],
+    );
     sv("log", log, &[(1.0, 0.0), (0.0, -INF), (-0.0, -INF), (-1.0, nan), (INF, INF), (-INF, nan), (tiny, -103.27893)]);
     sv("log2", log2, &[(1.0, 0.0), (0.0, -INF), (-1.0, nan), (INF, INF), (tiny, -149.0), (1024.0, 10.0), (0.5, -1.0)]);
-    sv("log1p", log1p, &[(0.0, 0.0), (-0.0, -0.0), (-1.0, -INF), (-2.0, nan), (INF, INF), (tiny, tiny), (-tiny, -tiny)]);
+    sv(
+        "log1p",
+        log1p,
+        &[(0.0, 0.0), (-0.0, -0.0), (-1.0, -INF), (-2.0, nan), (INF, INF), (tiny, tiny), (-tiny, -tiny)],
+    );
     sv("tanh", tanh, &[(0.0, 0.0), (-0.0, -0.0), (INF, 1.0), (-INF, -1.0), (tiny, tiny), (-tiny, -tiny), (20.0, 1.0)]);
     sv("sigmoid", sigmoid, &[(0.0, 0.5), (-0.0, 0.5), (INF, 1.0), (-INF, 0.0), (200.0, 1.0), (-200.0, 0.0)]);
-    sv("silu", silu, &[(0.0, 0.0), (-0.0, -0.0), (INF, INF), (-INF, -0.0), (-1e30, -0.0), (1e30, 1e30), (f32::MAX, f32::MAX)]);
+    sv(
+        "silu",
+        silu,
+        &[(0.0, 0.0), (-0.0, -0.0), (INF, INF), (-INF, -0.0), (-1e30, -0.0), (1e30, 1e30), (f32::MAX, f32::MAX)],
+    );
     sv("erf", erf, &[(0.0, 0.0), (-0.0, -0.0), (INF, 1.0), (-INF, -1.0), (5.0, 1.0), (-5.0, -1.0)]);
     sv("gelu", gelu, &[(0.0, 0.0), (-0.0, -0.0), (INF, INF), (-INF, -0.0), (-20.0, -0.0), (1e30, 1e30)]);
     sv("gelu_tanh", gelu_tanh, &[(0.0, 0.0), (-0.0, -0.0), (INF, INF), (-INF, -0.0), (-1e30, -0.0), (1e30, 1e30)]);
     sv("sin", sin, &[(0.0, 0.0), (-0.0, -0.0), (INF, nan), (-INF, nan), (tiny, tiny), (-tiny, -tiny)]);
     sv("cos", cos, &[(0.0, 1.0), (-0.0, 1.0), (INF, nan), (-INF, nan)]);
-    sv("rsqrt", rsqrt, &[(0.0, INF), (-0.0, -INF), (INF, 0.0), (-1.0, nan), (4.0, 0.5), (tiny, 2f32.powi(74) * 2f32.sqrt())]);
-    sv("rcp", rcp, &[(0.0, INF), (-0.0, -INF), (INF, 0.0), (-INF, -0.0), (2.0, 0.5), (f32::MAX, 2.938736e-39), (tiny, INF)]);
+    sv(
+        "rsqrt",
+        rsqrt,
+        &[(0.0, INF), (-0.0, -INF), (INF, 0.0), (-1.0, nan), (4.0, 0.5), (tiny, 2f32.powi(74) * 2f32.sqrt())],
+    );
+    sv(
+        "rcp",
+        rcp,
+        &[(0.0, INF), (-0.0, -INF), (INF, 0.0), (-INF, -0.0), (2.0, 0.5), (f32::MAX, 2.938736e-39), (tiny, INF)],
+    );
     sv("sqrt", sqrt, &[(-0.0, -0.0), (4.0, 2.0), (-1.0, nan)]);
     assert!(same(fma(2.0, 3.0, 1.0), 7.0));
 }
@@ -51,13 +86,40 @@ fn special_values() {
 fn pow_special_values() {
     let nan = f32::NAN;
     let cases: &[(f32, f32, f32)] = &[
-        (nan, 0.0, 1.0), (1.0, nan, 1.0), (nan, 1.0, nan), (2.0, nan, nan),
-        (0.0, -3.0, INF), (-0.0, -3.0, -INF), (-0.0, -2.0, INF), (-0.0, -0.5, INF),
-        (0.0, 3.0, 0.0), (-0.0, 3.0, -0.0), (-0.0, 2.0, 0.0), (-0.0, 0.5, 0.0),
-        (-1.0, INF, 1.0), (-1.0, -INF, 1.0), (0.5, -INF, INF), (2.0, -INF, 0.0), (0.5, INF, 0.0), (2.0, INF, INF),
-        (-INF, -3.0, -0.0), (-INF, -2.0, 0.0), (-INF, 3.0, -INF), (-INF, 2.0, INF), (INF, -1.0, 0.0), (INF, 0.5, INF),
-        (-2.0, 0.5, nan), (-2.0, 3.0, -8.0), (-2.0, 2.0, 4.0), (2.0, 10.0, 1024.0), (2.0, 128.0, INF), (2.0, -149.0, f32::from_bits(1)),
-        (2.0, -151.0, 0.0), (-8.0, 1.0 / 3.0, nan), (10.0, 38.0, 1e38), (4.0, 0.5, 2.0),
+        (nan, 0.0, 1.0),
+        (1.0, nan, 1.0),
+        (nan, 1.0, nan),
+        (2.0, nan, nan),
+        (0.0, -3.0, INF),
+        (-0.0, -3.0, -INF),
+        (-0.0, -2.0, INF),
+        (-0.0, -0.5, INF),
+        (0.0, 3.0, 0.0),
+        (-0.0, 3.0, -0.0),
+        (-0.0, 2.0, 0.0),
+        (-0.0, 0.5, 0.0),
+        (-1.0, INF, 1.0),
+        (-1.0, -INF, 1.0),
+        (0.5, -INF, INF),
+        (2.0, -INF, 0.0),
+        (0.5, INF, 0.0),
+        (2.0, INF, INF),
+        (-INF, -3.0, -0.0),
+        (-INF, -2.0, 0.0),
+        (-INF, 3.0, -INF),
+        (-INF, 2.0, INF),
+        (INF, -1.0, 0.0),
+        (INF, 0.5, INF),
+        (-2.0, 0.5, nan),
+        (-2.0, 3.0, -8.0),
+        (-2.0, 2.0, 4.0),
+        (2.0, 10.0, 1024.0),
+        (2.0, 128.0, INF),
+        (2.0, -149.0, f32::from_bits(1)),
+        (2.0, -151.0, 0.0),
+        (-8.0, 1.0 / 3.0, nan),
+        (10.0, 38.0, 1e38),
+        (4.0, 0.5, 2.0),
     ];
     for &(x, y, want) in cases {
         let got = pow(x, y);
