@@ -30,6 +30,59 @@ pub const ABI_MAGIC: u32 = 0x6770_6b65;
 /// Version of the parameter lists above.
 pub const ABI_VERSION: u32 = 1;
 
+/// The dtypes of a manifest, in mask-bit order (f32, f16, bf16): the bit of
+/// each and the suffixes of its scalar and pack kernels. The host library
+/// reads the same table; the macro's literal suffixes are checked against it
+/// at compile time.
+pub const EW_DTYPES: [(u32, &str, &str); 3] = [(1, "_f32", "_f32x4"), (2, "_f16", "_f16x8"), (4, "_bf16", "_bf16x8")];
+
+/// Byte-wise equality in a const context (the suffix check).
+#[doc(hidden)]
+pub const fn const_str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The one element-wise kernel signature, written once: `(a: *const T,
+/// [b: *const T,] c: *mut T, n: u64, tail…)` with `T` the lane type of the
+/// element type. Every element-wise entry point — the library's add, bulk
+/// and element-wise kernels and [`elementwise!`](crate::elementwise)'s — is
+/// declared through it; the tail (nothing, two `f32`, or the bulk kernels'
+/// two `u32`) is what the host's launch passes after `n`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! ew_entry {
+    ($(#[$m:meta])* unary $name:ident<$e:ty>($a:ident, $c:ident, $n:ident $(, $p:ident: $pt:ty)*) $body:block) => {
+        $(#[$m])*
+        pub unsafe extern "ptx-kernel" fn $name(
+            $a: *const <$e as $crate::lanes::Elem>::T,
+            $c: *mut <$e as $crate::lanes::Elem>::T,
+            $n: u64,
+            $($p: $pt),*
+        ) $body
+    };
+    ($(#[$m:meta])* binary $name:ident<$e:ty>($a:ident, $b:ident, $c:ident, $n:ident $(, $p:ident: $pt:ty)*) $body:block) => {
+        $(#[$m])*
+        pub unsafe extern "ptx-kernel" fn $name(
+            $a: *const <$e as $crate::lanes::Elem>::T,
+            $b: *const <$e as $crate::lanes::Elem>::T,
+            $c: *mut <$e as $crate::lanes::Elem>::T,
+            $n: u64,
+            $($p: $pt),*
+        ) $body
+    };
+}
+
 /// What a manifest says an operation reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
@@ -82,16 +135,20 @@ macro_rules! elementwise {
     };
     (@kind unary) => { $crate::EwKind::Unary };
     (@kind binary) => { $crate::EwKind::Binary };
-    (@bit F32) => { 1u32 };
-    (@bit F16) => { 2u32 };
-    (@bit Bf16) => { 4u32 };
+    (@bit F32) => { $crate::EW_DTYPES[0].0 };
+    (@bit F16) => { $crate::EW_DTYPES[1].0 };
+    (@bit Bf16) => { $crate::EW_DTYPES[2].0 };
     (@inputs unary) => { 1 };
     (@inputs binary) => { 2 };
-    (@dtype $kind:ident $name:ident ($op:ty) F32) => { $crate::elementwise!(@entries $kind $name ($op) F32 "_f32" "_f32x4"); };
-    (@dtype $kind:ident $name:ident ($op:ty) F16) => { $crate::elementwise!(@entries $kind $name ($op) F16 "_f16" "_f16x8"); };
-    (@dtype $kind:ident $name:ident ($op:ty) Bf16) => { $crate::elementwise!(@entries $kind $name ($op) Bf16 "_bf16" "_bf16x8"); };
-    (@entries $kind:ident $name:ident ($op:ty) $e:ident $scalar:literal $pack:literal) => {
+    (@dtype $kind:ident $name:ident ($op:ty) F32) => { $crate::elementwise!(@entries $kind $name ($op) F32 0 "_f32" "_f32x4"); };
+    (@dtype $kind:ident $name:ident ($op:ty) F16) => { $crate::elementwise!(@entries $kind $name ($op) F16 1 "_f16" "_f16x8"); };
+    (@dtype $kind:ident $name:ident ($op:ty) Bf16) => { $crate::elementwise!(@entries $kind $name ($op) Bf16 2 "_bf16" "_bf16x8"); };
+    (@entries $kind:ident $name:ident ($op:ty) $e:ident $i:literal $scalar:literal $pack:literal) => {
         const _: () = {
+            assert!(
+                $crate::const_str_eq($scalar, $crate::EW_DTYPES[$i].1) && $crate::const_str_eq($pack, $crate::EW_DTYPES[$i].2),
+                "the kernel suffixes follow EW_DTYPES",
+            );
             assert!(
                 <$op as $crate::lanes::Op<$crate::lanes::$e>>::INPUTS == $crate::elementwise!(@inputs $kind),
                 concat!(stringify!($name), ": Op::INPUTS does not match `", stringify!($kind), "`"),
@@ -103,40 +160,31 @@ macro_rules! elementwise {
     (@walk scalar $e:ident $op:ty) => { $crate::patterns::scalar::<$crate::lanes::$e, $op> };
     (@walk pack $e:ident $op:ty) => { $crate::patterns::pack::<$crate::lanes::$e, $op, { $crate::patterns::PLAIN }> };
     (@entry unary $name:ident ($op:ty) $e:ident $suffix:literal $walk:ident) => {
-        /// A user element-wise kernel (see `gpukern_device::elementwise!`).
-        ///
-        /// # Safety
-        /// `a`, `c` hold `n` elements, aligned as the walk needs; `c` overlaps no input.
-        #[export_name = concat!(stringify!($name), $suffix)]
-        pub unsafe extern "ptx-kernel" fn $walk(
-            a: *const <$crate::lanes::$e as $crate::lanes::Elem>::T,
-            c: *mut <$crate::lanes::$e as $crate::lanes::Elem>::T,
-            n: u64,
-            p0: f32,
-            p1: f32,
-        ) {
-            let op = <$op as $crate::Params<$crate::lanes::$e>>::from_params([p0, p1]);
-            // SAFETY: per the contract; a unary operation never reads b.
-            unsafe { $crate::elementwise!(@walk $walk $e $op)(op, a, ::core::ptr::null(), c, n) }
+        $crate::ew_entry! {
+            /// A user element-wise kernel (see `gpukern_device::elementwise!`).
+            ///
+            /// # Safety
+            /// `a`, `c` hold `n` elements, aligned as the walk needs; `c` overlaps no input.
+            #[export_name = concat!(stringify!($name), $suffix)]
+            unary $walk<$crate::lanes::$e>(a, c, n, p0: f32, p1: f32) {
+                let op = <$op as $crate::Params<$crate::lanes::$e>>::from_params([p0, p1]);
+                // SAFETY: per the contract; a unary operation never reads b.
+                unsafe { $crate::elementwise!(@walk $walk $e $op)(op, a, ::core::ptr::null(), c, n) }
+            }
         }
     };
     (@entry binary $name:ident ($op:ty) $e:ident $suffix:literal $walk:ident) => {
-        /// A user element-wise kernel (see `gpukern_device::elementwise!`).
-        ///
-        /// # Safety
-        /// `a`, `b`, `c` hold `n` elements, aligned as the walk needs; `c` overlaps no input.
-        #[export_name = concat!(stringify!($name), $suffix)]
-        pub unsafe extern "ptx-kernel" fn $walk(
-            a: *const <$crate::lanes::$e as $crate::lanes::Elem>::T,
-            b: *const <$crate::lanes::$e as $crate::lanes::Elem>::T,
-            c: *mut <$crate::lanes::$e as $crate::lanes::Elem>::T,
-            n: u64,
-            p0: f32,
-            p1: f32,
-        ) {
-            let op = <$op as $crate::Params<$crate::lanes::$e>>::from_params([p0, p1]);
-            // SAFETY: per the contract.
-            unsafe { $crate::elementwise!(@walk $walk $e $op)(op, a, b, c, n) }
+        $crate::ew_entry! {
+            /// A user element-wise kernel (see `gpukern_device::elementwise!`).
+            ///
+            /// # Safety
+            /// `a`, `b`, `c` hold `n` elements, aligned as the walk needs; `c` overlaps no input.
+            #[export_name = concat!(stringify!($name), $suffix)]
+            binary $walk<$crate::lanes::$e>(a, b, c, n, p0: f32, p1: f32) {
+                let op = <$op as $crate::Params<$crate::lanes::$e>>::from_params([p0, p1]);
+                // SAFETY: per the contract.
+                unsafe { $crate::elementwise!(@walk $walk $e $op)(op, a, b, c, n) }
+            }
         }
     };
 }

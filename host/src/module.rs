@@ -89,22 +89,14 @@ impl Gpu {
     }
 }
 
-/// Bit of a dtype in a manifest's mask.
-const fn dtype_bit(d: Dtype) -> u32 {
-    match d {
-        Dtype::F32 => 1,
-        Dtype::F16 => 2,
-        Dtype::Bf16 => 4,
-    }
-}
-
-/// Suffixes of the two kernels of a dtype (see `gpukern_device::elementwise!`).
-const fn suffixes(d: Dtype) -> (&'static str, &'static str) {
-    match d {
-        Dtype::F32 => ("_f32", "_f32x4"),
-        Dtype::F16 => ("_f16", "_f16x8"),
-        Dtype::Bf16 => ("_bf16", "_bf16x8"),
-    }
+/// A dtype's row of the manifest table (`gpukern_device::EW_DTYPES`): its
+/// mask bit and kernel suffixes, the ones `elementwise!` uses.
+const fn ew_row(d: Dtype) -> (u32, &'static str, &'static str) {
+    gpukern_device::EW_DTYPES[match d {
+        Dtype::F32 => 0,
+        Dtype::F16 => 1,
+        Dtype::Bf16 => 2,
+    }]
 }
 
 impl Module {
@@ -137,10 +129,10 @@ impl Module {
             let asked = if kind == EwKind::Unary { "unary" } else { "binary" };
             return Err(bad(format!("the module declares it {says}, asked for as {asked}")));
         }
-        if mask & dtype_bit(T::DTYPE) == 0 {
+        if mask & ew_row(T::DTYPE).0 == 0 {
             return Err(bad(format!("the module has no {} kernels for it", T::DTYPE.name())));
         }
-        let (s, p) = suffixes(T::DTYPE);
+        let (_, s, p) = ew_row(T::DTYPE);
         let func = |suffix: &str| -> Result<(&'static str, Arc<Kernel>)> {
             let full = intern(&format!("{name}{suffix}"));
             let f = self.inner.raw.function(full).map_err(|source| Error::MissingKernel { name: full, source })?;

@@ -27,12 +27,13 @@ pub use kernels::*;
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
 mod kernels {
     use gpukern_device::bulk::bulk_map;
-    use gpukern_device::lanes::{Add, Bf16, Elem, F16, F32};
+    use gpukern_device::lanes::{Add, Bf16, F16, F32};
     use gpukern_device::patterns::{pack, NC_L2};
 
     /// Declares the bulk-copy entry points, one generic definition each.
     macro_rules! bulk_kernels {
         ($($name:ident: $e:ident, $store:literal, $what:literal;)*) => {$(
+            gpukern_device::ew_entry! {
             #[doc = concat!("Add through the bulk-copy engine: ", $what, ".")]
             ///
             /// # Safety
@@ -49,15 +50,9 @@ mod kernels {
             /// Block `b` owns tiles `b, b + gridDim, …`; thread `t` adds packs `t, t +
             /// blockDim, …` of each; the remainder is walked grid-stride in lane groups.
             #[no_mangle]
-            pub unsafe extern "ptx-kernel" fn $name(
-                a: *const <$e as Elem>::T,
-                b: *const <$e as Elem>::T,
-                c: *mut <$e as Elem>::T,
-                n: u64,
-                tile_bytes: u32,
-                stages: u32,
-            ) {
+            binary $name<$e>(a, b, c, n, tile_bytes: u32, stages: u32) {
                 unsafe { bulk_map::<$e, Add, $store>(a, b, c, n, tile_bytes, stages) }
+            }
             }
         )*};
     }
@@ -66,6 +61,7 @@ mod kernels {
     /// in this module).
     macro_rules! l2_kernels {
         ($($name:ident: $e:ident;)*) => {$(
+            gpukern_device::ew_entry! {
             /// 128-bit pack add whose loads are `ld.global.nc.L2::256B.v4`: what
             /// changed from `add_*_nc` is the hint to fetch 256-byte L2 sectors.
             ///
@@ -79,8 +75,9 @@ mod kernels {
             /// # Thread mapping
             /// One pack per thread, grid-stride (as V2/V6).
             #[no_mangle]
-            pub unsafe extern "ptx-kernel" fn $name(a: *const <$e as Elem>::T, b: *const <$e as Elem>::T, c: *mut <$e as Elem>::T, n: u64) {
+            binary $name<$e>(a, b, c, n) {
                 unsafe { pack::<$e, Add, NC_L2>(Add, a, b, c, n) }
+            }
             }
         )*};
     }

@@ -268,7 +268,7 @@ macro_rules! op_kernels {
         #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
         mod kernels {
             use gpukern_device::activations::{Exp, Gelu, GeluTanh, Log, Rsqrt, Sigmoid, Silu, Sqrt, Tanh};
-            use gpukern_device::lanes::{Abs, Axpby, Bf16, Div, Elem, Max, Min, Mul, Neg, Relu, Sub, F16, F32};
+            use gpukern_device::lanes::{Abs, Axpby, Bf16, Div, Max, Min, Mul, Neg, Relu, Sub, F16, F32};
             use gpukern_device::patterns::{pack, scalar, PLAIN};
             $(
                 op_kernels!(@entry $kind $op $f32 F32 scalar);
@@ -284,7 +284,7 @@ macro_rules! op_kernels {
         mod kernels_sm90 {
             use gpukern_device::activations::{Exp, Gelu, GeluTanh, Log, Rsqrt, Sigmoid, Silu, Sqrt, Tanh};
             use gpukern_device::hopper::Bf16Sm90;
-            use gpukern_device::lanes::{Abs, Add, Axpby, Div, Elem, Max, Min, Mul, Neg, Relu, Sub};
+            use gpukern_device::lanes::{Abs, Add, Axpby, Div, Max, Min, Mul, Neg, Relu, Sub};
             use gpukern_device::patterns::{pack, PLAIN};
             $(op_kernels!(@entry_sm90 $kind $op $bf16x8_sm90);)*
         }
@@ -306,7 +306,7 @@ macro_rules! op_kernels {
     // Add's entries are the seed's kernels, declared in `crate::add`.
     (@entry binary Add $name:ident $e:ident $walk:ident) => {};
     (@entry binary $op:ident $name:ident $e:ident $walk:ident) => { op_kernels!(@binary $op $name $e $walk); };
-    (@binary $op:ident $name:ident $e:ident $walk:ident) => {
+    (@binary $op:ident $name:ident $e:ident $walk:ident) => { gpukern_device::ew_entry! {
         #[doc = concat!("`c = ", stringify!($op), "(a, b)` on ", stringify!($e), ", pattern `", stringify!($walk), "` (see [`crate::ops`]).")]
         ///
         /// # Safety
@@ -316,11 +316,11 @@ macro_rules! op_kernels {
         /// # Thread mapping
         /// One lane group (1 element, or one 16-byte pack) per thread, grid-stride.
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $name(a: *const <$e as Elem>::T, b: *const <$e as Elem>::T, c: *mut <$e as Elem>::T, n: u64) {
+        binary $name<$e>(a, b, c, n) {
             unsafe { op_kernels!(@walk $walk $e $op)($op, a, b, c, n) }
         }
-    };
-    (@entry unary $op:ident $name:ident $e:ident $walk:ident) => {
+    } };
+    (@entry unary $op:ident $name:ident $e:ident $walk:ident) => { gpukern_device::ew_entry! {
         #[doc = concat!("`c = ", stringify!($op), "(a)` on ", stringify!($e), ", pattern `", stringify!($walk), "` (see [`crate::ops`]).")]
         ///
         /// # Safety
@@ -330,11 +330,11 @@ macro_rules! op_kernels {
         /// # Thread mapping
         /// One lane group per thread, grid-stride.
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $name(a: *const <$e as Elem>::T, c: *mut <$e as Elem>::T, n: u64) {
+        unary $name<$e>(a, c, n) {
             unsafe { op_kernels!(@walk $walk $e $op)($op, a, core::ptr::null(), c, n) }
         }
-    };
-    (@entry axpby $op:ident $name:ident $e:ident $walk:ident) => {
+    } };
+    (@entry axpby $op:ident $name:ident $e:ident $walk:ident) => { gpukern_device::ew_entry! {
         #[doc = concat!("`c = alpha·a + beta·b` on ", stringify!($e), ", pattern `", stringify!($walk), "`: `alpha`, `beta` rounded once to the element type, each product and the sum rounded (no FMA).")]
         ///
         /// # Safety
@@ -343,18 +343,11 @@ macro_rules! op_kernels {
         /// # Thread mapping
         /// One lane group per thread, grid-stride.
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $name(
-            a: *const <$e as Elem>::T,
-            b: *const <$e as Elem>::T,
-            c: *mut <$e as Elem>::T,
-            n: u64,
-            alpha: f32,
-            beta: f32,
-        ) {
+        binary $name<$e>(a, b, c, n, alpha: f32, beta: f32) {
             let op = Axpby::<$e>::new(alpha, beta);
             unsafe { op_kernels!(@walk $walk $e Axpby<$e>)(op, a, b, c, n) }
         }
-    };
+    } };
 }
 
 op_kernels! {

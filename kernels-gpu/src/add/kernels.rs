@@ -2,13 +2,14 @@
 //! pattern of [`crate::patterns`] instantiated with [`gpukern_device::lanes::Add`] on one
 //! dtype. The table describing them is [`super::ADD_KERNELS`].
 
-use gpukern_device::lanes::{Add, Bf16, Elem, F16, F32};
+use gpukern_device::lanes::{Add, Bf16, F16, F32};
 use gpukern_device::patterns::{pack, pair, scalar, tile, words4, CS, NC, PLAIN};
 
 /// Declares add entry points `(a, b, c, n)`, each one generic access pattern of
 /// [`crate::patterns`] instantiated with [`gpukern_device::lanes::Add`] on one dtype.
 macro_rules! add_kernels {
     ($($(#[$doc:meta])* $name:ident: $e:ident => $pattern:ident $(::<$($arg:tt),*>)?;)*) => {$(
+        gpukern_device::ew_entry! {
         $(#[$doc])*
         ///
         /// # Safety
@@ -20,13 +21,9 @@ macro_rules! add_kernels {
         /// rounded sum (round to nearest even, no flush-to-zero). `n`: elements,
         /// any value.
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $name(
-            a: *const <$e as Elem>::T,
-            b: *const <$e as Elem>::T,
-            c: *mut <$e as Elem>::T,
-            n: u64,
-        ) {
+        binary $name<$e>(a, b, c, n) {
             unsafe { $pattern::<$e, Add $($(, $arg)*)?>(Add, a, b, c, n) }
+        }
         }
     )*};
 }
