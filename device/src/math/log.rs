@@ -183,11 +183,23 @@ pub fn pow(x: f32, y: f32) -> f32 {
     let (h, l) = log2_pair(ax);
     let th = y * h;
     let tl = fma(y, h, -th) + y * l;
-    let th = if th > 300.0 { 300.0 } else if th < -300.0 { -300.0 } else { th };
+    let th = if th > 300.0 {
+        300.0
+    } else if th < -300.0 {
+        -300.0
+    } else {
+        th
+    };
     let t = th + 12_582_912.0;
     let k = t.to_bits() as i32 - 0x4b40_0000;
     let r = (th - (t - 12_582_912.0)) + tl;
-    let k = if k > 200 { 200 } else if k < -200 { -200 } else { k };
+    let k = if k > 200 {
+        200
+    } else if k < -200 {
+        -200
+    } else {
+        k
+    };
     let v = scale2(fma(horner(&EXP2_P, r), r, 1.0), k);
     if neg {
         -v
