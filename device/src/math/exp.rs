@@ -201,13 +201,13 @@ const TANH_T: [f32; 6] = [-0.333_333_3, 0.133_332_06, -0.053_946_763, 0.021_700_
 #[inline]
 pub fn tanh(x: f32) -> f32 {
     let ax = f32::from_bits(x.to_bits() & 0x7fff_ffff);
-    if ax < 0.625 {
-        let x2 = x * x;
-        fma(x * x2, horner(&TANH_T, x2), x)
+    let t = if ax < 0.625 {
+        let x2 = ax * ax;
+        fma(ax * x2, horner(&TANH_T, x2), ax)
     } else {
-        let t = tanh_big(ax);
-        f32::from_bits(t.to_bits() | (x.to_bits() & 0x8000_0000))
-    }
+        tanh_big(ax)
+    };
+    f32::from_bits(t.to_bits() | (x.to_bits() & 0x8000_0000))
 }
 
 /// The tanh-form GELU `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, computed

@@ -145,6 +145,6 @@ pub fn rsqrt(x: f32) -> f32 {
     let y = rcp_main(s);
     let ds = fma(-s, s, x);
     let e = fma(-s, y, 1.0);
-    let c = fma(-0.5 * ds, y * y, e);
+    let c = fma(-0.5 * ds * y, y, e); // ds*y first: y*y overflows for subnormal x
     fma(y, c, y)
 }
