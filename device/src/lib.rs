@@ -60,6 +60,7 @@ pub mod bits;
 pub mod bulk;
 pub mod debug;
 mod elementwise;
+pub mod kernel;
 pub mod lanes;
 pub mod launch;
 pub mod math;

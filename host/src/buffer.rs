@@ -152,7 +152,7 @@ impl<'a, T: Pod> View<'a, T> {
         Ok(out)
     }
     /// The `Gpu` handle whose context owns the memory.
-    pub(crate) fn owner(&self) -> &Arc<Shared> {
+    pub(crate) fn owner(&self) -> &'a Arc<Shared> {
         self.gpu
     }
 
@@ -249,7 +249,7 @@ impl<'a, T: Pod> ViewMut<'a, T> {
         raw::fill_bits(self, bits)
     }
     /// The `Gpu` handle whose context owns the memory.
-    pub(crate) fn owner(&self) -> &Arc<Shared> {
+    pub(crate) fn owner(&self) -> &'a Arc<Shared> {
         self.gpu
     }
 

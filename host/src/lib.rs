@@ -60,6 +60,7 @@ mod raw;
 pub mod reference;
 mod studies;
 mod tuning;
+mod typed;
 mod user_launch;
 mod variant;
 
@@ -73,6 +74,15 @@ pub use many::{AddManyPlan, Triple};
 pub use module::{CustomBinary, CustomPattern, CustomUnary, Module};
 pub use studies::{CountVariant, MatmulVariant, TransposeVariant};
 pub use tuning::{AutoPlan, BulkConfig};
+pub use typed::{ArgSlots, HostArg, HostArgs, HostElem, ParamList, ParamOf, TypedKernel};
+
+/// The signature types of typed kernels (`#[gpukern_macros::kernel]`), from
+/// `gpukern_device::kernel`: what a kernel crate's signature type is made of.
+pub mod sig {
+    pub use gpukern_device::kernel::{
+        input, output, scalar, Bf16Bits, F16Bits, InArg, KernelElem, KernelSig, OutArg, Param, ParamKind, Scalar,
+    };
+}
 pub use user_launch::{Arg, Launch};
 pub use variant::{LaunchConfig, Variant};
 

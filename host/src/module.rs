@@ -49,6 +49,9 @@ pub(crate) struct ModuleInner {
     /// The `elementwise!` operations its PTX declares (their manifests' names),
     /// listed in the error for an unknown one.
     ops: Vec<String>,
+    /// The PTX text, whose `.entry` parameter lists typed kernels are checked
+    /// against.
+    pub(crate) ptx: Arc<str>,
 }
 
 /// The names of the `gpukern_ew_<name>` manifests declared in PTX text.
@@ -85,7 +88,7 @@ impl Gpu {
         let raw = RawModule::load(&self.shared.ctx, ptx)?;
         crate::context::connect_asserts(&raw, &self.shared.assert_record)?;
         let ops = declared_ops(ptx);
-        Ok(Module { inner: Arc::new(ModuleInner { gpu: self.clone(), raw, ops }) })
+        Ok(Module { inner: Arc::new(ModuleInner { gpu: self.clone(), raw, ops, ptx: Arc::from(ptx) }) })
     }
 }
 

@@ -52,17 +52,7 @@ impl Module {
         gpu.shared.bind()?;
         let name = intern(name);
         gpu.check_stream_owned(name, stream)?;
-        let (b, g) = (l.block, l.grid);
-        let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
-        if threads == 0 || threads > 1024 {
-            return Err(Error::BlockSize { variant: name, block: threads.min(u32::MAX as u64) as u32, max: 1024 });
-        }
-        if g.0 == 0 || g.1 == 0 || g.2 == 0 || g.0 > i32::MAX as u32 || g.1 > 65535 || g.2 > 65535 {
-            return Err(Error::Shape {
-                kernel: name,
-                detail: format!("grid {g:?} outside 1..=(2^31-1, 65535, 65535)"),
-            });
-        }
+        check_geometry(name, l, 1024)?;
         let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { name, source })?;
         gpu.shared.note_user_kernel(name);
         Ok(f)
@@ -110,4 +100,19 @@ impl Module {
         // geometry, kernel and stream were checked above.
         raw::launch_slots(func, g, stream.raw(), &mut slots)
     }
+}
+
+/// The grid and block of a launch within the hardware's limits, the block at
+/// most `max_threads` (the kernel's limit).
+pub(crate) fn check_geometry(name: &'static str, l: &Launch, max_threads: u32) -> Result<()> {
+    let (b, g) = (l.block, l.grid);
+    let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
+    let max = max_threads.min(1024);
+    if b.0 == 0 || b.1 == 0 || b.2 == 0 || threads > max as u64 || b.1 > 1024 || b.2 > 64 {
+        return Err(Error::BlockSize { variant: name, block: threads.min(u32::MAX as u64) as u32, max });
+    }
+    if g.0 == 0 || g.1 == 0 || g.2 == 0 || g.0 > i32::MAX as u32 || g.1 > 65535 || g.2 > 65535 {
+        return Err(Error::Shape { kernel: name, detail: format!("grid {g:?} outside 1..=(2^31-1, 65535, 65535)") });
+    }
+    Ok(())
 }

@@ -51,3 +51,28 @@ pub(crate) unsafe fn launch_slots(
     };
     check(r).map_err(|source| Error::Driver { context: "cuLaunchKernel", source })
 }
+
+/// The 8-byte slot of one scalar parameter: its bytes from the start.
+pub(crate) fn slot_of<T: super::AnyBits>(v: &T) -> [u8; 8] {
+    let mut slot = [0u8; 8];
+    let n = std::mem::size_of::<T>().min(8);
+    // SAFETY: reads the first n <= size_of::<T>() bytes of a live T; every
+    // byte of an AnyBits type is initialised (no padding).
+    let bytes = unsafe { std::slice::from_raw_parts(v as *const T as *const u8, n) };
+    slot[..n].copy_from_slice(bytes);
+    slot
+}
+
+/// Launches a typed kernel (`typed.rs`) whose manifest and `.entry`
+/// parameter list were checked at load against the slots' layout, with every
+/// slice a live, owned range and its length (outputs exclusive borrows), and
+/// the geometry and shared memory checked against the device and the kernel.
+/// Only `TypedKernel::launch` calls it, after those checks.
+pub(crate) fn launch_typed(func: RawFn, g: Geometry3, stream: cu::CUstream, slots: &mut [[u8; 8]]) -> Result<()> {
+    // SAFETY: per the checks listed above: the slots match the parameters in
+    // number, order and size; every address is a live range of the stream's
+    // context for as long as its borrow lasts (the caller synchronises before
+    // freeing, as for every launch of this crate); the kernel's slices are
+    // bounds-checked, so it touches only those ranges.
+    unsafe { launch_slots(func, g, stream, slots) }
+}

@@ -4,6 +4,9 @@
 use gpukern::half::bf16;
 use gpukern::{Gpu, Module, Result, Stream};
 
+mod sum;
+pub use sum::Sum;
+
 /// The kernel crate's PTX, built by build.rs with gpukern-build.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/custom_kernels.ptx"));
 

@@ -1,0 +1,177 @@
+//! `#[kernel]`: a typed CUDA kernel from one Rust function.
+//!
+//! ```ignore
+//! use gpukern_macros::kernel;
+//!
+//! /// `y[i] = k · x[i]`.
+//! #[kernel]
+//! pub fn scale(x: &[f32], y: &mut [f32], k: f32) {
+//!     let i = gpukern_device::global_thread() as usize;
+//!     if i < x.len() {
+//!         y.set(i, k * x[i]);
+//!     }
+//! }
+//! ```
+//!
+//! On every target this declares a type `scale` implementing
+//! `gpukern_device::kernel::KernelSig` (the name and parameter list: the
+//! host launches through it, `Module::kernel::<scale>()`). On `nvptx64` it
+//! also emits the entry point `scale` (each slice as a pointer and a `u64`
+//! length; inputs arrive as `&[T]`, outputs — `&mut [T]` or
+//! `Out<T>` in the signature — as `gpukern_device::kernel::Out<T>`) and the
+//! manifest global `gpukern_kernel_scale` that the host checks at load.
+//! Scalars are any `KernelElem` (f32, u32, i32, u64, …).
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as Tokens};
+use quote::{format_ident, quote};
+use syn::{parse_macro_input, FnArg, Ident, ItemFn, Pat, Type};
+
+/// How one parameter is passed, and its element type.
+enum Kind {
+    In(Type),
+    Out(Type),
+    Scalar(Type),
+}
+
+/// The element type of an `Out<T>` / `Out<'_, T>` path, if it is one.
+fn out_elem(ty: &Type) -> Option<Type> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    if last.ident != "Out" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+    args.args.iter().find_map(|a| match a {
+        syn::GenericArgument::Type(t) => Some(t.clone()),
+        _ => None,
+    })
+}
+
+fn classify(ty: &Type) -> Kind {
+    if let Type::Reference(r) = ty {
+        if let Type::Slice(s) = &*r.elem {
+            let elem = (*s.elem).clone();
+            return if r.mutability.is_some() { Kind::Out(elem) } else { Kind::In(elem) };
+        }
+    }
+    match out_elem(ty) {
+        Some(elem) => Kind::Out(elem),
+        None => Kind::Scalar(ty.clone()),
+    }
+}
+
+/// Declares a typed kernel; see the crate docs.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        let e = syn::Error::new(Span::call_site(), "#[kernel] takes no arguments");
+        return e.to_compile_error().into();
+    }
+    let f = parse_macro_input!(item as ItemFn);
+    match expand(f) {
+        Ok(t) => t.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+fn expand(f: ItemFn) -> syn::Result<Tokens> {
+    let name = &f.sig.ident;
+    let vis = &f.vis;
+    let docs: Vec<_> = f.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
+    if !f.sig.generics.params.is_empty() || !matches!(f.sig.output, syn::ReturnType::Default) {
+        return Err(syn::Error::new_spanned(&f.sig, "#[kernel]: a kernel has no generics and returns nothing"));
+    }
+    let dev = quote!(::gpukern_device::kernel);
+    let (mut params, mut markers, mut words, mut entry_args, mut binds) = (vec![], vec![], vec![], vec![], vec![]);
+    for arg in &f.sig.inputs {
+        let FnArg::Typed(pt) = arg else {
+            return Err(syn::Error::new_spanned(arg, "#[kernel]: no self parameter"));
+        };
+        let Pat::Ident(pi) = &*pt.pat else {
+            return Err(syn::Error::new_spanned(&pt.pat, "#[kernel]: parameters are plain names"));
+        };
+        let id = &pi.ident;
+        let (ptr, len) = (format_ident!("{}__ptr", id), format_ident!("{}__len", id));
+        match classify(&pt.ty) {
+            Kind::In(t) => {
+                params.push(quote!(#dev::input::<#t>()));
+                markers.push(quote!(#dev::InArg<#t>));
+                words.push(quote!(#dev::input::<#t>().words()));
+                entry_args.push(quote!(#ptr: *const #t, #len: u64));
+                binds.push(quote! {
+                    // SAFETY: the host passes a live range of `len` elements
+                    // (checked against the manifest at load), or a dangling
+                    // pointer when it is empty.
+                    let #id: &[#t] = unsafe {
+                        ::core::slice::from_raw_parts(if #len == 0 { ::core::ptr::NonNull::dangling().as_ptr() } else { #ptr }, #len as usize)
+                    };
+                });
+            }
+            Kind::Out(t) => {
+                params.push(quote!(#dev::output::<#t>()));
+                markers.push(quote!(#dev::OutArg<#t>));
+                words.push(quote!(#dev::output::<#t>().words()));
+                entry_args.push(quote!(#ptr: *mut #t, #len: u64));
+                binds.push(quote! {
+                    // SAFETY: the host passes an exclusively borrowed range of
+                    // `len` elements that no input overlaps.
+                    let #id = unsafe { #dev::Out::<#t>::from_raw(#ptr, #len) };
+                });
+            }
+            Kind::Scalar(t) => {
+                params.push(quote!(#dev::scalar::<#t>()));
+                markers.push(quote!(#dev::Scalar<#t>));
+                words.push(quote!(#dev::scalar::<#t>().words()));
+                entry_args.push(quote!(#id: #t));
+            }
+        }
+    }
+    let count = params.len();
+    let manifest_len = 3 + 2 * count;
+    let manifest_name = format!("gpukern_kernel_{name}");
+    let entry = Ident::new(&format!("__gpukern_entry_{name}"), name.span());
+    let name_str = name.to_string();
+    let body = &f.block;
+    let word_list = words.iter().enumerate().map(|(i, w)| {
+        let (k, e) = (2 * i + 3, 2 * i + 4);
+        quote!(m[#k] = #w[0]; m[#e] = #w[1];)
+    });
+    Ok(quote! {
+        #(#docs)*
+        #[allow(non_camel_case_types)]
+        #vis enum #name {}
+
+        impl #dev::KernelSig for #name {
+            const NAME: &'static str = #name_str;
+            const PARAMS: &'static [#dev::Param] = &[#(#params),*];
+            type Params = (#(#markers,)*);
+        }
+
+        #[cfg(target_arch = "nvptx64")]
+        const _: () = {
+            #[used]
+            #[export_name = #manifest_name]
+            static MANIFEST: [u32; #manifest_len] = {
+                let mut m = [0u32; #manifest_len];
+                m[0] = #dev::KERNEL_MAGIC;
+                m[1] = #dev::KERNEL_VERSION;
+                m[2] = #count as u32;
+                #(#word_list)*
+                m
+            };
+        };
+
+        #(#docs)*
+        ///
+        /// # Safety
+        /// Launched by the host library's typed launch, which passes every
+        /// slice as a live range of its length, outputs exclusively.
+        #[cfg(target_arch = "nvptx64")]
+        #[export_name = #name_str]
+        pub unsafe extern "ptx-kernel" fn #entry(#(#entry_args),*) {
+            #(#binds)*
+            #body
+        }
+    })
+}
