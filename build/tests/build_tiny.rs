@@ -8,12 +8,14 @@ use gpukern_build::{Arch, BuildError, Builder, PINNED_TOOLCHAIN};
 
 fn tiny_crate(dir: &Path) {
     let device = Path::new(env!("CARGO_MANIFEST_DIR")).join("../device").canonicalize().unwrap();
+    let macros = Path::new(env!("CARGO_MANIFEST_DIR")).join("../macros").canonicalize().unwrap();
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(
         dir.join("Cargo.toml"),
         format!(
-            "[package]\nname = \"tiny-kernels\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n[dependencies]\ngpukern-device = {{ path = {:?} }}\n\n[workspace]\n",
-            device.display().to_string()
+            "[package]\nname = \"tiny-kernels\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n[dependencies]\ngpukern-device = {{ path = {:?} }}\ngpukern-macros = {{ path = {:?} }}\n\n[workspace]\n",
+            device.display().to_string(),
+            macros.display().to_string()
         ),
     )
     .unwrap();
@@ -40,6 +42,15 @@ impl<E: Elem> Params<E> for TwiceAdd {
 }
 gpukern_device::elementwise! {
     binary twice_add = TwiceAdd: [F32, Bf16];
+}
+
+/// `y[i] = k·x[i]`: a typed kernel.
+#[gpukern_macros::kernel]
+pub fn scale(x: &[f32], y: &mut [f32], k: f32) {
+    let i = gpukern_device::global_thread() as usize;
+    if i < x.len() {
+        y.set(i, k * x[i]);
+    }
 }
 
 /// A hand-written kernel next to the generated ones.
@@ -78,6 +89,12 @@ fn a_tiny_kernel_crate_compiles_to_both_modules() {
         }
     }
     assert!(sm70.ptx.contains(".visible .entry fill_index(") && !sm90.ptx.contains("fill_index"));
+    // The typed kernel: slices as (pointer, length), the scalar, its manifest.
+    let entry = sm70.ptx.split(".visible .entry scale(").nth(1).expect("typed kernel `scale` missing");
+    let params = &entry[..entry.find(')').unwrap()];
+    assert_eq!(params.matches(".param .u64").count(), 4, "{params}");
+    assert!(params.contains(".param .f32 scale_param_4"), "{params}");
+    assert!(sm70.ptx.contains("gpukern_kernel_scale"), "typed manifest missing");
     // The manifest the host checks: magic, version, binary, f32|bf16.
     assert!(sm70.ptx.contains("gpukern_ew_twice_add"), "manifest missing");
     assert!(sm70.ptx.contains("ld.global.v4.u32") || sm70.ptx.contains("ld.global.v4.b32"), "no 128-bit loads");
