@@ -120,7 +120,10 @@ fn try_cub_sum(sizes: &[usize], compute_capability: (u32, u32), out: &Path) -> R
     let logs: Vec<String> = sizes.iter().map(|n| n.trailing_zeros().to_string()).collect();
     let ran = Command::new(&exe).args(&logs).output().map_err(|e| format!("could not run cub_reduce: {e}"))?;
     if !ran.status.success() {
-        return Err(format!("cub_reduce failed: {}", String::from_utf8_lossy(&ran.stderr).lines().last().unwrap_or("")));
+        return Err(format!(
+            "cub_reduce failed: {}",
+            String::from_utf8_lossy(&ran.stderr).lines().last().unwrap_or("")
+        ));
     }
     let mut rows = BTreeMap::new();
     for line in String::from_utf8_lossy(&ran.stdout).lines() {
@@ -173,5 +176,27 @@ pub fn render(s: &mut String, rows: &[SumRow]) {
             opt(r.vs_torch, 3),
             if r.verified { "exact" } else { "**MISMATCH**" }
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_are_small_integers_and_rows_without_peers_read_and_render() {
+        let v = small_integers(1 << 16, 3);
+        assert!(v.iter().all(|x| x.fract() == 0.0 && (-8.0..=8.0).contains(x)));
+        assert!(v.contains(&-8.0) && v.contains(&8.0));
+        let json = r#"[{"n": 268435456, "kernel": "block_sum", "median_us": 300.0, "gbps": 3579.1,
+                        "total": 12.0, "expected": 12.0, "verified": true}]"#;
+        let mut rows: Vec<SumRow> = serde_json::from_str(json).expect("peer fields are optional");
+        assert!(rows[0].cub_gbps.is_none() && rows[0].vs_torch.is_none());
+        let mut s = String::new();
+        render(&mut s, &rows);
+        assert!(s.contains("| f32 | 2^28 | `block_sum` | 300.0 | 3579 | - | - | - | - | exact |"), "{s}");
+        let peers = BTreeMap::from([(1usize << 28, 3579.1 / 0.9)]);
+        add_peers(&mut rows, &peers, &BTreeMap::new());
+        assert!((rows[0].vs_cub.unwrap() - 0.9).abs() < 1e-12 && rows[0].torch_gbps.is_none());
     }
 }
