@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Times torch.add the way the report times our kernels, and prints JSON.
+"""Times torch.add (and with options torch.matmul, torch._foreach_add, the
+element-wise operations, torch.sum) the way the report times our kernels, and
+prints JSON.
 
 CUDA events around each call of torch.add(a, b, out=c), queued behind a spin
 (torch.cuda._sleep) so that they time the kernel, median of many after a warm-up, the same sizes, and disjoint input sets rotated when one set would fit
@@ -24,6 +26,7 @@ def main():
     p.add_argument("--matmul", default="", help="square sizes for torch.matmul, e.g. 1024,2048")
     p.add_argument("--foreach", action="store_true", help="also time torch._foreach_add on lists of 1..1000 tensors")
     p.add_argument("--ops", default="", help="also time torch's sub/mul/div/minimum/maximum/neg/abs/relu, the activations and an axpby at these log2 sizes, e.g. 20,24,28")
+    p.add_argument("--sum", default="", help="also time torch.sum of f32 (integers in -8..=8, one input set) at these log2 sizes, e.g. 24,28")
     p.add_argument("--stream", default="default", choices=["default", "created"], help="time on torch's default (legacy) stream or on a created one")
     args = p.parse_args()
     dev = torch.device("cuda", args.device)
@@ -77,7 +80,8 @@ def main():
         matmul.append({"size": s_, "median_us": ms * 1e3, "gflops": 2 * s_ ** 3 / (ms * 1e-3) / 1e9})
     foreach = foreach_rows(args, dev, l2, types, spin_cycles) if args.foreach else []
     ops = ops_rows(args, dev, l2, types, spin_cycles) if args.ops else []
-    print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "rows": rows, "matmul": matmul, "foreach": foreach, "ops": ops}))
+    sums = sum_rows(args, dev, spin_cycles) if args.sum else []
+    print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "rows": rows, "matmul": matmul, "foreach": foreach, "ops": ops, "sum": sums}))
 
 
 def median_ms(f, views, nbytes, spin_cycles):
@@ -154,6 +158,26 @@ def ops_rows(args, dev, l2, types, spin_cycles):
                 ms = median_ms(f, views, nbytes, spin_cycles)
                 rows.append({"op": op, "dtype": name, "n": n, "median_us": ms * 1e3, "gbps": nbytes / (ms * 1e-3) / 1e9, "input_sets": sets})
         del a, b, c, act, pos
+        torch.cuda.empty_cache()
+    return rows
+
+
+def sum_rows(args, dev, spin_cycles):
+    """torch.sum of n f32, timed as torch.add above (events behind a spin,
+    median) on one input set (the report's custom sum row: nothing rotated).
+    The inputs are integers uniform in -8..=8, so the f32 sum is exact in any
+    order; "expected" is their exact int64 sum. GB/s counts the 4 * n bytes read."""
+    rows = []
+    for k in [int(x) for x in args.sum.split(",") if x]:
+        n = 1 << k
+        xi = torch.randint(-8, 9, (n,), device=dev, dtype=torch.int8)
+        expected = int(xi.sum(dtype=torch.int64).item())
+        x = xi.float()
+        del xi
+        got = torch.sum(x).item()
+        ms = median_ms(lambda a, b, c: torch.sum(a), [(x, None, None)], 4 * n, spin_cycles)
+        rows.append({"n": n, "median_us": ms * 1e3, "gbps": 4 * n / (ms * 1e-3) / 1e9, "sum": got, "expected": expected, "verified": got == expected})
+        del x
         torch.cuda.empty_cache()
     return rows
 

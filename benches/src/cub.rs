@@ -28,12 +28,14 @@ pub struct CubPeer {
     pub exe: Option<PathBuf>,
 }
 
-fn source() -> Option<PathBuf> {
-    let beside = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("cub_peer.cu")));
+/// `file` (a program in scripts/) beside the executable, under ./scripts or
+/// beside the crate.
+fn source(file: &str) -> Option<PathBuf> {
+    let beside = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join(file)));
     [
         beside,
-        Some(PathBuf::from("scripts/cub_peer.cu")),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/cub_peer.cu")),
+        Some(PathBuf::from("scripts").join(file)),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts").join(file)),
     ]
     .into_iter()
     .flatten()
@@ -51,11 +53,18 @@ fn nvcc() -> Option<PathBuf> {
 /// Builds `cub_peer.cu` for the device's architecture into `out`; the
 /// executable's path, or why there is none.
 pub fn build(compute_capability: (u32, u32), out: &Path) -> Result<PathBuf, String> {
-    let src = source().ok_or("cub_peer.cu not found")?;
+    build_program("cub_peer", "DeviceTransform", compute_capability, out)
+}
+
+/// Builds `scripts/<stem>.cu` (CUB's `what`) for the device's architecture into
+/// `out/<stem>`, with the flags of `cub_peer`; the executable's path, or why
+/// there is none.
+pub fn build_program(stem: &str, what: &str, compute_capability: (u32, u32), out: &Path) -> Result<PathBuf, String> {
+    let src = source(&format!("{stem}.cu")).ok_or(format!("{stem}.cu not found"))?;
     let nvcc = nvcc().ok_or("no nvcc on this machine: CUB was not built, so its column is absent")?;
-    let exe = out.join("cub_peer");
+    let exe = out.join(stem);
     let arch = format!("-arch=sm_{}{}", compute_capability.0, compute_capability.1);
-    eprintln!("peers: building CUB's DeviceTransform with {} {arch} ...", nvcc.display());
+    eprintln!("peers: building CUB's {what} with {} {arch} ...", nvcc.display());
     let built = Command::new(&nvcc).args(["-O3", "-std=c++17", &arch]).arg(&src).arg("-o").arg(&exe).output();
     match built {
         Ok(o) if o.status.success() => Ok(exe),

@@ -18,6 +18,7 @@ pub mod hopper;
 pub mod ops;
 pub mod report;
 pub mod studies;
+pub mod sum;
 mod workload;
 
 pub use workload::{Pick, Workload};

@@ -117,6 +117,7 @@ pub(crate) fn bundle(out: &Path) -> Res {
     // with the GPU machine's nvcc when it has one.
     copy(&root().join("scripts/peers.py"), out.join("peers.py"))?;
     copy(&root().join("scripts/cub_peer.cu"), out.join("cub_peer.cu"))?;
+    copy(&root().join("scripts/cub_reduce.cu"), out.join("cub_reduce.cu"))?;
     let commit = Command::new("git")
         .args(["rev-parse", "HEAD"])
         .current_dir(root())

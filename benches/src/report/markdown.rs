@@ -108,6 +108,10 @@ pub fn markdown(r: &Value) -> String {
         );
         crate::custom::render(&mut s, &custom);
     }
+    let sum: Vec<crate::sum::SumRow> = serde_json::from_value(r["custom_sum"].clone()).unwrap_or_default();
+    if !sum.is_empty() {
+        crate::sum::render(&mut s, &sum);
+    }
     let _ = writeln!(s, "\n## Peers\n\n{}\n", r["peers_note"].as_str().unwrap_or(""));
     let _ = writeln!(s, "## All sizes\n\n{}", main_table(r, None));
     s

@@ -258,6 +258,11 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     } else {
         Vec::new()
     };
+    let sum_sizes = if custom.is_empty() { Vec::new() } else { crate::sum::sizes(o.min_log2, o.max_log2) };
+    let mut custom_sum = crate::sum::measure(&gpu, &sum_sizes)?;
+    for r in custom_sum.iter().filter(|r| !r.verified) {
+        failures.push(format!("custom sum n={}: {} is not the CPU's sum {}", r.n, r.total, r.expected));
+    }
     for r in custom.iter().filter(|r| !r.verified) {
         failures.push(format!("custom {} {} n={}: differs from the CPU rule", r.op, r.dtype, r.n));
     }
@@ -268,7 +273,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     // Peers (torch.add, torch._foreach_add, torch.matmul, torch's element-wise
     // operations; CUB) in the same run.
     let torch = if o.peers {
-        peers::run_peers(o, &sizes, &op_sizes)
+        peers::run_peers(o, &sizes, &op_sizes, &sum_sizes)
     } else {
         peers::Peers { note: "not requested (pass --peers)".to_string(), ..Default::default() }
     };
@@ -277,7 +282,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         r.torch_gbps =
             if r.op == "add" { torch.add.get(&(key.1, key.2)).copied() } else { torch.ops.get(&key).copied() };
     }
-    let peers::Peers { add: peers, note: peers_note, matmul: peer_matmul, foreach: torch_foreach, .. } = torch;
+    let peers::Peers { add: peers, note: peers_note, matmul: peer_matmul, foreach: torch_foreach, sum, .. } = torch;
     for r in &mut foreach {
         r.torch_us_per_add = torch_foreach
             .iter()
@@ -287,6 +292,8 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     let cub = if o.peers {
         let out = o.out.join("cub");
         let _ = std::fs::create_dir_all(&out);
+        let cub_sum = crate::sum::cub_sum(&sum_sizes, info.compute_capability, &out);
+        crate::sum::add_peers(&mut custom_sum, &cub_sum, &sum);
         crate::cub::run(o.min_log2, o.max_log2, info.compute_capability, &out)
     } else {
         crate::cub::CubPeer { note: "not requested (pass --peers)".into(), ..Default::default() }
@@ -370,6 +377,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         foreach,
         ops,
         custom,
+        custom_sum,
         ceiling,
         tuning,
         peer_matmul,

@@ -1,5 +1,5 @@
 //! torch as a peer, through `scripts/peers.py` (torch.add, torch._foreach_add,
-//! torch.matmul, the element-wise operations), timed the report's way.
+//! torch.matmul, the element-wise operations, torch.sum), timed the report's way.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,13 +31,15 @@ pub struct Peers {
     pub foreach: Vec<Value>,
     /// The element-wise operations' torch equivalents: GB/s by (op, dtype, n).
     pub ops: BTreeMap<(String, String, usize), f64>,
+    /// torch.sum of f32: GB/s by n (the custom section's sum row).
+    pub sum: BTreeMap<usize, f64>,
 }
 
 fn failed(note: String) -> Peers {
     Peers { note, ..Peers::default() }
 }
 
-pub fn run_peers(o: &Opts, sizes: &[usize], op_sizes: &[usize]) -> Peers {
+pub fn run_peers(o: &Opts, sizes: &[usize], op_sizes: &[usize], sum_sizes: &[usize]) -> Peers {
     let mut map = BTreeMap::new();
     let Some(script) = peers_script() else {
         return failed("peers.py not found".into());
@@ -73,6 +75,12 @@ pub fn run_peers(o: &Opts, sizes: &[usize], op_sizes: &[usize]) -> Peers {
             let logs: Vec<String> = op_sizes.iter().map(|n| n.trailing_zeros().to_string()).collect();
             vec!["--ops".to_string(), logs.join(",")]
         })
+        .args(if sum_sizes.is_empty() {
+            Vec::new()
+        } else {
+            let logs: Vec<String> = sum_sizes.iter().map(|n| n.trailing_zeros().to_string()).collect();
+            vec!["--sum".to_string(), logs.join(",")]
+        })
         .output();
     match out {
         Ok(out) if out.status.success() => {
@@ -98,8 +106,17 @@ pub fn run_peers(o: &Opts, sizes: &[usize], op_sizes: &[usize]) -> Peers {
                     ops.insert((op.to_string(), d.to_string(), n as usize), g);
                 }
             }
+            let mut sum = BTreeMap::new();
+            for r in v["sum"].as_array().into_iter().flatten() {
+                if let (Some(n), Some(g)) = (r["n"].as_u64(), r["gbps"].as_f64()) {
+                    if r["verified"] != true {
+                        eprintln!("peers: torch.sum at n={n} gave {} (exact: {})", r["sum"], r["expected"]);
+                    }
+                    sum.insert(n as usize, g);
+                }
+            }
             let matmul = v["matmul"].as_array().cloned().unwrap_or_default();
-            Peers { add: map, note, matmul, foreach, ops }
+            Peers { add: map, note, matmul, foreach, ops, sum }
         }
         Ok(out) => {
             failed(format!("peers.py failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")))

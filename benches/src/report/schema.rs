@@ -113,6 +113,9 @@ pub struct Report {
     /// User-defined operations (the worked example's) beside the built-in ones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub custom: Vec<crate::custom::CustomRow>,
+    /// The example's typed sum beside CUB's and torch's (under the custom table).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub custom_sum: Vec<crate::sum::SumRow>,
     pub ceiling: Vec<crate::hopper::CeilingRow>,
     pub tuning: Vec<crate::hopper::TuneRow>,
     /// torch.matmul rows, as peers.py prints them.
