@@ -193,6 +193,31 @@ impl<K: KernelSig> std::fmt::Debug for TypedKernel<K> {
     }
 }
 
+/// Whether a module's manifest bytes and the byte sizes of its `.entry`
+/// parameters say what `params` says; the reason when not.
+pub(crate) fn check_signature(manifest: &[u8], params: &[Param], entry: Option<Vec<u32>>) -> Result<(), String> {
+    let words: Vec<u32> = manifest.as_chunks::<4>().0.iter().map(|w| u32::from_le_bytes(*w)).collect();
+    let want: Vec<u32> = [KERNEL_MAGIC, KERNEL_VERSION, params.len() as u32]
+        .into_iter()
+        .chain(params.iter().flat_map(|p| p.words()))
+        .collect();
+    if words != want {
+        return Err(format!("the module's manifest {words:?} does not match this handle's {want:?}"));
+    }
+    let sizes: Vec<u32> = params
+        .iter()
+        .flat_map(|p| match p.kind {
+            ParamKind::In | ParamKind::Out => vec![8, 8],
+            ParamKind::Scalar => vec![p.size],
+        })
+        .collect();
+    match entry {
+        Some(found) if found == sizes => Ok(()),
+        Some(found) => Err(format!("the PTX entry takes {found:?} bytes per parameter, not {sizes:?}")),
+        None => Err("the module has no such .entry".into()),
+    }
+}
+
 /// The byte size of each `.param` of entry `name` in PTX text, in order;
 /// `None` when the module has no such entry.
 pub(crate) fn entry_params(ptx: &str, name: &str) -> Option<Vec<u32>> {
@@ -226,34 +251,13 @@ impl Module {
         let Some(bytes) = self.inner.raw.read_global(&manifest)? else {
             return Err(bad(format!("the module has no manifest `{manifest}`; declare the kernel with #[kernel]")));
         };
-        let words: Vec<u32> = bytes.as_chunks::<4>().0.iter().map(|w| u32::from_le_bytes(*w)).collect();
         // From the markers the launch packs by, not from K::PARAMS: a
         // hand-written KernelSig whose two lists disagree is caught here.
         let params = K::Params::params();
         if params != K::PARAMS {
             return Err(bad("the handle's PARAMS and Params disagree".into()));
         }
-        let want: Vec<u32> = [KERNEL_MAGIC, KERNEL_VERSION, params.len() as u32]
-            .into_iter()
-            .chain(params.iter().flat_map(|p| p.words()))
-            .collect();
-        if words != want {
-            return Err(bad(format!("the module's manifest {words:?} does not match this handle's {want:?}")));
-        }
-        let sizes: Vec<u32> = params
-            .iter()
-            .flat_map(|p| match p.kind {
-                ParamKind::In | ParamKind::Out => vec![8, 8],
-                ParamKind::Scalar => vec![p.size],
-            })
-            .collect();
-        match entry_params(&self.inner.ptx, name) {
-            Some(found) if found == sizes => {}
-            Some(found) => {
-                return Err(bad(format!("the PTX entry takes {found:?} bytes per parameter, not {sizes:?}")))
-            }
-            None => return Err(bad("the module has no such .entry".into())),
-        }
+        check_signature(&bytes, &params, entry_params(&self.inner.ptx, name)).map_err(bad)?;
         let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { name, source })?;
         let kernel = Kernel::new(f);
         // Dynamic shared memory up to what a block may have, less the static part.
@@ -318,5 +322,27 @@ mod tests {
         let ptx = ".visible .entry scale(\n\t.param .u64 .ptr .align 1 scale_param_0,\n\t.param .u64 scale_param_1,\n\t.param .f32 scale_param_2,\n\t.param .b16 scale_param_3\n)\n{";
         assert_eq!(super::entry_params(ptx, "scale"), Some(vec![8, 8, 4, 2]));
         assert_eq!(super::entry_params(ptx, "other"), None);
+    }
+
+    #[test]
+    fn manifest_mismatches_are_refused() {
+        use gpukern_device::kernel::{input, output, scalar, KERNEL_MAGIC, KERNEL_VERSION};
+        let params = [input::<f32>(), output::<f32>(), scalar::<f32>()];
+        let bytes = |w: &[u32]| w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let good = bytes(&[KERNEL_MAGIC, KERNEL_VERSION, 3, 1, 1, 2, 1, 3, 1]);
+        let entry = || Some(vec![8, 8, 8, 8, 4]);
+        assert_eq!(super::check_signature(&good, &params, entry()), Ok(()));
+        // Another element type, another count, another kind, not a manifest.
+        for words in [
+            vec![KERNEL_MAGIC, KERNEL_VERSION, 3, 1, 3, 2, 1, 3, 1],
+            vec![KERNEL_MAGIC, KERNEL_VERSION, 2, 1, 1, 2, 1],
+            vec![KERNEL_MAGIC, KERNEL_VERSION, 3, 2, 1, 2, 1, 3, 1],
+            vec![0, 0, 0, 0],
+        ] {
+            assert!(super::check_signature(&bytes(&words), &params, entry()).is_err(), "{words:?}");
+        }
+        // The manifest agrees but the entry does not (a rebuilt kernel), or is missing.
+        assert!(super::check_signature(&good, &params, Some(vec![8, 8, 8, 8, 8])).is_err());
+        assert!(super::check_signature(&good, &params, None).is_err());
     }
 }
