@@ -14,7 +14,9 @@ const PIO2_1: f32 = 1.570_796_4;
 const PIO2_2: f32 = -4.371_139e-8;
 const PIO2_3: f32 = -1.715_124_5e-15;
 /// 2/pi after the binary point, 8 zero bits in front, as big-endian u32 words.
-const TWO_OVER_PI: [u32; 8] =
+/// A `static`, not a `const`: indexed at run time, a `const` array is copied to
+/// the stack (`.local` memory in PTX); a `static` is read from global memory.
+static TWO_OVER_PI: [u32; 8] =
     [0x00a2_f983, 0x6e4e_4415, 0x29fc_2757, 0xd1f5_34dd, 0xc0db_6295, 0x993c_4390, 0x41fe_5163, 0xabde_bbc5];
 
 /// `x = q pi/2 + r + rl`, |r| <= pi/4 (a hair more), `q` mod 4 in the low bits.
@@ -36,8 +38,9 @@ fn reduce(x: f32) -> (f32, f32, u32) {
 }
 
 /// Payne–Hanek for |x| >= 2^17 (finite): `m 2^E (2/pi)` from a 128-bit window
-/// of the 2/pi bits; the integer part mod 4 and 64 fraction bits.
-#[inline(never)]
+/// of the 2/pi bits; the integer part mod 4 and 64 fraction bits. Inlined: an
+/// out-of-line call returns the 12-byte tuple through `.local` memory in PTX.
+#[inline(always)]
 fn payne_hanek(x: f32) -> (f32, f32, u32) {
     let b = x.to_bits();
     let m = ((b & 0x007f_ffff) | 0x0080_0000) as u64;
