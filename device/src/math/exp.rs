@@ -21,7 +21,8 @@ const EXP_P: [f32; 7] = [1.0, 0.5, 0.166_666_66, 0.041_666_273, 0.008_333_569, 0
 pub(crate) const EXP2_P: [f32; 7] =
     [0.693_147_2, 0.240_226_51, 0.055_504_102, 0.009_618_038, 0.001_333_393_5, 0.000_154_667_56, 1.519_615_4e-5];
 /// `(e^r - 1 - r)/r^2` on |r| <= 0.3466, degree 5.
-const EXPM1_Q: [f32; 6] = [0.5, 0.166_666_66, 0.041_666_362, 0.008_333_39, 0.001_394_062_5, 0.000_198_458_77];
+pub(crate) const EXPM1_Q: [f32; 6] =
+    [0.5, 0.166_666_66, 0.041_666_362, 0.008_333_39, 0.001_394_062_5, 0.000_198_458_77];
 
 #[inline(always)]
 pub(crate) fn horner<const N: usize>(c: &[f32; N], x: f32) -> f32 {
@@ -111,35 +112,56 @@ pub fn expm1(x: f32) -> f32 {
     }
 }
 
-/// `(2^(k+64) e^r, e^r 2^k)` for `k <= 0`: `e^{-|z|}` unscaled (it may be
-/// subnormal) and scaled up by 2^64 (always normal).
+/// `n / (1 + e^{-|z|})`-style quotient shared by sigmoid, SiLU and the tanh-form
+/// GELU. `z` comes as a pair `(z, zl)` (`zl = 0` unless `PAIR`). `e = e^{-|z|}` is
+/// kept as a pair `(eh, el)`: `1 + r` and its exact residual plus `r^2 Q(r)`, so
+/// no rounding of `e` reaches the result (the last sum is where a plain `exp`
+/// loses its half ulp). The numerator is `a` for `z >= 0` and `a e` for `z < 0`,
+/// carried scaled by 2^64 so that it stays normal; the denominator `1 + e` is an
+/// exact pair; a reciprocal seed with one Newton step (2^-26) and one quotient
+/// correction with both pairs give the quotient to about 2^-40 before its one
+/// rounding. With `a = 1` it is the sigmoid, with `a = x` SiLU.
 #[inline(always)]
-fn exp_neg_scaled(r: f32, k: i32) -> (f32, f32) {
-    let p = exp_r(r);
-    let big = p * pow2i(k + 64);
-    (big, big * f32::from_bits(0x1f80_0000)) // 2^-64
-}
-
-/// `n / (1 + e^{-z})` with `n = a` for `z >= 0` and `n = a e^{-|z|}` (numerator
-/// carried scaled by 2^64, and its product error kept) for `z < 0`: the
-/// denominator `d = 1 + e^{-|z|}` in (1, 2] as an exact pair, a reciprocal seed
-/// and one quotient correction that uses the pair (so `1/d` is not rounded
-/// twice). With `a = 1` it is the sigmoid, with `a = x` SiLU.
-#[inline(always)]
-fn logistic<const ONE: bool>(z: f32, a: f32) -> f32 {
-    let nz = clamp(-f32::from_bits(z.to_bits() & 0x7fff_ffff), -120.0, 0.0);
-    let (r, k) = reduce(nz);
-    let (big, e) = exp_neg_scaled(r, k);
-    let dh = 1.0 + e;
-    let dl = (1.0 - dh) + e;
+fn logistic<const ONE: bool, const PAIR: bool>(z: f32, zl: f32, a: f32) -> f32 {
     let neg = z < 0.0;
-    let num = if neg { big } else { 1.0 };
-    let sc = if neg { f32::from_bits(0x1f80_0000) } else { 1.0 };
+    let nz = clamp(-f32::from_bits(z.to_bits() & 0x7fff_ffff), -120.0, 0.0);
+    let t = fma(nz, LOG2E, MAGIC);
+    let k = t.to_bits() as i32 - 0x4b40_0000;
+    let kf = t - MAGIC;
+    let r1 = fma(kf, -LN2_HI, nz); // exact
+    let (r, rl) = if PAIR {
+        // -|z| = nz + (the low part of z with the sign of -|z|), folded into r1.
+        let nzl = if neg { zl } else { -zl };
+        let u = r1 + nzl;
+        let r = fma(kf, -LN2_LO, u);
+        (r, fma(kf, -LN2_LO, u - r) + ((r1 - u) + nzl))
+    } else {
+        let r = fma(kf, -LN2_LO, r1);
+        (r, fma(kf, -LN2_LO, r1 - r))
+    };
+    // e^{r + rl} = eh + el: 1 + r rounded, its exact residual, r^2 Q(r) + rl (1 + r).
+    let eh = 1.0 + r;
+    let w = if PAIR { fma(rl, r, rl) } else { rl };
+    let el = fma(r * r, horner(&EXPM1_Q, r), ((1.0 - eh) + r) + w);
+    // Normalised (Fast2Sum), so that the low parts below stay under an ulp and
+    // one quotient correction with `1/dh` suffices.
+    let (eh, el) = {
+        let h = eh + el;
+        (h, (eh - h) + el)
+    };
+    let s = pow2i(k + 64); // k >= -174: 2^(k+64) is normal
+    let (bh, bl) = (eh * s, el * s); // e 2^64, exact
+    const TM64: f32 = f32::from_bits(0x1f80_0000); // 2^-64
+    let e = bh * TM64; // may be subnormal; then it is far below 1's ulp
+    let dh = 1.0 + e;
+    let dl = fma(bl, TM64, (1.0 - dh) + e);
+    let (num, numl) = if neg { (bh, bl) } else { (1.0, 0.0) };
+    let sc = if neg { TM64 } else { 1.0 };
     let (nh, nl) = if ONE {
-        (num, 0.0)
+        (num, numl)
     } else {
         let nh = num * a;
-        (nh, fma(num, a, -nh))
+        (nh, fma(numl, a, fma(num, a, -nh)))
     };
     let y = rcp_seed(dh);
     let y = fma(y, fma(-dh, y, 1.0), y);
@@ -161,7 +183,7 @@ fn logistic<const ONE: bool>(z: f32, a: f32) -> f32 {
 /// `sigmoid(+inf) = 1`, `sigmoid(-inf) = +0`, subnormal results below -87.3.
 #[inline(always)]
 pub fn sigmoid(x: f32) -> f32 {
-    logistic::<true>(x, 1.0)
+    logistic::<true, false>(x, 0.0, 1.0)
 }
 
 /// SiLU `x * sigmoid(x)`, computed as `x / (1 + e^{-x})` with the numerator
@@ -169,7 +191,7 @@ pub fn sigmoid(x: f32) -> f32 {
 /// values: NaN -> NaN, `silu(+inf) = +inf`, `silu(-inf) = -0`, `silu(±0) = ±0`.
 #[inline(always)]
 pub fn silu(x: f32) -> f32 {
-    let y = logistic::<false>(x, x);
+    let y = logistic::<false, false>(x, 0.0, x);
     finish_activation(x, y)
 }
 
@@ -212,16 +234,29 @@ pub fn tanh(x: f32) -> f32 {
 
 /// The tanh-form GELU `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, computed
 /// as `x / (1 + e^{-z})` with `z = 2 sqrt(2/pi) (x + 0.044715 x^3)` (the same
-/// quotient as [`silu`]). `z` is formed in f32, so for large negative `x` (where
-/// the result is tiny) the error grows with `|z|` (see README). Special values:
-/// NaN -> NaN, `+inf -> +inf`, `-inf -> -0`, `±0 -> ±0`.
+/// quotient as [`silu`]). `z` is formed as a pair (`x^2` exact, both constants
+/// as pairs, `C1 + C3 x^2` by an ordered Fast2Sum): the result's relative error
+/// is the absolute error of `z`, which in plain f32 grows with `|z|` (157 ulp
+/// at x = -9.8). Special values: NaN -> NaN, `+inf -> +inf`, `-inf -> -0`,
+/// `±0 -> ±0`.
 #[inline(always)]
 pub fn gelu_tanh(x: f32) -> f32 {
-    const C1: f32 = 1.595_769_1; // 2 sqrt(2/pi)
-    const C3: f32 = 0.071_354_82; // 2 sqrt(2/pi) 0.044715
-    let x2 = x * x;
-    let z = x * fma(C3, x2, C1);
-    let y = logistic::<false>(z, x);
+    const C1H: f32 = f32::from_bits(0x3fcc_422a); // 2 sqrt(2/pi), rounded
+    const C1L: f32 = f32::from_bits(0xb342_bc9b); // 2 sqrt(2/pi) - C1H
+    const C3H: f32 = f32::from_bits(0x3d92_2279); // 2 sqrt(2/pi) 0.044715, rounded
+    const C3L: f32 = f32::from_bits(0x3124_d8b5); // its remainder
+                                                  // |x| >= 16: the quotient is x (z > 120) or 0 (z < -120); clamping keeps x^2 finite.
+    let xc = clamp(x, -16.0, 16.0);
+    let x2 = xc * xc;
+    let x2l = fma(xc, xc, -x2);
+    let p = C3H * x2;
+    let pl = fma(C3H, x2, -p);
+    let uh = C1H + p;
+    let (big, small) = (C1H.max(p), C1H.min(p));
+    let ul = fma(C3H, x2l, fma(C3L, x2, pl + C1L)) + ((big - uh) + small);
+    let zh = xc * uh;
+    let zl = fma(xc, ul, fma(xc, uh, -zh));
+    let y = logistic::<false, true>(zh, zl, x);
     finish_activation(x, y)
 }
 

@@ -138,13 +138,17 @@ pub fn div_fast(a: f32, b: f32) -> f32 {
 /// NaN gives NaN; subnormal inputs are exact inputs of `sqrt` and need no scaling.
 #[inline(always)]
 pub fn rsqrt(x: f32) -> f32 {
-    let s = sqrt(x);
     if !(x > 0.0 && x < f32::INFINITY) {
-        return rcp(s);
+        return rcp(sqrt(x));
     }
+    // Below 2^-100 the residual x - s^2 would be subnormal (and lose bits):
+    // scale x by 2^64 (exact) and the result by 2^32.
+    let tiny = x < f32::from_bits(0x0d80_0000); // 2^-100
+    let xs = if tiny { x * f32::from_bits(0x5f80_0000) } else { x };
+    let s = sqrt(xs);
     let y = rcp_main(s);
-    let ds = fma(-s, s, x);
+    let ds = fma(-s, s, xs);
     let e = fma(-s, y, 1.0);
-    let c = fma(-0.5 * ds * y, y, e); // ds*y first: y*y overflows for subnormal x
-    fma(y, c, y)
+    let c = fma(-0.5 * ds * y, y, e);
+    fma(y, c, y) * if tiny { f32::from_bits(0x4f80_0000) } else { 1.0 }
 }
