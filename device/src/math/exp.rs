@@ -100,10 +100,23 @@ pub fn expm1(x: f32) -> f32 {
     let r1 = fma(kf, -LN2_HI, xc);
     let r = fma(kf, -LN2_LO, r1);
     let rl = fma(kf, -LN2_LO, r1 - r); // the rounding error of r (r1 - r is exact)
-    let em1r = r + fma(r * r, horner(&EXPM1_Q, r), rl);
+                                       // e^r - 1 = u + ul (Fast2Sum: |r| >= |r^2 Q|), so that its rounding is not
+                                       // added to the final one.
+    let w = fma(r * r, horner(&EXPM1_Q, r), rl);
+    let u = r + w;
+    let ul = (r - u) + w;
     let big = k == 128;
     let s = pow2i(if big { 127 } else { k });
-    let t = fma(s, em1r, s - if big { 0.5 } else { 1.0 });
+    // 2^k (u + ul) + (2^k - 1): TwoSum of the two exact leading terms, then one
+    // rounding of the sum with the small terms.
+    let a = s - if big { 0.5 } else { 1.0 };
+    // 2^k - 1 is inexact for k > 24 (a = 2^k) and k < -24 (a = -1): its error.
+    let al = if k > 0 { (s - a) - 1.0 } else { s - (a + 1.0) };
+    let b = s * u;
+    let h = a + b;
+    let bb = h - a;
+    let l = (a - (h - bb)) + (b - bb);
+    let t = h + fma(s, ul, l + al);
     let y = if big { t * 2.0 } else { t };
     if x == 0.0 {
         x
