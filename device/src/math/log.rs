@@ -93,8 +93,12 @@ pub fn log1p(x: f32) -> f32 {
     let u = 1.0 + x;
     let c = (x - (u - 1.0)) / u;
     let (e, f) = split(u);
-    let lp = fma(f * f, horner(&LOG_Q, f), f);
-    fma(e, LN2_HI, fma(e, LN2_LO, lp + c))
+    // e ln2_hi + f (exact product; Fast2Sum: |f| < 1/3 < ln2 unless e = 0, when
+    // it is exact anyway) kept as a pair, the small terms added, one rounding.
+    let p = e * LN2_HI;
+    let s = p + f;
+    let sl = (p - s) + f;
+    s + (fma(f * f, horner(&LOG_Q, f), fma(e, LN2_LO, c)) + sl)
 }
 
 /// `|x|` (finite, > 0) -> `log2 |x|` as a pair `(h, l)`, about 2^-27 relative (the
