@@ -115,15 +115,20 @@ fn rcp_edge(x: f32) -> f32 {
 
 /// `a / b` from [`rcp`] and one FMA residual correction: `q = a*rcp(b)`,
 /// `q + (a - q*b)*rcp(b)`. Max error 1 ulp (correctly rounded on all but a few
-/// inputs, sampled) while `|b|` is in [2^-126, 2^126] and `a/b`, `a*rcp(b)` and
-/// the residual stay normal (no overflow, no result below 2^-125); outside that
+/// inputs, sampled) while `|b|` is in [2^-126, 2^126] and `a/b` and `a*rcp(b)`
+/// stay normal (no overflow, no result below 2^-125; a subnormal `a` is scaled
+/// so that the residual is exact); outside that
 /// domain use `/`. Special values: as IEEE division when `b` is 0, inf or NaN.
 #[inline(always)]
 pub fn div_fast(a: f32, b: f32) -> f32 {
+    // Below 2^-100 the residual would be subnormal (inexact, 1.24 ulp): scale
+    // `a` by 2^32 and the quotient back (exact while the quotient is normal).
+    let tiny = f32::from_bits(a.to_bits() & 0x7fff_ffff) < f32::from_bits(0x0d80_0000);
+    let a = if tiny { a * f32::from_bits(0x4f80_0000) } else { a };
     let y = rcp(b);
     let q = a * y;
     let r = fma(-q, b, a);
-    let q2 = fma(r, y, q);
+    let q2 = fma(r, y, q) * if tiny { f32::from_bits(0x2f80_0000) } else { 1.0 };
     // inf/NaN operands: the residual is NaN, keep the plain product.
     if q2 == q2 {
         q2
