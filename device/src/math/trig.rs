@@ -27,7 +27,8 @@ fn reduce(x: f32) -> (f32, f32, u32) {
         let t = fma(x, core::f32::consts::FRAC_2_PI, 12_582_912.0);
         let q = t.to_bits().wrapping_sub(0x4b40_0000);
         let qf = t - 12_582_912.0;
-        let r1 = fma(qf, -PIO2_1, x); // exact: a multiple of 2^-23 (or of ulp(x)) below 1
+        // Exact: a multiple of 2^-23 (or of ulp(x)) below 1.
+        let r1 = fma(qf, -PIO2_1, x);
         // r1 - q P2 by TwoProd and TwoSum: when it cancels, `r1 - r` is not exact,
         // so the low part is not the FMA residual (5.8 ulp at x = 7571.2).
         let p = qf * PIO2_2;
