@@ -136,7 +136,8 @@ pub fn expm1(x: f32) -> f32 {
 #[inline(always)]
 fn logistic<const ONE: bool, const PAIR: bool>(z: f32, zl: f32, a: f32) -> f32 {
     let neg = z < 0.0;
-    let nz = clamp(-f32::from_bits(z.to_bits() & 0x7fff_ffff), -120.0, 0.0);
+    let az = f32::from_bits(z.to_bits() & 0x7fff_ffff);
+    let nz = clamp(-az, -120.0, 0.0);
     let t = fma(nz, LOG2E, MAGIC);
     let k = t.to_bits() as i32 - 0x4b40_0000;
     let kf = t - MAGIC;
@@ -180,11 +181,25 @@ fn logistic<const ONE: bool, const PAIR: bool>(z: f32, zl: f32, a: f32) -> f32 {
     let q0 = nh * y;
     let res = fma(-q0, dh, nh) + fma(-q0, dl, nl);
     let q = fma(res, y, q0) * sc;
-    // Below -120 the true result is under 2^-150 for every numerator used here.
-    if z < -120.0 {
-        a * 0.0
+    // |z| > 120 (±inf included): the quotient is `a` for z > 0 and under 2^-150
+    // for z < 0 (+0 for the sigmoid, -0 for SiLU/GELU, whose `a = x < 0` there).
+    // Selects, no branch; NaN fails the compare and stays NaN.
+    let q = if az > 120.0 {
+        if !neg {
+            a
+        } else if ONE {
+            0.0
+        } else {
+            -0.0
+        }
     } else {
         q
+    };
+    // SiLU/GELU: the result has the sign of `x` (this gives `-0` for `x = -0`).
+    if ONE {
+        q
+    } else {
+        f32::from_bits(q.to_bits() | (a.to_bits() & 0x8000_0000))
     }
 }
 
@@ -203,8 +218,7 @@ pub fn sigmoid(x: f32) -> f32 {
 /// values: NaN -> NaN, `silu(+inf) = +inf`, `silu(-inf) = -0`, `silu(±0) = ±0`.
 #[inline(always)]
 pub fn silu(x: f32) -> f32 {
-    let y = logistic::<false, false>(x, 0.0, x);
-    finish_activation(x, y)
+    logistic::<false, false>(x, 0.0, x)
 }
 
 /// The large-argument tanh, `1 - 2/(1 + e^{2|x|})` with
@@ -268,19 +282,5 @@ pub fn gelu_tanh(x: f32) -> f32 {
     let ul = fma(C3H, x2l, fma(C3L, x2, pl + C1L)) + ((big - uh) + small);
     let zh = xc * uh;
     let zl = fma(xc, ul, fma(xc, uh, -zh));
-    let y = logistic::<false, true>(zh, zl, x);
-    finish_activation(x, y)
-}
-
-/// The activations' special values: `±0 -> ±0`, `+inf -> +inf`, `-inf -> -0`,
-/// NaN -> NaN; otherwise `y`.
-#[inline(always)]
-fn finish_activation(x: f32, y: f32) -> f32 {
-    if x != 0.0 && (x - x) == 0.0 {
-        y
-    } else if x == f32::NEG_INFINITY {
-        -0.0
-    } else {
-        x + x
-    }
+    logistic::<false, true>(zh, zl, x)
 }

@@ -9,7 +9,8 @@ use super::prim::fma;
 const SIN_S: [f32; 4] = [-0.166_666_67, 0.008_333_329, -0.000_198_393_35, 2.718_311_6e-6];
 /// `(cos r - 1 + r^2/2)/r^4` in `r^2`, |r| <= pi/4.
 const COS_C: [f32; 4] = [0.041_666_668, -0.001_388_888_3, 2.479_952e-5, -2.721_023_7e-7];
-/// pi/2 in three parts (the first two products with |q| < 2^17 keep the sums exact).
+/// pi/2 in three parts: `q P1` leaves an exact remainder (one FMA, |q| < 2^17),
+/// `q P2` is subtracted as a TwoProd/TwoSum pair, `q P3` goes to the low part.
 const PIO2_1: f32 = 1.570_796_4;
 const PIO2_2: f32 = -4.371_139e-8;
 const PIO2_3: f32 = -1.715_124_5e-15;
