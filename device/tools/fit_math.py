@@ -82,6 +82,29 @@ fit("log2 Q deg9", safe(lambda f: float((mp.log1p(f) / mp.log(2) - f * c1h) / f 
 # Phi(-t) = exp(-t^2/2) K(s), s = 3/(3+t), t in [0, 15] (gelu tail; erfc(z) = 2 Phi(-sqrt2 z))
 Kf = lambda t: mp.ncdf(-t) * mp.exp(t * t / 2)
 fit("K(s), s=3/(3+t)", lambda s: float(Kf(3 / mp.mpf(s) - 3)), 3 / 18, 1, range(13), w=lambda s: 1 / float(Kf(3 / mp.mpf(s) - 3)))
+# K pieces (gelu's tail, see math/README.md): the fit with f64 coefficients
+# against the same fit with its coefficients rounded to f32 (the rounding, not
+# the degree, is what limits the current single-piece K).
+def fit_both(name, g, lo, hi, c, deg, n=2000, iters=40):
+    xs = np.cos(np.linspace(0, math.pi, n)) * (hi - lo) / 2 + (hi + lo) / 2
+    y = np.array([float(g(v)) for v in xs])
+    A = np.stack([(xs - c) ** p for p in range(deg + 1)], axis=1)
+    lw = np.ones_like(xs)
+    for _ in range(iters):
+        s = np.sqrt(lw)
+        co, *_ = np.linalg.lstsq(A * (s / y)[:, None], y * s / y, rcond=None)
+        e = np.abs((A @ co - y) / y)
+        lw = lw * e
+        lw /= lw.sum()
+    e32 = np.max(np.abs((A @ np.array([float(f32(v)) for v in co]) - y) / y))
+    cond = np.max(np.abs(A) @ np.abs(co) / y)
+    print(f"// {name}: f64 coeffs 2^{math.log2(np.max(e)):.1f}, f32 coeffs 2^{math.log2(e32):.1f}, cond {cond:.2f}")
+
+
+mp.mp.dps = 30
+fit_both("K(t), t in [0, 1.5], in t - 0.75, deg 12", lambda t: Kf(mp.mpf(t)), 0, 1.5, 0.75, 12)
+fit_both("K(s), t in [2, 15], in s - 0.4, deg 12", lambda s: Kf(3 / mp.mpf(s) - 3), 3 / 18, 0.6, 0.4, 12)
+fit_both("K(s), t in [0, 15], in s - 0.6, deg 13", lambda s: Kf(3 / mp.mpf(s) - 3), 3 / 18, 1, 0.6, 13)
 # bits of 2/pi after the binary point, 8 zero bits in front, as u32 words
 mp.mp.dps = 100
 v = int(mp.floor(2 / mp.pi * mp.mpf(2) ** 248))

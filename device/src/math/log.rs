@@ -20,19 +20,6 @@ const LOG_Q: [f32; 10] = [
     -0.130_350_35,
     0.121_613_29,
 ];
-/// `(log2(1+f) - f C1H)/f^2` on |f| <= 1/3, degree 9.
-const LOG2_Q: [f32; 10] = [
-    -0.721_347_5,
-    0.480_906_52,
-    -0.360_676_47,
-    0.287_978_47,
-    -0.240_356_24,
-    0.219_612,
-    -0.180_385_38,
-    0.025_867_697,
-    -0.163_823_72,
-    0.616_052_56,
-];
 const C1H: f32 = core::f32::consts::LOG2_E;
 const C1L: f32 = 1.925_963e-8; // 1/ln2 - C1H
 
@@ -75,12 +62,6 @@ pub fn log(x: f32) -> f32 {
     fma(e, LN2_HI, fma(e, LN2_LO, lp))
 }
 
-/// `log2(1 + f)` as `f C1H + (f C1L + f^2 Q2(f))`.
-#[inline(always)]
-fn log2_1p(f: f32) -> f32 {
-    fma(f, C1H, fma(f * f, horner(&LOG2_Q, f), f * C1L))
-}
-
 /// The base-2 logarithm. Shape: as [`log`] with `1/ln2` in two parts, then `+ e`.
 /// Exact for powers of two. Special values as [`log`].
 #[inline]
@@ -88,8 +69,8 @@ pub fn log2(x: f32) -> f32 {
     if !(x > 0.0 && x < f32::INFINITY) {
         return log_special(x);
     }
-    let (e, f) = split(x);
-    e + log2_1p(f)
+    // The pair's sum rounded once (`e + log2(1+f)` rounded twice: 1.49 ulp).
+    log2_pair(x).0
 }
 
 /// `log(1 + x)`, accurate near 0. Shape: for |x| < 1/3 the polynomial on `x`
@@ -112,17 +93,23 @@ pub fn log1p(x: f32) -> f32 {
     let u = 1.0 + x;
     let c = (x - (u - 1.0)) / u;
     let (e, f) = split(u);
-    let lp = fma(f * f, horner(&LOG_Q, f), f);
-    fma(e, LN2_HI, fma(e, LN2_LO, lp + c))
+    // e ln2_hi + f (exact product; Fast2Sum: |f| < 1/3 < ln2 unless e = 0, when
+    // it is exact anyway) kept as a pair, the small terms added, one rounding.
+    let p = e * LN2_HI;
+    let s = p + f;
+    let sl = (p - s) + f;
+    s + (fma(f * f, horner(&LOG_Q, f), fma(e, LN2_LO, c)) + sl)
 }
 
-/// `|x|` (finite, > 0) -> `log2 |x|` as a pair `(h, l)`, about 2^-32 relative.
+/// `|x|` (finite, > 0) -> `log2 |x|` as a pair `(h, l)`, about 2^-27 relative (the
+/// degree-9 `log1p` polynomial).
 #[inline(always)]
 fn log2_pair(x: f32) -> (f32, f32) {
     let (e, f) = split(x);
     let a = f * C1H;
     let al = fma(f, C1H, -a);
-    let b = fma(f * f, horner(&LOG2_Q, f), f * C1L) + al;
+    // log(1+f) = f + f^2 Q(f) (2^-27 relative), times 1/ln2 = C1H + C1L.
+    let b = fma((f * f) * horner(&LOG_Q, f), C1H, fma(f, C1L, al));
     let s = e + a; // exact when e == 0; otherwise |a| < |e| and Fast2Sum applies
     let sl = (e - s) + a;
     let h = s + (b + sl);

@@ -9,12 +9,15 @@ use super::prim::fma;
 const SIN_S: [f32; 4] = [-0.166_666_67, 0.008_333_329, -0.000_198_393_35, 2.718_311_6e-6];
 /// `(cos r - 1 + r^2/2)/r^4` in `r^2`, |r| <= pi/4.
 const COS_C: [f32; 4] = [0.041_666_668, -0.001_388_888_3, 2.479_952e-5, -2.721_023_7e-7];
-/// pi/2 in three parts (the first two products with |q| < 2^17 keep the sums exact).
+/// pi/2 in three parts: `q P1` leaves an exact remainder (one FMA, |q| < 2^17),
+/// `q P2` is subtracted as a TwoProd/TwoSum pair, `q P3` goes to the low part.
 const PIO2_1: f32 = 1.570_796_4;
 const PIO2_2: f32 = -4.371_139e-8;
 const PIO2_3: f32 = -1.715_124_5e-15;
 /// 2/pi after the binary point, 8 zero bits in front, as big-endian u32 words.
-const TWO_OVER_PI: [u32; 8] =
+/// A `static`, not a `const`: indexed at run time, a `const` array is copied to
+/// the stack (`.local` memory in PTX); a `static` is read from global memory.
+static TWO_OVER_PI: [u32; 8] =
     [0x00a2_f983, 0x6e4e_4415, 0x29fc_2757, 0xd1f5_34dd, 0xc0db_6295, 0x993c_4390, 0x41fe_5163, 0xabde_bbc5];
 
 /// `x = q pi/2 + r + rl`, |r| <= pi/4 (a hair more), `q` mod 4 in the low bits.
@@ -25,10 +28,16 @@ fn reduce(x: f32) -> (f32, f32, u32) {
         let t = fma(x, core::f32::consts::FRAC_2_PI, 12_582_912.0);
         let q = t.to_bits().wrapping_sub(0x4b40_0000);
         let qf = t - 12_582_912.0;
+        // Exact: a multiple of 2^-23 (or of ulp(x)) below 1.
         let r1 = fma(qf, -PIO2_1, x);
-        let r = fma(qf, -PIO2_2, r1);
-        let rl = fma(qf, -PIO2_2, r1 - r);
-        let rl = fma(qf, -PIO2_3, rl);
+        // r1 - q P2 by TwoProd and TwoSum: when it cancels, `r1 - r` is not exact,
+        // so the low part is not the FMA residual (5.8 ulp at x = 7571.2).
+        let p = qf * PIO2_2;
+        let pl = fma(qf, PIO2_2, -p);
+        let r = r1 - p;
+        let bb = r - r1;
+        let rl = (r1 - (r - bb)) - (p + bb);
+        let rl = fma(qf, -PIO2_3, rl - pl);
         (r, rl, q)
     } else {
         payne_hanek(x)
@@ -36,8 +45,9 @@ fn reduce(x: f32) -> (f32, f32, u32) {
 }
 
 /// Payne–Hanek for |x| >= 2^17 (finite): `m 2^E (2/pi)` from a 128-bit window
-/// of the 2/pi bits; the integer part mod 4 and 64 fraction bits.
-#[inline(never)]
+/// of the 2/pi bits; the integer part mod 4 and 64 fraction bits. Inlined: an
+/// out-of-line call returns the 12-byte tuple through `.local` memory in PTX.
+#[inline(always)]
 fn payne_hanek(x: f32) -> (f32, f32, u32) {
     let b = x.to_bits();
     let m = ((b & 0x007f_ffff) | 0x0080_0000) as u64;
