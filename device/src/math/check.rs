@@ -117,6 +117,7 @@ pub const FUNCTIONS: &[Row] = &[
     ("cos", super::cos, f64::cos),
     ("rsqrt", super::rsqrt, |x| 1.0 / x.sqrt()),
     ("rcp", super::rcp, |x| 1.0 / x),
+    ("sqrt", super::sqrt, f64::sqrt),
 ];
 
 /// `v` rounded once, to nearest even, to a binary format with `p` significand
