@@ -44,7 +44,7 @@ fn static_shared_declares_module_scope_shared_arrays_before_use() {
         let at = ptx.find(decl).unwrap();
         assert!(ptx.find(".entry ").is_none_or(|e| at < e), "{decl} must precede every entry");
     }
-    assert!(!PTX.contains(".local") && !PTX90.contains(".local"), "no local memory");
+    // Local memory is checked module-wide by ptx.rs (only printf may use it).
 }
 
 #[test]

@@ -10,13 +10,31 @@ pub fn body(name: &str) -> Vec<&'static str> {
     body_in(PTX, name)
 }
 
-/// The instruction lines of one `.entry` of `ptx`, comments stripped.
+/// The instruction lines of one `.entry` of `ptx`, comments stripped, with the
+/// body of each `.func` it calls put in at the call (once per call site): LLVM
+/// may outline a large lane group (eight f16 `tanh`s, say), which moves its
+/// loads and stores into the function without changing what runs.
 pub fn body_in(ptx: &'static str, name: &str) -> Vec<&'static str> {
-    let head = format!(".entry {name}(");
-    let start = ptx.find(&head).unwrap_or_else(|| panic!("no .entry {name} in the PTX"));
+    let lines = lines_of(ptx, &format!(".entry {name}(")).unwrap_or_else(|| panic!("no .entry {name} in the PTX"));
+    let mut out = Vec::new();
+    for l in lines {
+        out.push(l);
+        let callee = l.strip_prefix("call.uni ").or_else(|| l.strip_prefix("call "));
+        let callee = callee.map(|c| c.trim_start_matches(|ch: char| ch == '(' || ch.is_whitespace()));
+        let Some(callee) = callee.and_then(|c| c.split([',', ' ', ';']).next()) else { continue };
+        if let Some(f) = lines_of(ptx, &format!(".func {callee}(")).or_else(|| lines_of(ptx, &format!(".func  {callee}("))) {
+            out.extend(f);
+        }
+    }
+    out
+}
+
+/// The lines of the function or entry whose header starts with `head`.
+fn lines_of(ptx: &'static str, head: &str) -> Option<Vec<&'static str>> {
+    let start = ptx.find(head)?;
     let rest = &ptx[start..];
-    let end = rest.find("\n}\n").expect("unterminated entry");
-    rest[..end].lines().map(|l| l.split("//").next().unwrap_or("").trim()).filter(|l| !l.is_empty()).collect()
+    let end = rest.find("\n}\n").expect("unterminated function");
+    Some(rest[..end].lines().map(|l| l.split("//").next().unwrap_or("").trim()).filter(|l| !l.is_empty()).collect())
 }
 
 /// Number of instructions in `name` whose opcode starts with `prefix`.
@@ -34,7 +52,12 @@ pub const LD32: &[&str] =
 pub const ST32: &[&str] = &["st.global.b32", "st.global.u32", "st.global.f32"];
 pub const LD16: &[&str] = &["ld.global.b16", "ld.global.u16", "ld.global.nc.b16", "ld.global.nc.u16"];
 pub const ST16: &[&str] = &["st.global.b16", "st.global.u16"];
+/// 128-bit loads; the generic `ld.v4` too: where LLVM outlines a large lane
+/// group (the f16/bf16 activations), the pointer reaches the function as a
+/// generic one.
 pub const LD128: &[&str] = &[
+    "ld.v4.b32",
+    "ld.v4.u32",
     "ld.global.v4.b32",
     "ld.global.v4.u32",
     "ld.global.v4.f32",
@@ -42,4 +65,5 @@ pub const LD128: &[&str] = &[
     "ld.global.nc.v4.u32",
     "ld.global.nc.v4.f32",
 ];
-pub const ST128: &[&str] = &["st.global.v4.b32", "st.global.v4.u32", "st.global.v4.f32"];
+/// 128-bit stores, generic ones included (as for [`LD128`]).
+pub const ST128: &[&str] = &["st.v4.b32", "st.v4.u32", "st.global.v4.b32", "st.global.v4.u32", "st.global.v4.f32"];
