@@ -109,7 +109,8 @@ pub const FUNCTIONS: &[Row] = &[
     ("log1p", super::log1p, f64::ln_1p),
     ("tanh", super::tanh, f64::tanh),
     ("sigmoid", super::sigmoid, sigmoid_f64),
-    ("silu", super::silu, |x| x * sigmoid_f64(x)),
+    // -inf: the limit -0 (the product -inf * 0 would be NaN).
+    ("silu", super::silu, |x| if x == f64::NEG_INFINITY { -0.0 } else { x * sigmoid_f64(x) }),
     ("erf", super::erf, erf_f64),
     ("gelu", super::gelu, gelu_f64),
     ("gelu_tanh", super::gelu_tanh, gelu_tanh_f64),
