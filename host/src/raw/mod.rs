@@ -329,16 +329,33 @@ pub(super) unsafe fn launch_2d(
     stream: cu::CUstream,
     params: &mut [*mut c_void],
 ) -> Result<()> {
+    let g3 =
+        Geometry3 { grid: (g.grid.0, g.grid.1, 1), block: (g.block.0, g.block.1, 1), shared_bytes: g.shared_bytes };
+    // SAFETY: forwarded to the caller's contract.
+    unsafe { launch_3d(func, g3, stream, params) }
+}
+
+/// The one `cuLaunchKernel` of the crate: every launch, the element-wise
+/// ones, the studies', the escape hatch's and the typed kernels', ends here.
+///
+/// # Safety
+/// As [`launch`], for a 3-D grid and block.
+pub(super) unsafe fn launch_3d(
+    func: RawFn,
+    g: Geometry3,
+    stream: cu::CUstream,
+    params: &mut [*mut c_void],
+) -> Result<()> {
     // SAFETY: forwarded to the caller's contract.
     let r = unsafe {
         cu::cuLaunchKernel(
             func.0,
             g.grid.0,
             g.grid.1,
-            1,
+            g.grid.2,
             g.block.0,
             g.block.1,
-            1,
+            g.block.2,
             g.shared_bytes,
             stream,
             params.as_mut_ptr(),

@@ -5,8 +5,8 @@ use std::ffi::c_void;
 
 use cudarc::driver::sys as cu;
 
-use super::{check, RawFn};
-use crate::error::{Error, Result};
+use super::RawFn;
+use crate::error::Result;
 
 /// Grid, block and dynamic shared memory of a 3-D launch.
 #[derive(Clone, Copy, Debug)]
@@ -34,22 +34,7 @@ pub(crate) unsafe fn launch_slots(
     let mut params: Vec<*mut c_void> = slots.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void).collect();
     // SAFETY: forwarded to the caller's contract; `slots` outlives the call,
     // which copies the values.
-    let r = unsafe {
-        cu::cuLaunchKernel(
-            func.0,
-            g.grid.0,
-            g.grid.1,
-            g.grid.2,
-            g.block.0,
-            g.block.1,
-            g.block.2,
-            g.shared_bytes,
-            stream,
-            params.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
-    };
-    check(r).map_err(|source| Error::Driver { context: "cuLaunchKernel", source })
+    unsafe { super::launch_3d(func, g, stream, &mut params) }
 }
 
 /// The 8-byte slot of one scalar parameter: its bytes from the start.
