@@ -27,12 +27,14 @@ impl Gpu {
         let Some(name) = sweep_kernel(function) else {
             return Err(Error::Shape { kernel: "math_sweep", detail: format!("no GPU sweep of `{function}`") });
         };
-        self.math_launch(name, MathArgs::<View<'_, f32>>::Sweep { start }, out, stream)
+        let args: MathArgs<'_, View<'_, f32>> = MathArgs::Sweep { start };
+        self.math_launch(name, args, out, stream)
     }
 
     /// Queues `out[i] = pow(f32::from_bits(start + i), y)`.
     pub fn math_pow_sweep<'a>(&self, start: u32, y: f32, out: impl AsViewMut<'a, f32>, stream: &Stream) -> Result<()> {
-        self.math_launch(POW_SWEEP, MathArgs::<View<'_, f32>>::PowSweep { start, y }, out, stream)
+        let args: MathArgs<'_, View<'_, f32>> = MathArgs::PowSweep { start, y };
+        self.math_launch(POW_SWEEP, args, out, stream)
     }
 
     /// Queues `out[i] = pow(x[i], y[i])`. Errors also when the lengths differ.
