@@ -32,22 +32,7 @@
 #include <string>
 #include <vector>
 
-#define CHECK(x)                                                                          \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
-
-__global__ void spin(unsigned long long ns) {
-  unsigned long long start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
-}
+#include "cub_common.cuh"
 
 // Host-side bit conversions and references.
 static float f16_to_f32(uint16_t h) { return __half2float(__ushort_as_half(h)); }
@@ -96,12 +81,6 @@ template <class T> static bool same(typename Traits<T>::Bits x, typename Traits<
 
 template <class T> static void launch_add(const T* a, const T* b, T* c, int64_t n, cudaStream_t s) {
   CHECK(cub::DeviceTransform::Transform(cuda::std::make_tuple(a, b), c, n, cuda::std::plus<>{}, s));
-}
-
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
 template <class T>

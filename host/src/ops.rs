@@ -254,23 +254,25 @@ impl Gpu {
         }
         let (dtype, n) = (T::DTYPE, ops.a.len());
         let (pack, scalar) = (self.auto_pack(kind, dtype), self.auto_scalar(kind, dtype));
-        let cfg = LaunchConfig::with_block(self.op_block(self.shared.kernel(pack.name)?, kind.inputs() as u32, n)?);
+        // Each kernel looked up once: the pack's serves its block choice and its launch.
+        let pack_fn = self.shared.kernel(pack.name)?;
+        let cfg = LaunchConfig::with_block(self.op_block(pack_fn, kind.inputs() as u32, n)?);
         // Before a split, so that a mismatch launches nothing.
         ops.check_lengths(scalar.name)?;
         self.check_map(scalar, cfg, &ops)?;
         match ops.auto_split(dtype.size()) {
             AutoSplit::Pack => {
-                self.map_launch_raw(pack, cfg, ops, raw)?;
+                self.map_launch_raw(pack, pack_fn.func, cfg, ops, raw)?;
                 Ok(pack.name)
             }
             AutoSplit::Peel(head) => {
                 let (h, rest) = ops.split(head)?;
-                self.map_launch_raw(scalar, cfg, h, raw)?;
-                self.map_launch_raw(pack, cfg, rest, raw)?;
+                self.map_launch_raw(scalar, self.shared.func(scalar.name)?, cfg, h, raw)?;
+                self.map_launch_raw(pack, pack_fn.func, cfg, rest, raw)?;
                 Ok(pack.name)
             }
             AutoSplit::Scalar => {
-                self.map_launch_raw(scalar, LaunchConfig::default(), ops, raw)?;
+                self.map_launch_raw(scalar, self.shared.func(scalar.name)?, LaunchConfig::default(), ops, raw)?;
                 Ok(scalar.name)
             }
         }
@@ -301,7 +303,7 @@ impl Gpu {
         raw: cudarc::driver::sys::CUstream,
     ) -> Result<()> {
         self.check_map(k, cfg, &ops)?;
-        self.map_launch_raw(k, cfg, ops, raw)
+        self.map_launch_raw(k, self.shared.func(k.name)?, cfg, ops, raw)
     }
 
     /// Launch settings and ownership of the operands (their lengths and
@@ -311,9 +313,11 @@ impl Gpu {
         self.check_buffers_owned(k.name, ops.owners())
     }
 
+    /// One launch of kernel `k`, whose handle `func` the caller looked up.
     fn map_launch_raw<T: Element>(
         &self,
         k: &'static OpKernel,
+        func: raw::RawFn,
         cfg: LaunchConfig,
         mut ops: Operands<'_, T>,
         raw: cudarc::driver::sys::CUstream,
@@ -321,7 +325,7 @@ impl Gpu {
         let n = ops.a.len();
         let launch = MapLaunch {
             name: k.name,
-            func: self.shared.func(k.name)?,
+            func,
             inputs: k.kind.inputs() as u32,
             tail: match ops.scales {
                 Some((alpha, beta)) if k.kind == OpKind::Axpby => Tail::Scalars(alpha, beta),

@@ -50,7 +50,7 @@ use crate::buffer::{Pod, View, ViewMut};
 use crate::context::Shared;
 use crate::error::{Error, Result};
 use crate::gpu::{KernelResources, Stream};
-use crate::module::{intern, Module};
+use crate::module::Module;
 use crate::raw::{self, Kernel};
 use crate::user_launch::{check_geometry, Launch};
 
@@ -244,7 +244,7 @@ impl Module {
     where
         K::Params: ParamList,
     {
-        let name = intern(K::NAME);
+        let name = K::NAME;
         let bad = |detail: String| Error::CustomOp { name: name.to_string(), detail };
         self.inner.gpu.shared.bind()?;
         let manifest = format!("gpukern_kernel_{name}");

@@ -118,6 +118,7 @@ pub(crate) fn bundle(out: &Path) -> Res {
     copy(&root().join("scripts/peers.py"), out.join("peers.py"))?;
     copy(&root().join("scripts/cub_peer.cu"), out.join("cub_peer.cu"))?;
     copy(&root().join("scripts/cub_reduce.cu"), out.join("cub_reduce.cu"))?;
+    copy(&root().join("scripts/cub_common.cuh"), out.join("cub_common.cuh"))?;
     let commit = Command::new("git")
         .args(["rev-parse", "HEAD"])
         .current_dir(root())

@@ -116,63 +116,42 @@ impl Elem for F16 {
     }
 }
 
-#[cfg(not(target_arch = "nvptx64"))]
-impl Elem for F16 {
-    type T = u16;
-    const SIGN: u32 = 0x8000;
-    const INF: u32 = 0x7c00;
-    #[inline(always)]
-    fn bits(x: u16) -> u32 {
-        x as u32
-    }
-    #[inline(always)]
-    fn from_bits(x: u32) -> u16 {
-        x as u16
-    }
-    #[inline(always)]
-    fn widen(x: u16) -> f32 {
-        f16_to_f32(x)
-    }
-    #[inline(always)]
-    fn narrow(x: f32) -> u16 {
-        f32_to_f16_rne(x)
-    }
-    #[inline(always)]
-    fn zip_word(x: u32, y: u32, f: impl Fn(u16, u16) -> u16) -> u32 {
-        zip16(x, y, f)
-    }
-    #[inline(always)]
-    fn splat(x: u16) -> u32 {
-        (x as u32) * 0x1_0001
-    }
+/// A 16-bit format carried as its bits: the lane rules widen and round with
+/// the format's own conversions (bf16 everywhere, f16 on the host).
+macro_rules! bits16_elem {
+    ($e:ty, $inf:literal, $widen:path, $narrow:path) => {
+        impl Elem for $e {
+            type T = u16;
+            const SIGN: u32 = 0x8000;
+            const INF: u32 = $inf;
+            #[inline(always)]
+            fn bits(x: u16) -> u32 {
+                x as u32
+            }
+            #[inline(always)]
+            fn from_bits(x: u32) -> u16 {
+                x as u16
+            }
+            #[inline(always)]
+            fn widen(x: u16) -> f32 {
+                $widen(x)
+            }
+            #[inline(always)]
+            fn narrow(x: f32) -> u16 {
+                $narrow(x)
+            }
+            #[inline(always)]
+            fn zip_word(x: u32, y: u32, f: impl Fn(u16, u16) -> u16) -> u32 {
+                zip16(x, y, f)
+            }
+            #[inline(always)]
+            fn splat(x: u16) -> u32 {
+                (x as u32) * 0x1_0001
+            }
+        }
+    };
 }
 
-impl Elem for Bf16 {
-    type T = u16;
-    const SIGN: u32 = 0x8000;
-    const INF: u32 = 0x7f80;
-    #[inline(always)]
-    fn bits(x: u16) -> u32 {
-        x as u32
-    }
-    #[inline(always)]
-    fn from_bits(x: u32) -> u16 {
-        x as u16
-    }
-    #[inline(always)]
-    fn widen(x: u16) -> f32 {
-        bf16_to_f32(x)
-    }
-    #[inline(always)]
-    fn narrow(x: f32) -> u16 {
-        f32_to_bf16_rne(x)
-    }
-    #[inline(always)]
-    fn zip_word(x: u32, y: u32, f: impl Fn(u16, u16) -> u16) -> u32 {
-        zip16(x, y, f)
-    }
-    #[inline(always)]
-    fn splat(x: u16) -> u32 {
-        (x as u32) * 0x1_0001
-    }
-}
+#[cfg(not(target_arch = "nvptx64"))]
+bits16_elem!(F16, 0x7c00, f16_to_f32, f32_to_f16_rne);
+bits16_elem!(Bf16, 0x7f80, bf16_to_f32, f32_to_bf16_rne);

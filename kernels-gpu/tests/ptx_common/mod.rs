@@ -22,9 +22,7 @@ pub fn body_in(ptx: &'static str, name: &str) -> Vec<&'static str> {
         let callee = l.strip_prefix("call.uni ").or_else(|| l.strip_prefix("call "));
         let callee = callee.map(|c| c.trim_start_matches(|ch: char| ch == '(' || ch.is_whitespace()));
         let Some(callee) = callee.and_then(|c| c.split([',', ' ', ';']).next()) else { continue };
-        if let Some(f) =
-            lines_of(ptx, &format!(".func {callee}(")).or_else(|| lines_of(ptx, &format!(".func  {callee}(")))
-        {
+        if let Some(f) = lines_of(ptx, &format!(".func {callee}(")) {
             out.extend(f);
         }
     }
