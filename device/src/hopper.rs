@@ -1,5 +1,6 @@
 //! Hopper-only PTX (sm_90, PTX ISA 8.0) as small Rust functions: shared-memory
-//! barriers with transaction counts and the bulk-copy engine (`cp.async.bulk`).
+//! barriers with transaction counts, the bulk-copy engine (`cp.async.bulk`) and
+//! programmatic dependent launch (`griddepcontrol`).
 //!
 //! Only the sm_90 build compiles this. Addresses in the shared window are 32-bit
 //! (`.shared` state space); global operands are converted from generic pointers
@@ -22,6 +23,41 @@ pub fn shared_addr<T>(p: *const T) -> u32 {
         );
     }
     a
+}
+
+/// Programmatic dependent launch, the dependent's side: waits until every grid
+/// this one was launched to overlap (with the programmatic-serialisation
+/// attribute) has completed and its memory writes are visible. Without the
+/// attribute the wait returns at once, so a kernel with it stays correct under
+/// any launch. It must come before the first access to memory a predecessor
+/// may write or read (the host launches with the attribute only kernels that
+/// call [`pdl_enter`] first thing).
+#[inline(always)]
+pub fn grid_dependency_wait() {
+    // SAFETY: no operands; not `nomem`, so the compiler moves no memory access
+    // above it.
+    unsafe { asm!("griddepcontrol.wait;", options(nostack, preserves_flags)) }
+}
+
+/// Programmatic dependent launch, the primary's side: lets the next kernel of
+/// the stream (when launched with the attribute) be scheduled now. It changes
+/// no memory rule: that kernel's [`grid_dependency_wait`] still waits for this
+/// whole grid to complete.
+#[inline(always)]
+pub fn launch_dependents() {
+    // SAFETY: no operands; a scheduling hint.
+    unsafe { asm!("griddepcontrol.launch_dependents;", options(nostack, preserves_flags)) }
+}
+
+/// The prologue of every PDL kernel: wait for the predecessor, then let the
+/// successor launch. Triggering right after the wait (not after the last load)
+/// lets the next launch's set-up overlap this grid's whole run, which is the
+/// point at the sizes the host uses PDL for (grids of one wave); triggering
+/// only after the wait keeps at most one grid waiting behind a running one.
+#[inline(always)]
+pub fn pdl_enter() {
+    grid_dependency_wait();
+    launch_dependents();
 }
 
 /// `mbarrier.init`: a barrier expecting `count` arrivals per phase.

@@ -1,12 +1,15 @@
 //! The safe add API: validation, the automatic variant choice, host convenience.
 
 use kernels_gpu::launch::grid_for;
+use kernels_gpu::ops::{BinaryOp, OpKind};
 use kernels_gpu::verify::{COUNT_BLOCK, COUNT_MISMATCH, MARK_VISITS};
 use kernels_gpu::Dtype;
 
 use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
+use crate::operands::Operands;
+use crate::pdl::Pdl;
 use crate::raw::{self, MapLaunch, Tail};
 use crate::tuning::{AutoPlan, BulkConfig};
 use crate::variant::{LaunchConfig, Variant};
@@ -113,7 +116,7 @@ impl Gpu {
         stream: &Stream,
     ) -> Result<Variant> {
         self.check_stream_owned("add_auto", stream)?;
-        self.add_auto_raw(user, a.into_view(), b.into_view(), out.into_view_mut(), stream.raw())
+        self.add_auto_raw(user, a.into_view(), b.into_view(), out.into_view_mut(), stream.raw(), stream.pdl())
     }
 
     /// The automatic add on a stream already checked to belong to this context.
@@ -124,9 +127,23 @@ impl Gpu {
         b: View<'_, T>,
         mut out: ViewMut<'_, T>,
         raw: cudarc::driver::sys::CUstream,
+        pdl: Pdl,
     ) -> Result<Variant> {
         let dtype = T::DTYPE;
         let n = a.len();
+        let kind = OpKind::Binary(BinaryOp::Add);
+        // Explicit launch settings keep the plain kernels (the twins have their own).
+        let twin = user.is_none().then(|| self.pdl_choice(pdl, kind, dtype, n, &[a.addr(), b.addr(), out.addr()]));
+        if let Some(k) = twin.flatten() {
+            // The twin is the 128-bit kernel the plan names, behind `pdl_enter`.
+            let variant = Variant::ALL.iter().copied().find(|v| k.name.strip_suffix("_pdl") == Some(v.name()));
+            if let Some(variant) = variant {
+                let ops = Operands { a, b: Some(b), out, scales: None };
+                self.check_map(k, LaunchConfig::default(), &ops)?;
+                self.map_launch_raw(k, self.shared.func(k.name)?, LaunchConfig::default(), ops, raw, true)?;
+                return Ok(variant);
+            }
+        }
         let plan = AutoPlan::new(dtype, n, self.info().has_sm90());
         let (widest, cfg, bulk) = match user {
             None => (plan.variant, LaunchConfig::with_block(plan.block), plan.bulk),
@@ -344,6 +361,7 @@ impl Gpu {
             },
             block: cfg.block,
             align: variant.align(),
+            pdl: false,
         };
         self.shared.bind()?;
         raw::launch_map(&launch, a, Some(b), out, stream)

@@ -27,7 +27,9 @@ pub fn sm90_kernel_names() -> Vec<&'static str> {
     let add = ADD_KERNELS.iter().filter(|k| k.needs_sm90()).map(|k| k.name);
     // The element-wise library's sm_90 add is an add kernel too, listed above.
     let ops = kernels_gpu::ops::OP_KERNELS.iter().filter(|k| k.needs_sm90() && !k.name.starts_with("add_"));
-    add.chain(ops.map(|k| k.name)).collect()
+    // The PDL twins (`kernels_gpu::ops::PDL_KERNELS`).
+    let pdl = kernels_gpu::ops::PDL_KERNELS.iter().map(|k| k.name);
+    add.chain(ops.map(|k| k.name)).chain(pdl).collect()
 }
 
 /// Every kernel of the portable module; all are resolved when a [`Gpu`] is created.
@@ -195,7 +197,7 @@ impl Gpu {
     /// `DeviceVec` use, so those never race with queued work.
     pub fn stream(&self) -> Result<Stream> {
         let inner = RawStream::create(&self.shared.ctx)?;
-        Ok(Stream { inner, gpu: self.shared.clone(), events: Default::default() })
+        Ok(Stream { inner, gpu: self.shared.clone(), events: Default::default(), pdl: Default::default() })
     }
 
     /// Allocates `len` elements. The contents are unspecified until written.
@@ -302,6 +304,8 @@ pub struct Stream {
     gpu: Arc<Shared>,
     /// The timing events of [`Stream::time`], created at its first call.
     events: std::sync::Mutex<Option<raw::RawEvents>>,
+    /// When its element-wise launches use programmatic dependent launch.
+    pdl: crate::pdl::PdlCell,
 }
 
 impl Stream {
@@ -311,6 +315,10 @@ impl Stream {
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.gpu
+    }
+
+    pub(crate) fn pdl_cell(&self) -> &crate::pdl::PdlCell {
+        &self.pdl
     }
 
     /// Blocks until all work queued on this stream is done. A kernel fault on it is

@@ -56,6 +56,8 @@ mod math;
 mod module;
 mod operands;
 mod ops;
+mod pdl;
+pub use pdl::Pdl;
 mod raw;
 pub mod reference;
 mod studies;

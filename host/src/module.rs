@@ -209,6 +209,8 @@ impl Custom {
             grid: grid_for(n as u64, lanes, cfg.block, cfg.max_grid),
             block: cfg.block,
             align,
+            // A user's kernel need not wait (`griddepcontrol.wait`) first.
+            pdl: false,
         };
         self.module.gpu.shared.note_user_kernel(name);
         raw::launch_map(&l, &ops.a, ops.b.as_ref(), &mut ops.out, stream.raw())?;

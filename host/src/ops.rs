@@ -10,6 +10,7 @@ use crate::buffer::{AsView, AsViewMut, Element, View};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::operands::{AutoSplit, Operands};
+use crate::pdl::Pdl;
 use crate::raw::{self, MapLaunch, Tail};
 use crate::tuning::AutoPlan;
 use crate::variant::LaunchConfig;
@@ -33,7 +34,7 @@ impl Gpu {
     ) -> Result<&'static str> {
         self.check_stream_owned(op.name(), stream)?;
         let ops = Operands { a: a.into_view(), b: Some(b.into_view()), out: out.into_view_mut(), scales: None };
-        self.map_auto(OpKind::Binary(op), ops, stream.raw())
+        self.map_auto(OpKind::Binary(op), ops, stream.raw(), stream.pdl())
     }
 
     /// As [`Gpu::binary`] with an explicit pattern and launch settings. Errors
@@ -65,7 +66,7 @@ impl Gpu {
     ) -> Result<&'static str> {
         self.check_stream_owned(op.name(), stream)?;
         let ops = Operands { a: a.into_view(), b: None, out: out.into_view_mut(), scales: None };
-        self.map_auto(OpKind::Unary(op), ops, stream.raw())
+        self.map_auto(OpKind::Unary(op), ops, stream.raw(), stream.pdl())
     }
 
     /// As [`Gpu::unary`] with an explicit pattern and launch settings.
@@ -97,7 +98,7 @@ impl Gpu {
         self.check_stream_owned("axpby", stream)?;
         let scales = Some((alpha, beta));
         let ops = Operands { a: a.into_view(), b: Some(b.into_view()), out: out.into_view_mut(), scales };
-        self.map_auto(OpKind::Axpby, ops, stream.raw())
+        self.map_auto(OpKind::Axpby, ops, stream.raw(), stream.pdl())
     }
 
     /// As [`Gpu::axpby`] with an explicit pattern and launch settings.
@@ -148,7 +149,7 @@ impl Gpu {
         match how {
             None => {
                 self.check_stream_owned(kind.name(), stream)?;
-                self.map_auto(kind, ops, stream.raw())
+                self.map_auto(kind, ops, stream.raw(), stream.pdl())
             }
             Some((pattern, cfg)) => self.map_explicit(kind, pattern, cfg, ops, stream),
         }
@@ -237,7 +238,7 @@ impl Gpu {
         let db = b.map(|b| self.upload(b)).transpose()?;
         let mut out = self.alloc::<T>(a.len())?;
         let ops = Operands { a: da.view(), b: db.as_ref().map(|b| b.view()), out: out.view_mut(), scales };
-        self.map_auto(kind, ops, stream.raw())?;
+        self.map_auto(kind, ops, stream.raw(), Pdl::Auto)?;
         stream.synchronize()?;
         out.to_vec()
     }
@@ -248,11 +249,17 @@ impl Gpu {
         kind: OpKind,
         ops: Operands<'_, T>,
         raw: cudarc::driver::sys::CUstream,
+        pdl: Pdl,
     ) -> Result<&'static str> {
         if let (OpKind::Binary(BinaryOp::Add), Some(b)) = (kind, ops.b) {
-            return Ok(self.add_auto_raw(None, ops.a, b, ops.out, raw)?.name());
+            return Ok(self.add_auto_raw(None, ops.a, b, ops.out, raw, pdl)?.name());
         }
         let (dtype, n) = (T::DTYPE, ops.a.len());
+        if let Some(k) = self.pdl_choice(pdl, kind, dtype, n, &ops.addrs()) {
+            self.check_map(k, LaunchConfig::default(), &ops)?;
+            self.map_launch_raw(k, self.shared.func(k.name)?, LaunchConfig::default(), ops, raw, true)?;
+            return Ok(k.name);
+        }
         let (pack, scalar) = (self.auto_pack(kind, dtype), self.auto_scalar(kind, dtype));
         // Each kernel looked up once: the pack's serves its block choice and its launch.
         let pack_fn = self.shared.kernel(pack.name)?;
@@ -262,17 +269,17 @@ impl Gpu {
         self.check_map(scalar, cfg, &ops)?;
         match ops.auto_split(dtype.size()) {
             AutoSplit::Pack => {
-                self.map_launch_raw(pack, pack_fn.func, cfg, ops, raw)?;
+                self.map_launch_raw(pack, pack_fn.func, cfg, ops, raw, false)?;
                 Ok(pack.name)
             }
             AutoSplit::Peel(head) => {
                 let (h, rest) = ops.split(head)?;
-                self.map_launch_raw(scalar, self.shared.func(scalar.name)?, cfg, h, raw)?;
-                self.map_launch_raw(pack, pack_fn.func, cfg, rest, raw)?;
+                self.map_launch_raw(scalar, self.shared.func(scalar.name)?, cfg, h, raw, false)?;
+                self.map_launch_raw(pack, pack_fn.func, cfg, rest, raw, false)?;
                 Ok(pack.name)
             }
             AutoSplit::Scalar => {
-                self.map_launch_raw(scalar, self.shared.func(scalar.name)?, LaunchConfig::default(), ops, raw)?;
+                self.map_launch_raw(scalar, self.shared.func(scalar.name)?, LaunchConfig::default(), ops, raw, false)?;
                 Ok(scalar.name)
             }
         }
@@ -303,24 +310,31 @@ impl Gpu {
         raw: cudarc::driver::sys::CUstream,
     ) -> Result<()> {
         self.check_map(k, cfg, &ops)?;
-        self.map_launch_raw(k, self.shared.func(k.name)?, cfg, ops, raw)
+        self.map_launch_raw(k, self.shared.func(k.name)?, cfg, ops, raw, false)
     }
 
     /// Launch settings and ownership of the operands (their lengths and
     /// alignment are `raw::launch_map`'s to check, once).
-    fn check_map<T: Element>(&self, k: &'static OpKernel, cfg: LaunchConfig, ops: &Operands<'_, T>) -> Result<()> {
+    pub(crate) fn check_map<T: Element>(
+        &self,
+        k: &'static OpKernel,
+        cfg: LaunchConfig,
+        ops: &Operands<'_, T>,
+    ) -> Result<()> {
         cfg.check(k.name)?;
         self.check_buffers_owned(k.name, ops.owners())
     }
 
-    /// One launch of kernel `k`, whose handle `func` the caller looked up.
-    fn map_launch_raw<T: Element>(
+    /// One launch of kernel `k`, whose handle `func` the caller looked up;
+    /// `pdl` only for a PDL twin (`crate::pdl`).
+    pub(crate) fn map_launch_raw<T: Element>(
         &self,
         k: &'static OpKernel,
         func: raw::RawFn,
         cfg: LaunchConfig,
         mut ops: Operands<'_, T>,
         raw: cudarc::driver::sys::CUstream,
+        pdl: bool,
     ) -> Result<()> {
         let n = ops.a.len();
         let launch = MapLaunch {
@@ -338,6 +352,7 @@ impl Gpu {
             grid: grid_for(n as u64, k.lanes(), cfg.block, cfg.max_grid),
             block: cfg.block,
             align: k.align(),
+            pdl,
         };
         self.shared.bind()?;
         raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, raw)

@@ -24,189 +24,8 @@
 
 use crate::Dtype;
 
-/// A two-input operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum BinaryOp {
-    /// `a + b`.
-    Add,
-    /// `a - b`.
-    Sub,
-    /// `a * b`.
-    Mul,
-    /// `a / b`.
-    Div,
-    /// IEEE 754-2019 `minimum`: NaN if either is NaN, -0 below +0.
-    Min,
-    /// IEEE 754-2019 `maximum`: NaN if either is NaN, +0 above -0.
-    Max,
-}
-
-impl BinaryOp {
-    /// Every binary operation.
-    pub const ALL: [BinaryOp; 6] =
-        [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Min, BinaryOp::Max];
-    /// Lower-case name, the prefix of its kernels.
-    pub const fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Sub => "sub",
-            BinaryOp::Mul => "mul",
-            BinaryOp::Div => "div",
-            BinaryOp::Min => "min",
-            BinaryOp::Max => "max",
-        }
-    }
-}
-
-/// A one-input operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum UnaryOp {
-    /// `-a` (the sign bit flipped, NaN included).
-    Neg,
-    /// `|a|` (the sign bit cleared).
-    Abs,
-    /// `max(a, 0)`: +0 for negative inputs and -0, NaN kept.
-    Relu,
-    /// `e^a` (the activations below: `gpukern_device::activations`).
-    Exp,
-    /// `ln a`.
-    Log,
-    /// `tanh a`.
-    Tanh,
-    /// `1 / (1 + e^-a)`.
-    Sigmoid,
-    /// `a · sigmoid(a)`.
-    Silu,
-    /// `a/2 · (1 + erf(a/√2))`.
-    Gelu,
-    /// GELU's tanh approximation.
-    GeluTanh,
-    /// `1/√a`.
-    Rsqrt,
-    /// `√a`.
-    Sqrt,
-}
-
-impl UnaryOp {
-    /// Every unary operation.
-    pub const ALL: [UnaryOp; 12] = [
-        UnaryOp::Neg,
-        UnaryOp::Abs,
-        UnaryOp::Relu,
-        UnaryOp::Exp,
-        UnaryOp::Log,
-        UnaryOp::Tanh,
-        UnaryOp::Sigmoid,
-        UnaryOp::Silu,
-        UnaryOp::Gelu,
-        UnaryOp::GeluTanh,
-        UnaryOp::Rsqrt,
-        UnaryOp::Sqrt,
-    ];
-    /// The activations (rules of `gpukern_device::activations`).
-    pub const ACTIVATIONS: [UnaryOp; 9] = [
-        UnaryOp::Exp,
-        UnaryOp::Log,
-        UnaryOp::Tanh,
-        UnaryOp::Sigmoid,
-        UnaryOp::Silu,
-        UnaryOp::Gelu,
-        UnaryOp::GeluTanh,
-        UnaryOp::Rsqrt,
-        UnaryOp::Sqrt,
-    ];
-    /// Lower-case name, the prefix of its kernels.
-    pub const fn name(self) -> &'static str {
-        match self {
-            UnaryOp::Neg => "neg",
-            UnaryOp::Abs => "abs",
-            UnaryOp::Relu => "relu",
-            UnaryOp::Exp => "exp",
-            UnaryOp::Log => "log",
-            UnaryOp::Tanh => "tanh",
-            UnaryOp::Sigmoid => "sigmoid",
-            UnaryOp::Silu => "silu",
-            UnaryOp::Gelu => "gelu",
-            UnaryOp::GeluTanh => "gelu_tanh",
-            UnaryOp::Rsqrt => "rsqrt",
-            UnaryOp::Sqrt => "sqrt",
-        }
-    }
-    /// For an activation, its f32 function (`gpukern_device::math`, the same
-    /// bits on host and device), which the kernels apply between the exact
-    /// widening and one rounding; `None` for the sign-bit operations.
-    pub fn activation(self) -> Option<fn(f32) -> f32> {
-        gpukern_device::activations::by_name(self.name())
-    }
-}
-
-/// What an element-wise kernel computes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum OpKind {
-    /// `c = op(a, b)`.
-    Binary(BinaryOp),
-    /// `c = op(a)`.
-    Unary(UnaryOp),
-    /// `c = alpha·a + beta·b`, each product and the sum rounded.
-    Axpby,
-}
-
-impl OpKind {
-    /// Every operation: binary, unary, then axpby.
-    pub const ALL: [OpKind; 19] = [
-        OpKind::Binary(BinaryOp::Add),
-        OpKind::Binary(BinaryOp::Sub),
-        OpKind::Binary(BinaryOp::Mul),
-        OpKind::Binary(BinaryOp::Div),
-        OpKind::Binary(BinaryOp::Min),
-        OpKind::Binary(BinaryOp::Max),
-        OpKind::Unary(UnaryOp::Neg),
-        OpKind::Unary(UnaryOp::Abs),
-        OpKind::Unary(UnaryOp::Relu),
-        OpKind::Unary(UnaryOp::Exp),
-        OpKind::Unary(UnaryOp::Log),
-        OpKind::Unary(UnaryOp::Tanh),
-        OpKind::Unary(UnaryOp::Sigmoid),
-        OpKind::Unary(UnaryOp::Silu),
-        OpKind::Unary(UnaryOp::Gelu),
-        OpKind::Unary(UnaryOp::GeluTanh),
-        OpKind::Unary(UnaryOp::Rsqrt),
-        OpKind::Unary(UnaryOp::Sqrt),
-        OpKind::Axpby,
-    ];
-    /// Lower-case name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            OpKind::Binary(op) => op.name(),
-            OpKind::Unary(op) => op.name(),
-            OpKind::Axpby => "axpby",
-        }
-    }
-    /// Operands read per element.
-    pub const fn inputs(self) -> usize {
-        match self {
-            OpKind::Unary(_) => 1,
-            _ => 2,
-        }
-    }
-}
-
-/// Access pattern of an element-wise kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum OpPattern {
-    /// One element per thread; operands need only element alignment.
-    Scalar,
-    /// One 16-byte pack per thread; operands 16-byte aligned.
-    Pack,
-    /// As `Pack`, with sm_90's packed bf16 arithmetic (`add/sub/mul.rn.bf16x2`)
-    /// and `cvt.rn.bf16.f32` rounding: bf16 only, sm_90 module.
-    PackSm90,
-}
-
-impl OpPattern {
-    /// Every pattern.
-    pub const ALL: [OpPattern; 3] = [OpPattern::Scalar, OpPattern::Pack, OpPattern::PackSm90];
-}
+mod kinds;
+pub use kinds::{BinaryOp, OpKind, OpPattern, UnaryOp};
 
 /// Static facts about one element-wise kernel, shared with the host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -256,13 +75,24 @@ macro_rules! op_kernels {
         /// Every element-wise kernel, by operation (the order of [`OpKind::ALL`]),
         /// then f32, f16, bf16, scalar before pack.
         pub const OP_KERNELS: &[OpKernel] = &[$(
-            op_kernels!(@row $kind $op $f32 F32 Scalar),
-            op_kernels!(@row $kind $op $f32x4 F32 Pack),
-            op_kernels!(@row $kind $op $f16 F16 Scalar),
-            op_kernels!(@row $kind $op $f16x8 F16 Pack),
-            op_kernels!(@row $kind $op $bf16 Bf16 Scalar),
-            op_kernels!(@row $kind $op $bf16x8 Bf16 Pack),
-            op_kernels!(@row $kind $op $bf16x8_sm90 Bf16 PackSm90),
+            op_kernels!(@row $kind $op (stringify!($f32)) F32 Scalar),
+            op_kernels!(@row $kind $op (stringify!($f32x4)) F32 Pack),
+            op_kernels!(@row $kind $op (stringify!($f16)) F16 Scalar),
+            op_kernels!(@row $kind $op (stringify!($f16x8)) F16 Pack),
+            op_kernels!(@row $kind $op (stringify!($bf16)) Bf16 Scalar),
+            op_kernels!(@row $kind $op (stringify!($bf16x8)) Bf16 Pack),
+            op_kernels!(@row $kind $op (stringify!($bf16x8_sm90)) Bf16 PackSm90),
+        )*];
+
+        /// The PDL twins (sm_90 module): for every operation, the 128-bit kernel
+        /// the automatic choice runs on sm_90 (f32x4, f16x8, bf16x8_sm90), with
+        /// [`gpukern_device::hopper::pdl_enter`] before its walk; named after
+        /// it with `_pdl`. The host launches these, and only these, with the
+        /// programmatic-serialisation attribute.
+        pub const PDL_KERNELS: &[OpKernel] = &[$(
+            op_kernels!(@row $kind $op (concat!(stringify!($f32x4), "_pdl")) F32 Pack),
+            op_kernels!(@row $kind $op (concat!(stringify!($f16x8), "_pdl")) F16 Pack),
+            op_kernels!(@row $kind $op (concat!(stringify!($bf16x8_sm90), "_pdl")) Bf16 PackSm90),
         )*];
 
         #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
@@ -288,18 +118,66 @@ macro_rules! op_kernels {
             use gpukern_device::patterns::{pack, PLAIN};
             $(op_kernels!(@entry_sm90 $kind $op $bf16x8_sm90);)*
         }
+
+        // The PDL twins: the same walks behind `pdl_enter`, exported as `<name>_pdl`.
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+        mod kernels_pdl {
+            use gpukern_device::activations::{Exp, Gelu, GeluTanh, Log, Rsqrt, Sigmoid, Silu, Sqrt, Tanh};
+            use gpukern_device::hopper::{pdl_enter, Bf16Sm90};
+            use gpukern_device::lanes::{Abs, Add, Axpby, Div, Max, Min, Mul, Neg, Relu, Sub, F16, F32};
+            use gpukern_device::patterns::{pack, PLAIN};
+            $(
+                op_kernels!(@pdl $kind $op $f32x4 F32);
+                op_kernels!(@pdl $kind $op $f16x8 F16);
+                op_kernels!(@pdl $kind $op $bf16x8_sm90 Bf16Sm90);
+            )*
+        }
     };
+    (@pdl binary $op:ident $name:ident $e:ident) => { gpukern_device::ew_entry! {
+        #[doc = concat!("`", stringify!($name), "` behind `pdl_enter` (see [`crate::ops::PDL_KERNELS`]).")]
+        ///
+        /// # Safety
+        /// As the kernel it twins.
+        #[export_name = concat!(stringify!($name), "_pdl")]
+        binary $name<$e>(a, b, c, n) {
+            pdl_enter();
+            unsafe { pack::<$e, $op, PLAIN>($op, a, b, c, n) }
+        }
+    } };
+    (@pdl unary $op:ident $name:ident $e:ident) => { gpukern_device::ew_entry! {
+        #[doc = concat!("`", stringify!($name), "` behind `pdl_enter` (see [`crate::ops::PDL_KERNELS`]).")]
+        ///
+        /// # Safety
+        /// As the kernel it twins.
+        #[export_name = concat!(stringify!($name), "_pdl")]
+        unary $name<$e>(a, c, n) {
+            pdl_enter();
+            unsafe { pack::<$e, $op, PLAIN>($op, a, core::ptr::null(), c, n) }
+        }
+    } };
+    (@pdl axpby $op:ident $name:ident $e:ident) => { gpukern_device::ew_entry! {
+        #[doc = concat!("`", stringify!($name), "` behind `pdl_enter` (see [`crate::ops::PDL_KERNELS`]).")]
+        ///
+        /// # Safety
+        /// As the kernel it twins.
+        #[export_name = concat!(stringify!($name), "_pdl")]
+        binary $name<$e>(a, b, c, n, alpha: f32, beta: f32) {
+            pdl_enter();
+            let op = Axpby::<$e>::new(alpha, beta);
+            unsafe { pack::<$e, Axpby<$e>, PLAIN>(op, a, b, c, n) }
+        }
+    } };
     // The sm_90 module's bf16 kernels (add's included: it has no seed kernel here).
     (@entry_sm90 binary Add $name:ident) => { op_kernels!(@binary Add $name Bf16Sm90 pack); };
     (@entry_sm90 $kind:ident $op:ident $name:ident) => { op_kernels!(@entry $kind $op $name Bf16Sm90 pack); };
-    (@row binary $op:ident $name:ident $e:ident $p:ident) => {
-        OpKernel { name: stringify!($name), kind: OpKind::Binary(BinaryOp::$op), dtype: Dtype::$e, pattern: OpPattern::$p }
+    (@row binary $op:ident ($name:expr) $e:ident $p:ident) => {
+        OpKernel { name: $name, kind: OpKind::Binary(BinaryOp::$op), dtype: Dtype::$e, pattern: OpPattern::$p }
     };
-    (@row unary $op:ident $name:ident $e:ident $p:ident) => {
-        OpKernel { name: stringify!($name), kind: OpKind::Unary(UnaryOp::$op), dtype: Dtype::$e, pattern: OpPattern::$p }
+    (@row unary $op:ident ($name:expr) $e:ident $p:ident) => {
+        OpKernel { name: $name, kind: OpKind::Unary(UnaryOp::$op), dtype: Dtype::$e, pattern: OpPattern::$p }
     };
-    (@row axpby $op:ident $name:ident $e:ident $p:ident) => {
-        OpKernel { name: stringify!($name), kind: OpKind::Axpby, dtype: Dtype::$e, pattern: OpPattern::$p }
+    (@row axpby $op:ident ($name:expr) $e:ident $p:ident) => {
+        OpKernel { name: $name, kind: OpKind::Axpby, dtype: Dtype::$e, pattern: OpPattern::$p }
     };
     (@walk scalar $e:ident $op:ty) => { scalar::<$e, $op> };
     (@walk pack $e:ident $op:ty) => { pack::<$e, $op, PLAIN> };

@@ -245,8 +245,10 @@ fn hopper_module_holds_exactly_the_bulk_and_sm90_bf16_kernels() {
     let entries: Vec<&str> = PTX90.lines().filter_map(|l| l.strip_prefix(".visible .entry ")).collect();
     let ops = kernels_gpu::ops::OP_KERNELS.iter().filter(|k| k.needs_sm90()).count();
     assert_eq!(ops, kernels_gpu::ops::OpKind::ALL.len(), "one bf16 kernel per operation with sm_90's instructions");
-    // add_bf16x8_sm90 is in both tables (an add variant and the library's add).
-    assert_eq!(entries.len(), bulk.len() + ops - 1, "{entries:?}");
+    // add_bf16x8_sm90 is in both tables (an add variant and the library's add);
+    // every operation has its PDL twins there too (`tests/ptx_pdl.rs`).
+    let pdl = kernels_gpu::ops::PDL_KERNELS.len();
+    assert_eq!(entries.len(), bulk.len() + ops - 1 + pdl, "{entries:?}");
     for name in &bulk {
         assert!(PTX90.contains(&format!(".visible .entry {name}(")), "missing .entry {name} in the sm_90 module");
         assert!(!PTX.contains(&format!(".entry {name}(")), "{name} must not be in the sm_70 module");

@@ -8,7 +8,7 @@ use std::ffi::c_void;
 
 use cudarc::driver::sys as cu;
 
-use super::{arg, launch_2d, AnyBits, DevRead, DevWrite, Geometry, RawFn};
+use super::{arg, launch_overlapped, AnyBits, DevRead, DevWrite, Geometry3, RawFn};
 use crate::error::{Error, Result};
 
 /// What an element-wise kernel takes after `(a, [b,] c, n)`.
@@ -46,6 +46,10 @@ pub(crate) struct MapLaunch {
     pub block: u32,
     /// Byte alignment every operand must have.
     pub align: usize,
+    /// Launch with programmatic dependent launch: only for a kernel that waits
+    /// (`griddepcontrol.wait`) before touching memory, on sm_90 (the PDL twins
+    /// of `kernels_gpu::ops::PDL_KERNELS`; the host's plan sets it).
+    pub pdl: bool,
 }
 
 /// Launches an element-wise kernel over all `n = a.len()` elements. The one
@@ -95,13 +99,14 @@ pub(crate) fn launch_map<T: AnyBits, R: DevRead<T>>(
         push(arg(&mut s0));
         push(arg(&mut s1));
     }
-    let g = Geometry { grid: (l.grid, 1), block: (l.block, 1), shared_bytes: shared };
+    let g = Geometry3 { grid: (l.grid, 1, 1), block: (l.block, 1, 1), shared_bytes: shared };
     // SAFETY: the table or manifest that made `l` fixes the kernel's parameters
     // as (ptr, [ptr,] ptr, u64, [4-byte, 4-byte]), which `params` follows; a,
     // b and out hold n elements, aligned as the kernel needs (checked above),
     // out is exclusively borrowed (DevWrite), and the walks write indices < n
-    // only; a bulk kernel gets a valid tiling and its shared memory.
-    unsafe { launch_2d(l.func, g, stream, &mut params[..count]) }
+    // only; a bulk kernel gets a valid tiling and its shared memory. `l.pdl`
+    // is set only for the PDL twins, which wait before any access.
+    unsafe { launch_overlapped(l.func, g, stream, &mut params[..count], l.pdl) }
 }
 
 /// What makes an element-wise launch over `n` elements sound, and what the

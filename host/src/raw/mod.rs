@@ -24,6 +24,7 @@ mod context;
 mod driver;
 mod graph;
 mod kernel;
+mod launch;
 mod many;
 mod map;
 mod math;
@@ -36,6 +37,7 @@ pub(crate) use driver::*;
 pub(crate) use graph::*;
 pub use kernel::KernelResources;
 pub(crate) use kernel::{occupancy, set_max_dynamic_shared, shared_per_block_optin, Kernel};
+pub(crate) use launch::*;
 pub(crate) use many::*;
 pub(crate) use map::*;
 pub(crate) use math::*;
@@ -292,89 +294,6 @@ pub(crate) fn mem_info() -> Result<(usize, usize)> {
     check(unsafe { cu::cuMemGetInfo_v2(&mut free, &mut total) })
         .map_err(|source| Error::Driver { context: "cuMemGetInfo", source })?;
     Ok((free, total))
-}
-
-/// Launches `func` with the given parameter pointers.
-///
-/// # Safety
-/// `params` must match the kernel's parameter list in number, order and type, and
-/// every device pointer among them must be valid for what the kernel does with the
-/// given grid.
-pub(super) unsafe fn launch(
-    func: RawFn,
-    grid: u32,
-    block: u32,
-    stream: cu::CUstream,
-    params: &mut [*mut c_void],
-) -> Result<()> {
-    // SAFETY: forwarded.
-    unsafe { launch_2d(func, Geometry { grid: (grid, 1), block: (block, 1), shared_bytes: 0 }, stream, params) }
-}
-
-/// Grid, block and dynamic shared memory of a launch.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Geometry {
-    pub grid: (u32, u32),
-    pub block: (u32, u32),
-    pub shared_bytes: u32,
-}
-
-/// As [`launch`], with a 2-D grid and block and dynamic shared memory.
-///
-/// # Safety
-/// As [`launch`]; the kernel must not use more shared memory than given.
-pub(super) unsafe fn launch_2d(
-    func: RawFn,
-    g: Geometry,
-    stream: cu::CUstream,
-    params: &mut [*mut c_void],
-) -> Result<()> {
-    let g3 =
-        Geometry3 { grid: (g.grid.0, g.grid.1, 1), block: (g.block.0, g.block.1, 1), shared_bytes: g.shared_bytes };
-    // SAFETY: forwarded to the caller's contract.
-    unsafe { launch_3d(func, g3, stream, params) }
-}
-
-/// The one `cuLaunchKernel` of the crate: every launch, the element-wise
-/// ones, the studies', the escape hatch's and the typed kernels', ends here.
-///
-/// # Safety
-/// As [`launch`], for a 3-D grid and block.
-pub(super) unsafe fn launch_3d(
-    func: RawFn,
-    g: Geometry3,
-    stream: cu::CUstream,
-    params: &mut [*mut c_void],
-) -> Result<()> {
-    // SAFETY: forwarded to the caller's contract.
-    let r = unsafe {
-        cu::cuLaunchKernel(
-            func.0,
-            g.grid.0,
-            g.grid.1,
-            g.grid.2,
-            g.block.0,
-            g.block.1,
-            g.block.2,
-            g.shared_bytes,
-            stream,
-            params.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
-    };
-    check(r).map_err(|source| Error::Driver { context: "cuLaunchKernel", source })
-}
-
-/// A pointer to one kernel parameter's value.
-pub(super) fn arg<T>(v: &mut T) -> *mut c_void {
-    v as *mut T as *mut c_void
-}
-
-pub(super) fn need(kernel: &'static str, what: &str, have: usize, want: u64) -> Result<()> {
-    if (have as u64) < want {
-        return Err(Error::Shape { kernel, detail: format!("{what} has {have} elements, needs {want}") });
-    }
-    Ok(())
 }
 
 /// The CUDA version the driver supports, e.g. 13000 for 13.0.

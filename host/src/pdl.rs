@@ -1,0 +1,184 @@
+//! Programmatic dependent launch (PDL, sm_90): the plan that decides when an
+//! element-wise launch overlaps the stream's previous kernel, and the switch a
+//! user sets per stream ([`Stream::set_pdl`]).
+//!
+//! A launch with the attribute may start while its predecessor in the stream
+//! is still running; the kernel (a PDL twin of `kernels_gpu::ops::PDL_KERNELS`)
+//! waits with `griddepcontrol.wait` before touching memory, so results are
+//! those of plain stream order. What it saves is the launch latency between
+//! dependent kernels, which is most of a small kernel's time.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use kernels_gpu::ops::{OpKernel, OpKind, PDL_KERNELS};
+use kernels_gpu::Dtype;
+
+use crate::context::DeviceInfo;
+use crate::gpu::{Gpu, Stream};
+
+/// When element-wise launches on a stream use programmatic dependent launch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Pdl {
+    /// The plan decides ([`Pdl::pays`]): on sm_90 and later, for 16-byte
+    /// aligned operands whose whole work fits in one wave of resident
+    /// threads. The default.
+    #[default]
+    Auto,
+    /// Always on sm_90 and later, for 16-byte aligned operands (the PDL
+    /// kernels are 128-bit kernels). Never on older devices, where the
+    /// instruction does not exist.
+    On,
+    /// Never: every launch waits for its predecessor to finish.
+    Off,
+}
+
+impl Pdl {
+    fn to_u8(self) -> u8 {
+        match self {
+            Pdl::Auto => 0,
+            Pdl::On => 1,
+            Pdl::Off => 2,
+        }
+    }
+
+    fn from_u8(v: u8) -> Pdl {
+        match v {
+            1 => Pdl::On,
+            2 => Pdl::Off,
+            _ => Pdl::Auto,
+        }
+    }
+
+    /// The plan: whether a launch over `n` elements, `lanes` per thread, gains
+    /// from overlapping its predecessor on this device.
+    ///
+    /// PDL lets the next grid's blocks be placed while this one runs. When the
+    /// whole work fits in one wave of resident threads (H200: 132 SMs × 2048
+    /// threads, 2^20 f32 elements at 4 per thread), the successor's blocks find
+    /// free slots and the launch latency is hidden: a CUDA C probe on an H200
+    /// gained ×1.21–1.30 per add up to 2^20. Beyond one wave the waiting blocks
+    /// take slots the running grid's later waves need: the probe lost up to 9%
+    /// at 2^22 (in a graph). So the line is one wave.
+    pub fn pays(self, info: &DeviceInfo, n: usize, lanes: u32) -> bool {
+        if !info.has_sm90() {
+            return false;
+        }
+        match self {
+            Pdl::On => true,
+            Pdl::Off => false,
+            Pdl::Auto => {
+                let wave = info.sm_count as u64 * info.max_threads_per_sm as u64;
+                (n as u64).div_ceil(lanes.max(1) as u64) <= wave
+            }
+        }
+    }
+}
+
+/// A stream's PDL setting, shared by `&Stream` users (an atomic: streams are
+/// `Sync`).
+#[derive(Debug, Default)]
+pub(crate) struct PdlCell(AtomicU8);
+
+impl PdlCell {
+    pub(crate) fn get(&self) -> Pdl {
+        Pdl::from_u8(self.0.load(Ordering::Relaxed))
+    }
+    pub(crate) fn set(&self, p: Pdl) {
+        self.0.store(p.to_u8(), Ordering::Relaxed)
+    }
+}
+
+impl Stream {
+    /// Sets when the element-wise launches queued on this stream use
+    /// programmatic dependent launch (default [`Pdl::Auto`]). Results do not
+    /// depend on it, only launch overlap does. For one call, set it around
+    /// the call.
+    pub fn set_pdl(&self, pdl: Pdl) {
+        self.pdl_cell().set(pdl)
+    }
+
+    /// This stream's PDL setting.
+    pub fn pdl(&self) -> Pdl {
+        self.pdl_cell().get()
+    }
+}
+
+/// The PDL twin of the 128-bit kernel of `(kind, dtype)` on sm_90.
+pub(crate) fn twin(kind: OpKind, dtype: Dtype) -> Option<&'static OpKernel> {
+    PDL_KERNELS.iter().find(|k| k.kind == kind && k.dtype == dtype)
+}
+
+impl Gpu {
+    /// The PDL twin to launch instead of the automatic choice, when `pdl` says
+    /// so for `n` elements at operand addresses `addrs` (all 16-byte aligned:
+    /// the twins are 128-bit kernels, and a split head would be a second
+    /// launch). `None`: launch as without PDL.
+    pub(crate) fn pdl_choice(
+        &self,
+        pdl: Pdl,
+        kind: OpKind,
+        dtype: Dtype,
+        n: usize,
+        addrs: &[u64],
+    ) -> Option<&'static OpKernel> {
+        if n == 0 || !addrs.iter().all(|a| a % 16 == 0) {
+            return None;
+        }
+        let k = twin(kind, dtype)?;
+        pdl.pays(self.info(), n, k.lanes()).then_some(k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(major: u32) -> DeviceInfo {
+        DeviceInfo {
+            index: 0,
+            name: "test".into(),
+            compute_capability: (major, 0),
+            sm_count: 132,
+            l2_bytes: 50 << 20,
+            total_memory: 140 << 30,
+            memory_clock_khz: 2_619_000,
+            bus_width_bits: 6144,
+            max_threads_per_sm: 2048,
+            registers_per_sm: 65536,
+            sm_clock_khz: 1_980_000,
+            driver_version: 13000,
+            shared_per_block_optin: 232448,
+        }
+    }
+
+    #[test]
+    fn the_plan_uses_pdl_up_to_one_wave_on_sm90_only() {
+        let (h200, v100) = (info(9), info(7));
+        // One wave on this H200: 132 × 2048 threads, 4 f32 or 8 bf16 per thread.
+        assert!(Pdl::Auto.pays(&h200, 1 << 20, 4));
+        assert!(!Pdl::Auto.pays(&h200, 1 << 22, 4));
+        assert!(Pdl::Auto.pays(&h200, 132 * 2048 * 8, 8));
+        assert!(!Pdl::Auto.pays(&h200, 132 * 2048 * 8 + 1, 8));
+        assert!(Pdl::On.pays(&h200, 1 << 28, 4));
+        assert!(!Pdl::Off.pays(&h200, 1 << 10, 4));
+        for p in [Pdl::Auto, Pdl::On, Pdl::Off] {
+            assert!(!p.pays(&v100, 1 << 10, 4), "{p:?} on sm_70");
+        }
+    }
+
+    #[test]
+    fn every_operation_has_a_twin_per_dtype_and_the_cell_round_trips() {
+        for kind in OpKind::ALL {
+            for dtype in Dtype::ALL {
+                let k = twin(kind, dtype).unwrap_or_else(|| panic!("{kind:?} {dtype:?}"));
+                assert!(k.name.ends_with("_pdl") && k.align() == 16, "{}", k.name);
+            }
+        }
+        let c = PdlCell::default();
+        assert_eq!(c.get(), Pdl::Auto);
+        for p in [Pdl::On, Pdl::Off, Pdl::Auto] {
+            c.set(p);
+            assert_eq!(c.get(), p);
+        }
+    }
+}
