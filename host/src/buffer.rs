@@ -156,6 +156,15 @@ impl<'a, T: Pod> View<'a, T> {
         self.gpu
     }
 
+    /// A view of a range this crate already checked.
+    ///
+    /// # Safety
+    /// `addr .. addr + len·size_of::<T>()` lies in memory of `gpu`'s context
+    /// that is borrowed (shared or exclusively) for all of `'a`.
+    pub(crate) unsafe fn from_checked(gpu: &'a Arc<Shared>, addr: u64, len: usize) -> Self {
+        View { addr, len, gpu, _t: PhantomData }
+    }
+
     /// A view of `len` elements of `T` at device address `addr`, memory this
     /// crate did not allocate (another library's buffer, a raw allocation).
     ///
@@ -251,6 +260,16 @@ impl<'a, T: Pod> ViewMut<'a, T> {
     /// The `Gpu` handle whose context owns the memory.
     pub(crate) fn owner(&self) -> &'a Arc<Shared> {
         self.gpu
+    }
+
+    /// A writable view of a range this crate already checked.
+    ///
+    /// # Safety
+    /// `addr .. addr + len·size_of::<T>()` lies in memory of `gpu`'s context
+    /// that is exclusively borrowed for all of `'a`, and no other live view
+    /// writes it while this one is used.
+    pub(crate) unsafe fn from_checked(gpu: &'a Arc<Shared>, addr: u64, len: usize) -> Self {
+        ViewMut { addr, len, gpu, _t: PhantomData }
     }
 
     /// A writable view of `len` elements of `T` at device address `addr`, memory

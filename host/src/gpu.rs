@@ -344,6 +344,20 @@ impl Stream {
         })
     }
 
+    /// Makes the work queued on this stream from now on wait for the work
+    /// queued on `other` so far (an event, no host wait).
+    ///
+    /// Errors: `other` belongs to another `Gpu` handle.
+    pub fn wait_for(&self, other: &Stream) -> Result<()> {
+        if !Arc::ptr_eq(other.shared(), &self.gpu) {
+            return Err(Error::ForeignHandle { variant: "wait_for", what: "stream" });
+        }
+        // Fresh events, not `other`'s timing pair: a join from inside
+        // `other.time` must not wait on its lock. The driver keeps the
+        // recorded state for the wait after the events are destroyed.
+        raw::RawEvents::create(&self.gpu.ctx)?.join(self.raw(), other.raw())
+    }
+
     /// Device-to-device copy of equal-length views, queued on this stream.
     ///
     /// Errors (nothing is queued): lengths differ; a view or the stream

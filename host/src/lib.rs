@@ -43,6 +43,8 @@
 
 mod add;
 mod buffer;
+mod capture;
+pub use capture::{Graph, GraphBuilder, Slot};
 mod context;
 mod element;
 mod error;

@@ -255,7 +255,8 @@ impl Gpu {
             return Ok(self.add_auto_raw(None, ops.a, b, ops.out, raw, pdl)?.name());
         }
         let (dtype, n) = (T::DTYPE, ops.a.len());
-        if let Some(k) = self.pdl_choice(pdl, kind, dtype, n, &ops.addrs()) {
+        let addrs = [ops.a.addr(), ops.b.as_ref().map_or(ops.a.addr(), |b| b.addr()), ops.out.addr()];
+        if let Some(k) = self.pdl_choice(pdl, kind, dtype, n, &addrs) {
             self.check_map(k, LaunchConfig::default(), &ops)?;
             self.map_launch_raw(k, self.shared.func(k.name)?, LaunchConfig::default(), ops, raw, true)?;
             return Ok(k.name);

@@ -228,6 +228,15 @@ impl RawEvents {
         check(unsafe { cu::cuEventElapsedTime_v2(&mut ms, self.0, self.1) }).map_err(driver("cuEventElapsedTime"))?;
         Ok(ms)
     }
+
+    /// Makes `waiter` wait for the work queued on `signaller` so far (the
+    /// first event recorded there, then `cuStreamWaitEvent`).
+    pub(crate) fn join(&self, waiter: cu::CUstream, signaller: cu::CUstream) -> Result<()> {
+        // SAFETY: a live event and streams of its context.
+        check(unsafe { cu::cuEventRecord(self.0, signaller) }).map_err(driver("cuEventRecord"))?;
+        // SAFETY: as above; the wait takes the event's state at this call.
+        check(unsafe { cu::cuStreamWaitEvent(waiter, self.0, 0) }).map_err(driver("cuStreamWaitEvent"))
+    }
 }
 
 impl Drop for RawEvents {

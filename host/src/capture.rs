@@ -1,0 +1,261 @@
+//! Graphs of any library operations: [`Gpu::graph`] records element-wise
+//! operations on registered buffers ([`GraphBuilder`]), then captures them
+//! into one CUDA graph ([`Graph`]) that replays them with one launch.
+//!
+//! Operations refer to buffers through [`Slot`]s: each buffer is borrowed once,
+//! for the graph's whole life (read-only with [`GraphBuilder::input`], writable
+//! with [`GraphBuilder::output`]), so one operation's output can be the next
+//! one's input, a chain, while nothing else can free, read or write the
+//! memory the graph touches. With [`Pdl::Auto`] (the default) the graph keeps
+//! the plan's programmatic dependent launches as programmatic edges: each
+//! kernel's set-up overlaps its predecessor.
+
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use kernels_gpu::ops::{BinaryOp, OpKind, UnaryOp};
+
+use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
+use crate::context::Shared;
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, Stream};
+use crate::operands::Operands;
+use crate::pdl::Pdl;
+use crate::raw;
+
+/// A buffer (or a range of one) registered with one [`GraphBuilder`]; `Copy`,
+/// usable only with that builder.
+#[derive(Debug)]
+pub struct Slot<T> {
+    builder: u64,
+    addr: u64,
+    len: usize,
+    writable: bool,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Slot<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Slot<T> {}
+
+impl<T> Slot<T> {
+    /// Elements in the slot.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the slot holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The elements `range` of this slot (same buffer, same access).
+    pub fn slice(self, range: impl RangeBounds<usize>) -> Result<Slot<T>> {
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.saturating_add(1),
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => self.len,
+        };
+        if start > end || end > self.len {
+            return Err(Error::OutOfBounds { start, end, len: self.len });
+        }
+        Ok(Slot { addr: self.addr + (start * std::mem::size_of::<T>()) as u64, len: end - start, ..self })
+    }
+
+    fn bytes(&self) -> std::ops::Range<u64> {
+        self.addr..self.addr + (self.len * std::mem::size_of::<T>()) as u64
+    }
+}
+
+/// One recorded operation: queues itself on the capture stream.
+type Recorded<'a> = Box<dyn Fn(&Gpu, cudarc::driver::sys::CUstream, Pdl) -> Result<&'static str> + 'a>;
+
+/// Records operations for [`Gpu::graph`]; [`GraphBuilder::build`] captures them.
+pub struct GraphBuilder<'a> {
+    gpu: Gpu,
+    id: u64,
+    pdl: Pdl,
+    ops: Vec<Recorded<'a>>,
+    /// The registered views' owner (this `Gpu`'s), borrowed for `'a` from the
+    /// first of them: the views the recorded operations rebuild name it.
+    owner: Option<&'a Arc<Shared>>,
+    // The registered buffers stay borrowed for `'a`, as the graph is.
+    _borrows: PhantomData<&'a mut ()>,
+}
+
+impl std::fmt::Debug for GraphBuilder<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphBuilder").field("ops", &self.ops.len()).field("pdl", &self.pdl).finish()
+    }
+}
+
+impl Gpu {
+    /// Starts a graph of library operations (see [`GraphBuilder`]).
+    pub fn graph<'a>(&self) -> GraphBuilder<'a> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        GraphBuilder { gpu: self.clone(), id, pdl: Pdl::Auto, ops: Vec::new(), owner: None, _borrows: PhantomData }
+    }
+}
+
+impl<'a> GraphBuilder<'a> {
+    /// When the graph's launches use programmatic dependent launch (default
+    /// [`Pdl::Auto`]: the plan's choice per launch, as on a stream).
+    pub fn set_pdl(&mut self, pdl: Pdl) {
+        self.pdl = pdl
+    }
+
+    /// Registers a buffer the graph only reads, borrowed for the graph's life.
+    /// Errors when it belongs to another `Gpu` handle.
+    pub fn input<T: Element>(&mut self, v: impl AsView<'a, T>) -> Result<Slot<T>> {
+        let v = v.into_view();
+        self.gpu.check_buffers_owned("graph", [v.owner()])?;
+        self.owner = Some(v.owner());
+        Ok(Slot { builder: self.id, addr: v.addr(), len: v.len(), writable: false, _t: PhantomData })
+    }
+
+    /// Registers a buffer the graph writes (and may read), borrowed
+    /// exclusively for the graph's life.
+    pub fn output<T: Element>(&mut self, v: impl AsViewMut<'a, T>) -> Result<Slot<T>> {
+        let v = v.into_view_mut();
+        self.gpu.check_buffers_owned("graph", [v.owner()])?;
+        self.owner = Some(v.owner());
+        Ok(Slot { builder: self.id, addr: v.addr(), len: v.len(), writable: true, _t: PhantomData })
+    }
+
+    /// Records `out = op(a, b)` (as [`Gpu::binary`]).
+    pub fn binary<T: Element>(&mut self, op: BinaryOp, a: Slot<T>, b: Slot<T>, out: Slot<T>) -> Result<()> {
+        self.record(OpKind::Binary(op), a, Some(b), out, None)
+    }
+
+    /// Records `out = op(a)` (as [`Gpu::unary`]).
+    pub fn unary<T: Element>(&mut self, op: UnaryOp, a: Slot<T>, out: Slot<T>) -> Result<()> {
+        self.record(OpKind::Unary(op), a, None, out, None)
+    }
+
+    /// Records `out = alpha·a + beta·b` (as [`Gpu::axpby`]).
+    pub fn axpby<T: Element>(&mut self, alpha: f32, a: Slot<T>, beta: f32, b: Slot<T>, out: Slot<T>) -> Result<()> {
+        self.record(OpKind::Axpby, a, Some(b), out, Some((alpha, beta)))
+    }
+
+    /// Operations recorded so far.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// True when nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// The checks of one operation (each at record time, so a bad one is
+    /// refused before anything is captured): slots of this builder, equal
+    /// lengths, a writable output that overlaps neither input.
+    fn record<T: Element>(
+        &mut self,
+        kind: OpKind,
+        a: Slot<T>,
+        b: Option<Slot<T>>,
+        out: Slot<T>,
+        scales: Option<(f32, f32)>,
+    ) -> Result<()> {
+        let name = kind.name();
+        if [Some(a), b, Some(out)].iter().flatten().any(|s| s.builder != self.id) {
+            return Err(Error::ForeignHandle { variant: name, what: "slots (of another graph builder)" });
+        }
+        if !out.writable {
+            return Err(Error::WrongOperands {
+                op: name,
+                detail: "the output slot is an input (register it with `output`)",
+            });
+        }
+        match b {
+            Some(b) if a.len != out.len || b.len != out.len => {
+                return Err(Error::LengthMismatch { variant: name, a: a.len, b: b.len, out: out.len });
+            }
+            None if a.len != out.len => {
+                return Err(Error::UnaryLengthMismatch { variant: name, a: a.len, out: out.len })
+            }
+            _ => {}
+        }
+        let o = out.bytes();
+        if [Some(a), b].iter().flatten().any(|s| s.bytes().start < o.end && o.start < s.bytes().end && !o.is_empty()) {
+            return Err(Error::WrongOperands { op: name, detail: "the output overlaps an input" });
+        }
+        // Set by the registration that made `a` (a slot of this builder).
+        let Some(shared) = self.owner else { return Err(Error::ForeignHandle { variant: name, what: "slots" }) };
+        self.ops.push(Box::new(move |gpu: &Gpu, stream, pdl| {
+            // SAFETY: every slot's range was registered from a view borrowed
+            // (the output exclusively) for `'a`, which this closure and the
+            // graph do not outlive; the output range overlaps neither input,
+            // and the recorded operations run one after another in the stream.
+            let ops = unsafe {
+                Operands::<T> {
+                    a: View::from_checked(shared, a.addr, a.len),
+                    b: b.map(|b| View::from_checked(shared, b.addr, b.len)),
+                    out: ViewMut::from_checked(shared, out.addr, out.len),
+                    scales,
+                }
+            };
+            gpu.map_auto(kind, ops, stream, pdl)
+        }));
+        Ok(())
+    }
+
+    /// Captures the recorded operations, in order, into one graph. Errors when
+    /// nothing was recorded, or as the operations' own launches would.
+    pub fn build(self) -> Result<Graph<'a>> {
+        if self.ops.is_empty() {
+            return Err(Error::Shape { kernel: "graph", detail: "a graph needs at least one operation".into() });
+        }
+        let (gpu, pdl) = (&self.gpu, self.pdl);
+        let raw = raw::capture(&gpu.shared.ctx, |stream| {
+            self.ops.iter().try_for_each(|op| op(gpu, stream, pdl).map(|_| ()))
+        })?;
+        let launches = self.ops.len();
+        Ok(Graph { raw: Mutex::new(raw), launches, gpu: gpu.shared.clone(), _borrows: PhantomData })
+    }
+}
+
+/// A captured graph of library operations; see [`Gpu::graph`]. `Send + Sync`:
+/// replays are serialised by a mutex (CUDA graphs are not thread-safe).
+pub struct Graph<'a> {
+    raw: Mutex<raw::RawGraph>,
+    launches: usize,
+    gpu: Arc<Shared>,
+    _borrows: PhantomData<&'a mut ()>,
+}
+
+impl std::fmt::Debug for Graph<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph").field("launches", &self.launches).finish()
+    }
+}
+
+impl Graph<'_> {
+    /// Queues one replay of the whole graph on `stream`. Errors (nothing is
+    /// queued) when the stream belongs to another `Gpu` handle, or the device
+    /// was reset since the capture.
+    pub fn launch(&self, stream: &Stream) -> Result<()> {
+        if !Arc::ptr_eq(stream.shared(), &self.gpu) {
+            return Err(Error::ForeignHandle { variant: "graph", what: "stream" });
+        }
+        let mut g = self.raw.lock().unwrap_or_else(|p| p.into_inner());
+        raw::graph_launch(&mut g, stream.raw())
+    }
+
+    /// Operations per replay.
+    pub fn launches(&self) -> usize {
+        self.launches
+    }
+}
