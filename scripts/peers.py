@@ -27,6 +27,7 @@ def main():
     p.add_argument("--foreach", action="store_true", help="also time torch._foreach_add on lists of 1..1000 tensors")
     p.add_argument("--ops", default="", help="also time torch's sub/mul/div/minimum/maximum/neg/abs/relu, the activations and an axpby at these log2 sizes, e.g. 20,24,28")
     p.add_argument("--sum", default="", help="also time torch.sum of f32 (integers in -8..=8, one input set) at these log2 sizes, e.g. 24,28")
+    p.add_argument("--chains", default="", help="also time chains of 16 dependent ops (add; mul, add, relu, sigmoid) eager and in a CUDAGraph at these log2 sizes, e.g. 12,14,16")
     p.add_argument("--stream", default="default", choices=["default", "created"], help="time on torch's default (legacy) stream or on a created one")
     args = p.parse_args()
     dev = torch.device("cuda", args.device)
@@ -81,7 +82,8 @@ def main():
     foreach = foreach_rows(args, dev, l2, types, spin_cycles) if args.foreach else []
     ops = ops_rows(args, dev, l2, types, spin_cycles) if args.ops else []
     sums = sum_rows(args, dev, spin_cycles) if args.sum else []
-    print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "rows": rows, "matmul": matmul, "foreach": foreach, "ops": ops, "sum": sums}))
+    chains = chain_rows(args, dev, types) if args.chains else []
+    print(json.dumps({"chains": chains, "torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "rows": rows, "matmul": matmul, "foreach": foreach, "ops": ops, "sum": sums}))
 
 
 def median_ms(f, views, nbytes, spin_cycles):
@@ -223,6 +225,61 @@ def foreach_rows(args, dev, l2, types, spin_cycles):
                 ms = statistics.median(times)
                 rows.append({"dtype": name, "tensors": tensors, "elements": elements, "us_per_add": ms * 1e3 / tensors, "input_sets": sets})
                 del lists
+                torch.cuda.empty_cache()
+    return rows
+
+
+def chain_rows(args, dev, types):
+    """Chains of 16 dependent ops, each output the next input, timed as the
+    report's chains section: the GPU idle, an event, the 16 calls (eager) or
+    one replay (a torch.cuda.CUDAGraph captured on a side stream), an event;
+    median us per op. "add": torch.add(x, b, out=y) 16 times; "mixed": mul, add,
+    relu (clamp_min, which takes out=), sigmoid, four times."""
+    rows = []
+    length = 16
+    for k in [int(x) for x in args.chains.split(",") if x]:
+        n = 1 << k
+        for name in ("f32", "bf16"):
+            dt = types[name]
+            for op in ("add", "mixed"):
+                xs = [(torch.rand(n, device=dev) * 2 - 1).to(dt)] + [torch.empty(n, device=dev, dtype=dt) for _ in range(length)]
+                b = (torch.rand(n, device=dev) * 2 - 1).to(dt)
+                cycle = [lambda x, y: torch.mul(x, b, out=y), lambda x, y: torch.add(x, b, out=y),
+                         lambda x, y: torch.clamp_min(x, 0, out=y), lambda x, y: torch.sigmoid(x, out=y)]
+
+                def run():
+                    for i in range(length):
+                        if op == "add":
+                            torch.add(xs[i], b, out=xs[i + 1])
+                        else:
+                            cycle[i % 4](xs[i], xs[i + 1])
+
+                def timed(f):
+                    for _ in range(3):
+                        f()
+                    torch.cuda.synchronize()
+                    times = []
+                    for _ in range(51 if n <= 1 << 20 else 25):
+                        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                        s.record()
+                        f()
+                        e.record()
+                        e.synchronize()
+                        times.append(s.elapsed_time(e) * 1e3 / length)
+                    return statistics.median(times)
+
+                eager = timed(run)
+                side = torch.cuda.Stream(dev)
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    run()
+                torch.cuda.current_stream().wait_stream(side)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    run()
+                graph = timed(g.replay)
+                rows.append({"op": op, "dtype": name, "n": n, "length": length, "eager_us": eager, "graph_us": graph})
+                del g, xs, b
                 torch.cuda.empty_cache()
     return rows
 

@@ -309,6 +309,9 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         (Vec::new(), Vec::new())
     };
 
+    // Chains of dependent operations: PDL and graphs against torch.
+    let chains = crate::chains::section(&gpu, o, &mut failures)?;
+
     // Roofline: 1 FLOP per element; bytes per element 3 * size.
     let roofline = roofline::rows(&o.dtypes, copy, info.peak_fp32_add_gflops());
 
@@ -378,6 +381,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         ops,
         custom,
         custom_sum,
+        chains,
         ceiling,
         tuning,
         peer_matmul,

@@ -38,6 +38,9 @@ pub struct Opts {
     /// Skip the seed-003 studies (matmul, count, coalescing, transpose, fusion).
     #[arg(long = "no-studies", action = clap::ArgAction::SetFalse)]
     pub studies: bool,
+    /// Skip the chains section (16 dependent operations: plain, PDL, graphs, torch).
+    #[arg(long = "no-chains", action = clap::ArgAction::SetFalse)]
+    pub chains: bool,
     /// Skip the lead sections (tuning sweep, ceiling, add_many).
     #[arg(long = "no-lead", action = clap::ArgAction::SetFalse)]
     pub lead: bool,
@@ -75,6 +78,7 @@ impl Opts {
         self.variants.retain(|v| self.dtypes.contains(&v.dtype()));
         if self.quick {
             (self.cpu, self.sweep, self.studies, self.lead, self.ops) = (false, false, false, false, false);
+            self.chains = false;
         }
         Ok(self)
     }

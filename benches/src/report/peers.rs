@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::Opts;
 
-fn peers_script() -> Option<PathBuf> {
+pub(crate) fn peers_script() -> Option<PathBuf> {
     let beside = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("peers.py")));
     let candidates = [
         beside,
