@@ -1,5 +1,5 @@
 //! The report's `chains` section: 16 dependent operations (each output the
-//! next input) at 2^12 … 2^24, f32 and bf16, queued five ways in the same run
+//! next input) at 2^12 … 2^26, f32 and bf16, queued five ways in the same run
 //! (plain launches, PDL forced on, a CUDA graph of the plain launches, a graph
 //! with programmatic edges, and the library's default), beside torch eager and
 //! torch's `CUDAGraph` (`peers.py --chains`, with `--peers`).
@@ -110,7 +110,11 @@ fn time(s: &Stream, reps: usize, mut run: impl FnMut(&Stream) -> gpukern::Result
     Ok(median(&mut t))
 }
 
-fn measure_one<T: Element + gpukern::reference::ReferenceOps>(gpu: &Gpu, op: &str, n: usize) -> Result<ChainRow, String> {
+fn measure_one<T: Element + gpukern::reference::ReferenceOps>(
+    gpu: &Gpu,
+    op: &str,
+    n: usize,
+) -> Result<ChainRow, String> {
     let e = |e: gpukern::Error| format!("chains {op} {} n={n}: {e}", T::DTYPE.name());
     let kinds = steps(op);
     let (x0, b): (Vec<T>, Vec<T>) = (random_inputs(n, 7 + n as u64), random_inputs(n, 11 + n as u64));
@@ -178,9 +182,10 @@ fn measure_one<T: Element + gpukern::reference::ReferenceOps>(gpu: &Gpu, op: &st
     })
 }
 
-/// The sizes: every even power from 2^12 to 2^24 inside the report's range.
+/// The sizes: every even power from 2^12 to 2^26 inside the report's range
+/// (2^26, past the plan's line, shows what PDL does there).
 pub fn sizes(min_log2: u32, max_log2: u32) -> Vec<usize> {
-    (12u32..=24).step_by(2).filter(|k| (min_log2..=max_log2).contains(k)).map(|k| 1 << k).collect()
+    (12u32..=26).step_by(2).filter(|k| (min_log2..=max_log2).contains(k)).map(|k| 1 << k).collect()
 }
 
 /// Every chain × dtype × size, ours only (torch: [`add_torch`]).

@@ -142,20 +142,35 @@ fn graph<T: gpukern::Element>(gpu: &Gpu, x: &mut Bands<T>, bv: gpukern::View<'_,
     graph.launch(s)
 }
 
-/// One chain: returns the first problem.
-fn chain<T: ReferenceOps>(mode: Mode, n: usize, off: usize) -> std::result::Result<(), String> {
-    let gpu = gpu();
-    let seed: u64 = rand::random();
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
-    let (x0, b) = inputs::<T>(Data::Random, n, &mut rng);
-    let what = format!("{mode:?} {} n={n} off={off} (seed {seed})", T::DTYPE.name());
-    let e = |e: gpukern::Error| format!("{what}: {e}");
-    // The CPU chain; Mixed's extra work changes nothing (copy, |x| then discarded, -(-x)).
-    let mut want = vec![x0.clone()];
+/// The CPU chain of `x0` (each step in parallel over chunks; the rules are per element).
+fn reference_chain<T: ReferenceOps>(x0: &[T], b: &[T]) -> Vec<Vec<T>> {
+    use rayon::prelude::*;
+    let mut want = vec![x0.to_vec()];
     for k in STEPS {
         let prev = want.last().expect("x0");
-        want.push(reference::map(k, prev, (k.inputs() == 2).then_some(&b[..]), SCALES));
+        let next: Vec<T> = prev
+            .par_chunks(1 << 14)
+            .zip(b.par_chunks(1 << 14))
+            .flat_map_iter(|(p, q)| reference::map(k, p, (k.inputs() == 2).then_some(q), SCALES))
+            .collect();
+        want.push(next);
     }
+    want
+}
+
+/// One chain from `x0` (the CPU's values `want`): returns the first problem.
+/// Mixed's extra work changes nothing (copies, |x| discarded, -(-x)).
+fn chain<T: ReferenceOps>(
+    mode: Mode,
+    x0: &[T],
+    b: &[T],
+    want: &[Vec<T>],
+    off: usize,
+) -> std::result::Result<(), String> {
+    let gpu = gpu();
+    let n = x0.len();
+    let what = format!("{mode:?} {} n={n} off={off}", T::DTYPE.name());
+    let e = |e: gpukern::Error| format!("{what}: {e}");
     let len = n + off + 2 * CANARY;
     // A NaN payload no operation produces (f32; the 16-bit types take its low half).
     let canary = T::from_bits32(if T::DTYPE == gpukern::Dtype::F32 { 0x7fc0_0123 } else { 0x7e23 });
@@ -167,15 +182,15 @@ fn chain<T: ReferenceOps>(mode: Mode, n: usize, off: usize) -> std::result::Resu
         gpu.upload(&host)
     };
     let mut x = Bands { bands: Vec::new(), off, n };
-    x.bands.push(band(Some(&x0)).map_err(e)?);
+    x.bands.push(band(Some(x0)).map_err(e)?);
     for _ in STEPS {
         x.bands.push(band(None).map_err(e)?);
     }
-    let db = band(Some(&b)).map_err(e)?;
+    let db = band(Some(b)).map_err(e)?;
     let s = gpu.stream().map_err(e)?;
     queue(&gpu, mode, &mut x, &db, &s).map_err(e)?;
     s.synchronize().map_err(e)?;
-    for (i, (dev, want)) in x.bands.iter().zip(&want).enumerate() {
+    for (i, (dev, want)) in x.bands.iter().zip(want).enumerate() {
         let got = dev.to_vec().map_err(e)?;
         if let Some(j) = reference::first_mismatch(&got[x.range()], want) {
             return Err(format!("{what}: value {i} differs at {j}: {:?} vs {:?}", got[x.range()][j], want[j]));
@@ -191,10 +206,14 @@ fn chain<T: ReferenceOps>(mode: Mode, n: usize, off: usize) -> std::result::Resu
 fn run<T: ReferenceOps>() {
     let modes = [Mode::Eager(Pdl::On), Mode::Eager(Pdl::Auto), Mode::Eager(Pdl::Off), Mode::Mixed, Mode::Graph];
     let mut failures = Vec::new();
-    for mode in modes {
-        for n in SIZES {
+    for n in SIZES {
+        let seed: u64 = rand::random();
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+        let (x0, b) = inputs::<T>(Data::Random, n, &mut rng);
+        let want = reference_chain(&x0, &b);
+        for mode in modes {
             for off in OFFSETS {
-                let r = chain::<T>(mode, n, off);
+                let r = chain::<T>(mode, &x0, &b, &want, off).map_err(|e| format!("{e} (seed {seed})"));
                 record("pdl_chains", &format!("{mode:?} {} off={off}", T::DTYPE.name()), n, r.is_ok());
                 failures.extend(r.err());
             }
