@@ -229,6 +229,31 @@ impl<'a> GraphBuilder<'a> {
 
 /// A captured graph of library operations; see [`Gpu::graph`]. `Send + Sync`:
 /// replays are serialised by a mutex (CUDA graphs are not thread-safe).
+///
+/// ```no_run
+/// # fn f(gpu: &gpukern::Gpu, x: &gpukern::DeviceVec<f32>, y: &mut gpukern::DeviceVec<f32>) -> gpukern::Result<()> {
+/// let mut g = gpu.graph();
+/// let (sx, sy) = (g.input(x)?, g.output(&mut *y)?);
+/// g.unary(gpukern::UnaryOp::Neg, sx, sy)?;
+/// let graph = g.build()?;
+/// graph.launch(&gpu.stream()?)?;
+/// drop(graph);
+/// let _ = y.to_vec()?; // the graph is gone: `y` is free again
+/// # Ok(()) }
+/// ```
+///
+/// While the graph lives, its buffers cannot be read, written or freed:
+///
+/// ```compile_fail
+/// # fn f(gpu: &gpukern::Gpu, x: &gpukern::DeviceVec<f32>, y: &mut gpukern::DeviceVec<f32>) -> gpukern::Result<()> {
+/// let mut g = gpu.graph();
+/// let (sx, sy) = (g.input(x)?, g.output(&mut *y)?);
+/// g.unary(gpukern::UnaryOp::Neg, sx, sy)?;
+/// let graph = g.build()?;
+/// let _ = y.to_vec()?; // error: `*y` is still borrowed by the graph
+/// graph.launch(&gpu.stream()?)?;
+/// # Ok(()) }
+/// ```
 pub struct Graph<'a> {
     raw: Mutex<raw::RawGraph>,
     launches: usize,
