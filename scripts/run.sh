@@ -83,7 +83,8 @@ sanitize)
     sep=""
     rc=0
     run_tool() { # tool, time limit, binaries, extra sanitizer args...
-        local tool=$1 limit=$2 bins=$3; shift 3
+        # SANITIZE_LIMIT overrides the per-binary time limit (parallel runs share the GPU).
+        local tool=$1 limit=${SANITIZE_LIMIT:-$2} bins=$3; shift 3
         case ",$tools," in *",$tool,"*) ;; *) return 0 ;; esac
         # SANITIZE_ONLY="bin bin": run only these binaries (to split a long run
         # over several calls; the record then lists what ran).
