@@ -11,7 +11,6 @@ use gpukern::{Dtype, Element, Gpu, Stream};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
-pub mod chains;
 pub mod cub;
 pub mod custom;
 pub mod foreach;

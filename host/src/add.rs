@@ -8,15 +8,11 @@ use kernels_gpu::Dtype;
 use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
-use crate::operands::Operands;
+use crate::operands::{Operands, PEEL_MIN_ELEMENTS};
 use crate::pdl::Pdl;
 use crate::raw::{self, MapLaunch, Tail};
 use crate::tuning::{AutoPlan, BulkConfig};
 use crate::variant::{LaunchConfig, Variant};
-
-/// Below this many elements the automatic choice does not split off an unaligned
-/// head: the second launch would cost more than the narrower kernel.
-pub(crate) const PEEL_MIN_ELEMENTS: usize = 4096;
 
 impl Gpu {
     /// Queues `out = a + b` with an explicit variant and default launch settings.

@@ -371,3 +371,18 @@ impl Stream {
         raw::copy_async(dst, src, self.raw())
     }
 }
+
+impl Stream {
+    /// Sets when the element-wise launches queued on this stream use
+    /// programmatic dependent launch (default [`crate::pdl::Pdl::Auto`]). Results do not
+    /// depend on it, only launch overlap does. For one call, set it around
+    /// the call.
+    pub fn set_pdl(&self, pdl: crate::pdl::Pdl) {
+        self.pdl_cell().set(pdl)
+    }
+
+    /// This stream's PDL setting.
+    pub fn pdl(&self) -> crate::pdl::Pdl {
+        self.pdl_cell().get()
+    }
+}

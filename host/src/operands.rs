@@ -2,9 +2,12 @@
 //! shared by the built-in operations (`ops.rs`) and user modules' operations
 //! (`module.rs`).
 
-use crate::add::PEEL_MIN_ELEMENTS;
 use crate::buffer::{Pod, View, ViewMut};
 use crate::error::{Error, Result};
+
+/// Below this many elements the automatic choice does not split off an unaligned
+/// head: the second launch would cost more than the narrower kernel.
+pub(crate) const PEEL_MIN_ELEMENTS: usize = 4096;
 
 /// The operands of one element-wise call: `b` for two-input kinds, the scales
 /// for axpby.

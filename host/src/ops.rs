@@ -359,3 +359,24 @@ impl Gpu {
         raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, raw)
     }
 }
+
+impl Gpu {
+    /// The PDL twin to launch instead of the automatic choice, when `pdl` says
+    /// so for `n` elements at operand addresses `addrs` (all 16-byte aligned:
+    /// the twins are 128-bit kernels, and a split head would be a second
+    /// launch). `None`: launch as without PDL.
+    pub(crate) fn pdl_choice(
+        &self,
+        pdl: Pdl,
+        kind: OpKind,
+        dtype: Dtype,
+        n: usize,
+        addrs: &[u64],
+    ) -> Option<&'static OpKernel> {
+        if n == 0 || !addrs.iter().all(|a| a % 16 == 0) {
+            return None;
+        }
+        let k = crate::pdl::twin(kind, dtype)?;
+        pdl.pays(self.info(), n, k.lanes()).then_some(k)
+    }
+}

@@ -1,6 +1,7 @@
 //! Programmatic dependent launch (PDL, sm_90): the plan that decides when an
 //! element-wise launch overlaps the stream's previous kernel, and the switch a
-//! user sets per stream ([`Stream::set_pdl`]).
+//! user sets per stream (`Stream::set_pdl`). It builds on `context` alone, so
+//! `gpu` (the stream's setting) and `ops` (the choice) can both use it.
 //!
 //! A launch with the attribute may start while its predecessor in the stream
 //! is still running; the kernel (a PDL twin of `kernels_gpu::ops::PDL_KERNELS`)
@@ -14,7 +15,6 @@ use kernels_gpu::ops::{OpKernel, OpKind, PDL_KERNELS};
 use kernels_gpu::Dtype;
 
 use crate::context::DeviceInfo;
-use crate::gpu::{Gpu, Stream};
 
 /// When element-wise launches on a stream use programmatic dependent launch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -95,45 +95,9 @@ impl PdlCell {
     }
 }
 
-impl Stream {
-    /// Sets when the element-wise launches queued on this stream use
-    /// programmatic dependent launch (default [`Pdl::Auto`]). Results do not
-    /// depend on it, only launch overlap does. For one call, set it around
-    /// the call.
-    pub fn set_pdl(&self, pdl: Pdl) {
-        self.pdl_cell().set(pdl)
-    }
-
-    /// This stream's PDL setting.
-    pub fn pdl(&self) -> Pdl {
-        self.pdl_cell().get()
-    }
-}
-
 /// The PDL twin of the 128-bit kernel of `(kind, dtype)` on sm_90.
 pub(crate) fn twin(kind: OpKind, dtype: Dtype) -> Option<&'static OpKernel> {
     PDL_KERNELS.iter().find(|k| k.kind == kind && k.dtype == dtype)
-}
-
-impl Gpu {
-    /// The PDL twin to launch instead of the automatic choice, when `pdl` says
-    /// so for `n` elements at operand addresses `addrs` (all 16-byte aligned:
-    /// the twins are 128-bit kernels, and a split head would be a second
-    /// launch). `None`: launch as without PDL.
-    pub(crate) fn pdl_choice(
-        &self,
-        pdl: Pdl,
-        kind: OpKind,
-        dtype: Dtype,
-        n: usize,
-        addrs: &[u64],
-    ) -> Option<&'static OpKernel> {
-        if n == 0 || !addrs.iter().all(|a| a % 16 == 0) {
-            return None;
-        }
-        let k = twin(kind, dtype)?;
-        pdl.pays(self.info(), n, k.lanes()).then_some(k)
-    }
 }
 
 #[cfg(test)]

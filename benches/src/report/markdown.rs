@@ -112,12 +112,12 @@ pub fn markdown(r: &Value) -> String {
     if !sum.is_empty() {
         crate::sum::render(&mut s, &sum);
     }
-    let chains: Vec<crate::chains::ChainRow> = serde_json::from_value(r["chains"].clone()).unwrap_or_default();
+    let chains: Vec<crate::report::chains::ChainRow> = serde_json::from_value(r["chains"].clone()).unwrap_or_default();
     if !chains.is_empty() {
         let _ = writeln!(
             s,
             "\n## Chains: programmatic dependent launch and graphs\n\n16 dependent operations at 2^12 … 2^26 (each output the next input; `add`: 16 adds, `mixed`: mul, add, relu, sigmoid four times), µs per operation, median, timed from an idle GPU: event, the launches (or one graph launch), event. `plain`: every launch waits for the previous kernel; `PDL`: programmatic dependent launch forced on (sm_90); `graph`: a CUDA graph of the plain launches (`Gpu::graph`); `graph+PDL`: with programmatic edges; `auto`: the library's default (`Pdl::Auto`: PDL where the work fits 16 waves of resident threads, 2^24 f32 on an H200). torch: eager calls, and `torch.cuda.CUDAGraph` of the same calls (relu as `clamp_min`). Targets at 2^12–2^20: plain/auto ≥ ×1.2, torch eager/auto ≥ ×1.5, torch graph/graph+PDL ≥ ×1.3; from 2^22, plain/auto ≥ ×0.99.\n\n{}",
-            crate::chains::markdown(&chains)
+            crate::report::chains::markdown(&chains)
         );
     }
     let _ = writeln!(s, "\n## Peers\n\n{}\n", r["peers_note"].as_str().unwrap_or(""));

@@ -11,6 +11,7 @@
 //! `report render`), [`record`] writes `verify.json` from a test run.
 
 pub mod auto;
+pub mod chains;
 pub mod cpu;
 pub mod launch;
 pub mod lead;
@@ -310,7 +311,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     };
 
     // Chains of dependent operations: PDL and graphs against torch.
-    let chains = crate::chains::section(&gpu, o, &mut failures)?;
+    let chains = chains::section(&gpu, o, &mut failures)?;
 
     // Roofline: 1 FLOP per element; bytes per element 3 * size.
     let roofline = roofline::rows(&o.dtypes, copy, info.peak_fp32_add_gflops());

@@ -118,7 +118,7 @@ pub struct Report {
     pub custom_sum: Vec<crate::sum::SumRow>,
     /// Chains of 16 dependent operations: plain, PDL, graphs, torch.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub chains: Vec<crate::chains::ChainRow>,
+    pub chains: Vec<crate::report::chains::ChainRow>,
     pub ceiling: Vec<crate::hopper::CeilingRow>,
     pub tuning: Vec<crate::hopper::TuneRow>,
     /// torch.matmul rows, as peers.py prints them.

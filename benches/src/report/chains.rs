@@ -202,7 +202,7 @@ pub fn measure(gpu: &Gpu, sizes: &[usize]) -> Result<Vec<ChainRow>, String> {
 
 /// The section as the report runs it: ours, then torch with `--peers`; a
 /// chain whose ways disagree is a failure.
-pub fn section(gpu: &Gpu, o: &crate::report::Opts, failures: &mut Vec<String>) -> Result<Vec<ChainRow>, String> {
+pub fn section(gpu: &Gpu, o: &super::Opts, failures: &mut Vec<String>) -> Result<Vec<ChainRow>, String> {
     let sizes = if o.chains { sizes(o.min_log2, o.max_log2) } else { Vec::new() };
     if sizes.is_empty() {
         return Ok(Vec::new());
@@ -232,7 +232,7 @@ pub fn add_torch(rows: &mut [ChainRow], torch: &[Value]) {
 
 /// torch's chains (`peers.py --chains`) at `sizes`, on device `device`.
 pub fn torch(device: usize, sizes: &[usize]) -> Result<Vec<Value>, String> {
-    let script = crate::report::peers::peers_script().ok_or("peers.py not found")?;
+    let script = super::peers::peers_script().ok_or("peers.py not found")?;
     let logs: Vec<String> = sizes.iter().map(|n| n.trailing_zeros().to_string()).collect();
     let out = std::process::Command::new("python3")
         .arg(&script)
