@@ -127,20 +127,21 @@ impl Gpu {
     ) -> Result<Variant> {
         let dtype = T::DTYPE;
         let n = a.len();
-        let kind = OpKind::Binary(BinaryOp::Add);
-        // Explicit launch settings keep the plain kernels (the twins have their own).
-        let twin = user.is_none().then(|| self.pdl_choice(pdl, kind, dtype, n, &[a.addr(), b.addr(), out.addr()]));
-        if let Some(k) = twin.flatten() {
-            // The twin is the 128-bit kernel the plan names, behind `pdl_enter`.
-            let variant = Variant::ALL.iter().copied().find(|v| k.name.strip_suffix("_pdl") == Some(v.name()));
-            if let Some(variant) = variant {
-                let ops = Operands { a, b: Some(b), out, scales: None };
-                self.check_map(k, LaunchConfig::default(), &ops)?;
-                self.map_launch_raw(k, self.shared.func(k.name)?, LaunchConfig::default(), ops, raw, true)?;
-                return Ok(variant);
-            }
-        }
         let plan = AutoPlan::new(dtype, n, self.info().has_sm90());
+        // Explicit launch settings keep the plain kernels; so does a bulk plan
+        // (the twins are the 128-bit kernels).
+        let kind = OpKind::Binary(BinaryOp::Add);
+        let twin = (user.is_none() && !plan.variant.is_bulk())
+            .then(|| self.pdl_choice(pdl, kind, dtype, n, &[a.addr(), b.addr(), out.addr()]))
+            .flatten()
+            .filter(|k| k.name.strip_suffix("_pdl") == Some(plan.variant.name()));
+        if let Some(k) = twin {
+            // The plan's kernel behind `pdl_enter`, with the plan's block.
+            let (ops, cfg) = (Operands { a, b: Some(b), out, scales: None }, LaunchConfig::with_block(plan.block));
+            self.check_map(k, cfg, &ops)?;
+            self.map_launch_raw(k, self.shared.func(k.name)?, cfg, ops, raw, true)?;
+            return Ok(plan.variant);
+        }
         let (widest, cfg, bulk) = match user {
             None => (plan.variant, LaunchConfig::with_block(plan.block), plan.bulk),
             Some(cfg) => {

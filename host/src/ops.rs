@@ -172,7 +172,9 @@ impl Gpu {
 
     /// The kernel the automatic choice launches for `n` elements of `dtype` at
     /// operand addresses `addrs` when it splits off no head (`Add`: see
-    /// [`Gpu::auto_choice`]).
+    /// [`Gpu::auto_choice`]), on a stream without PDL; where the stream's
+    /// [`crate::Pdl`] setting uses PDL, its twin `<name>_pdl` runs instead (the
+    /// same walk).
     pub fn op_choice(&self, kind: OpKind, dtype: Dtype, n: usize, addrs: &[u64]) -> &'static str {
         if kind == OpKind::Binary(BinaryOp::Add) {
             return self.auto_choice(dtype, n, addrs).name();
@@ -257,8 +259,11 @@ impl Gpu {
         let (dtype, n) = (T::DTYPE, ops.a.len());
         let addrs = [ops.a.addr(), ops.b.as_ref().map_or(ops.a.addr(), |b| b.addr()), ops.out.addr()];
         if let Some(k) = self.pdl_choice(pdl, kind, dtype, n, &addrs) {
-            self.check_map(k, LaunchConfig::default(), &ops)?;
-            self.map_launch_raw(k, self.shared.func(k.name)?, LaunchConfig::default(), ops, raw, true)?;
+            // The twin's block as the plain kernel's would be (the same walk).
+            let twin = self.shared.kernel(k.name)?;
+            let cfg = LaunchConfig::with_block(self.op_block(twin, kind.inputs() as u32, n)?);
+            self.check_map(k, cfg, &ops)?;
+            self.map_launch_raw(k, twin.func, cfg, ops, raw, true)?;
             return Ok(k.name);
         }
         let (pack, scalar) = (self.auto_pack(kind, dtype), self.auto_scalar(kind, dtype));

@@ -123,6 +123,10 @@ fn plan_name(gpu: &Gpu, dtype: Dtype, n: usize) -> String {
     let plan = AutoPlan::new(dtype, n, gpu.info().has_sm90());
     if plan.variant.is_bulk() {
         format!("{} ({} threads, {} B tiles)", plan.variant, plan.block, plan.bulk.tile_bytes)
+    } else if gpukern::Pdl::Auto.pays(gpu.info(), n, plan.variant.lanes()) {
+        // The PDL twin: one launch behind a spin kernel has no predecessor to
+        // overlap, so this times the same walk as the plain kernel.
+        format!("{}_pdl ({} threads)", plan.variant, plan.block)
     } else {
         format!("{} ({} threads)", plan.variant, plan.block)
     }
