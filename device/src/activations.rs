@@ -9,8 +9,11 @@
 //! f16. The math functions are built from IEEE f32 operations and FMA alone, so
 //! the same function run on the CPU gives the same bits: the host reference
 //! (`gpukern::reference`) is this rule with [`Activation::F32`] on the host.
-//! f16 and bf16 results are thus the f32 result rounded a second time, not
-//! always the correctly rounded one (the GPU tests record how often they are).
+//! f16 and bf16 lanes apply the activation's [`Activation::NARROW`] function
+//! instead (`math::narrow`: about 2^-21 relative, which one rounding to 16
+//! bits hides, for a third to a half of the f32 function's instructions): every
+//! bf16 input's result is the correctly rounded one, and all but 2–6 f16 inputs
+//! per function (listed in `math/narrow_tests.rs`).
 
 use crate::lanes::{Elem, Op};
 use crate::math;
@@ -22,25 +25,35 @@ pub trait Activation: Copy {
     const NAME: &'static str;
     /// The f32 function, the same on host and device.
     const F32: fn(f32) -> f32;
+    /// The function f16 and bf16 lanes apply (`math::narrow`: accurate to
+    /// about 2^-21, which one rounding to 16 bits hides, and cheaper), the
+    /// same on host and device too.
+    const NARROW: fn(f32) -> f32;
 }
 
 /// Declares the activations: a unit type per function, its [`Activation`]
 /// facts and its lane rule for every [`Elem`].
 macro_rules! activations {
-    ($($(#[$doc:meta])* $ty:ident $name:literal => $f:path;)*) => {$(
+    ($($(#[$doc:meta])* $ty:ident $name:literal => $f:path, $h:path;)*) => {$(
         $(#[$doc])*
         #[derive(Clone, Copy, Default, Debug)]
         pub struct $ty;
         impl Activation for $ty {
             const NAME: &'static str = $name;
             const F32: fn(f32) -> f32 = $f;
+            const NARROW: fn(f32) -> f32 = $h;
         }
         impl<E: Elem> Op<E> for $ty {
             const INPUTS: u32 = 1;
             #[inline(always)]
             fn one(self, x: E::T, _: E::T) -> E::T {
-                // Called directly (not through `F32`) so the device build inlines it.
-                E::narrow($f(E::widen(x)))
+                // Called directly (not through `F32`) so the device build inlines
+                // it; the element's size picks the function at compile time.
+                if core::mem::size_of::<E::T>() == 4 {
+                    E::narrow($f(E::widen(x)))
+                } else {
+                    E::narrow($h(E::widen(x)))
+                }
             }
         }
     )*};
@@ -48,23 +61,23 @@ macro_rules! activations {
 
 activations! {
     /// `e^x`.
-    Exp "exp" => math::exp;
+    Exp "exp" => math::exp, math::narrow::exp;
     /// Natural logarithm (NaN below 0, -inf at ±0).
-    Log "log" => math::log;
+    Log "log" => math::log, math::narrow::log;
     /// Hyperbolic tangent.
-    Tanh "tanh" => math::tanh;
+    Tanh "tanh" => math::tanh, math::narrow::tanh;
     /// `1 / (1 + e^-x)`.
-    Sigmoid "sigmoid" => math::sigmoid;
+    Sigmoid "sigmoid" => math::sigmoid, math::narrow::sigmoid;
     /// `x · sigmoid(x)`.
-    Silu "silu" => math::silu;
+    Silu "silu" => math::silu, math::narrow::silu;
     /// `x/2 · (1 + erf(x/√2))`, the exact GELU.
-    Gelu "gelu" => math::gelu;
+    Gelu "gelu" => math::gelu, math::narrow::gelu;
     /// `x/2 · (1 + tanh(√(2/π)·(x + 0.044715·x³)))`, GELU's tanh approximation.
-    GeluTanh "gelu_tanh" => math::gelu_tanh;
+    GeluTanh "gelu_tanh" => math::gelu_tanh, math::narrow::gelu_tanh;
     /// `1/√x`.
-    Rsqrt "rsqrt" => math::rsqrt;
+    Rsqrt "rsqrt" => math::rsqrt, math::narrow::rsqrt;
     /// `√x`, correctly rounded in f32.
-    Sqrt "sqrt" => math::sqrt;
+    Sqrt "sqrt" => math::sqrt, math::sqrt;
 }
 
 /// The f32 function of the activation called `name`, if there is one (the
@@ -87,10 +100,11 @@ mod tests {
     fn every_dtype_widens_applies_and_rounds_once() {
         for bits in (0..=u16::MAX).step_by(7) {
             let b = Bf16::widen(bits);
-            assert_eq!(<Exp as Op<Bf16>>::one(Exp, bits, 0), Bf16::narrow(math::exp(b)));
+            // 16-bit lanes apply the narrow functions.
+            assert_eq!(<Exp as Op<Bf16>>::one(Exp, bits, 0), Bf16::narrow(math::narrow::exp(b)));
             // On the host an f16 lane is its bits.
             let got = <Tanh as Op<F16>>::one(Tanh, bits, bits);
-            assert_eq!(got, f32_to_f16_rne(math::tanh(f16_to_f32(bits))));
+            assert_eq!(got, f32_to_f16_rne(math::narrow::tanh(f16_to_f32(bits))));
         }
         assert_eq!(<Sqrt as Op<F32>>::one(Sqrt, 2.0, 0.0).to_bits(), math::sqrt(2.0).to_bits());
     }

@@ -81,6 +81,9 @@ pub fn erfc_f64(z: f64) -> f64 {
 
 /// GELU (erf form) in f64: `0.5 x erfc(-x/sqrt2)`, the tail with `x^2/2` exact.
 pub fn gelu_f64(x: f64) -> f64 {
+    if x == f64::NEG_INFINITY {
+        return -0.0; // the limit (the product -inf * 0 would be NaN)
+    }
     let z = x.abs() * core::f64::consts::FRAC_1_SQRT_2;
     if x >= 0.0 || z < 2.5 {
         0.5 * x * (1.0 + erf_f64(x * core::f64::consts::FRAC_1_SQRT_2))
@@ -92,6 +95,9 @@ pub fn gelu_f64(x: f64) -> f64 {
 /// GELU (tanh form) in f64, as the equivalent `x/(1 + e^{-2a})`,
 /// `a = sqrt(2/pi)(x + 0.044715 x^3)` (no cancellation in `1 + tanh a`).
 pub fn gelu_tanh_f64(x: f64) -> f64 {
+    if x == f64::NEG_INFINITY {
+        return -0.0; // the limit (-inf / inf would be NaN)
+    }
     let a = (2.0 / core::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
     x / (1.0 + (-2.0 * a).exp())
 }

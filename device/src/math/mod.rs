@@ -18,11 +18,14 @@
 mod erf;
 mod exp;
 mod log;
+pub mod narrow;
 mod prim;
 mod trig;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod check;
+#[cfg(test)]
+mod narrow_tests;
 #[cfg(test)]
 mod tests;
 

@@ -96,20 +96,23 @@ pub fn unary_one<T: ReferenceOps>(op: UnaryOp, x: T) -> T {
     // Every f32, f16 and bf16 is an f32 exactly, and the f32 result is an f64
     // exactly, so `round_from` rounds it once.
     let rule = |f: fn(f32) -> f32| T::round_from(f(v as f32) as f64);
+    // f16 and bf16 lanes apply the activation's narrow function.
+    let wide = T::DTYPE == kernels_gpu::Dtype::F32;
+    let act = |f32_fn: fn(f32) -> f32, narrow: fn(f32) -> f32| rule(if wide { f32_fn } else { narrow });
     match op {
         UnaryOp::Neg => T::round_from(-v),
         UnaryOp::Abs => T::round_from(v.abs()),
         UnaryOp::Relu if v.is_nan() || v > 0.0 => x,
         UnaryOp::Relu => T::round_from(0.0),
-        UnaryOp::Exp => rule(Exp::F32),
-        UnaryOp::Log => rule(Log::F32),
-        UnaryOp::Tanh => rule(Tanh::F32),
-        UnaryOp::Sigmoid => rule(Sigmoid::F32),
-        UnaryOp::Silu => rule(Silu::F32),
-        UnaryOp::Gelu => rule(Gelu::F32),
-        UnaryOp::GeluTanh => rule(GeluTanh::F32),
-        UnaryOp::Rsqrt => rule(Rsqrt::F32),
-        UnaryOp::Sqrt => rule(Sqrt::F32),
+        UnaryOp::Exp => act(Exp::F32, Exp::NARROW),
+        UnaryOp::Log => act(Log::F32, Log::NARROW),
+        UnaryOp::Tanh => act(Tanh::F32, Tanh::NARROW),
+        UnaryOp::Sigmoid => act(Sigmoid::F32, Sigmoid::NARROW),
+        UnaryOp::Silu => act(Silu::F32, Silu::NARROW),
+        UnaryOp::Gelu => act(Gelu::F32, Gelu::NARROW),
+        UnaryOp::GeluTanh => act(GeluTanh::F32, GeluTanh::NARROW),
+        UnaryOp::Rsqrt => act(Rsqrt::F32, Rsqrt::NARROW),
+        UnaryOp::Sqrt => act(Sqrt::F32, Sqrt::NARROW),
     }
 }
 
