@@ -11,6 +11,9 @@ use std::vec::Vec;
 /// (name, narrow function, bf16 inputs allowed to miss, f16 inputs allowed to miss).
 type Case = (&'static str, fn(f32) -> f32, &'static [u16], &'static [u16]);
 
+/// (name, function, input, expected output).
+type Special = (&'static str, fn(f32) -> f32, f32, f32);
+
 const CASES: &[Case] = &[
     // bf16: every input correctly rounded. f16: the listed inputs are exact
     // values whose f32 result lands on (or rounds across) a binary16 rounding
@@ -53,7 +56,7 @@ fn every_16_bit_input_rounds_correctly_but_the_listed_ones() {
 fn special_values() {
     let nan = f32::NAN;
     let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
-    let cases: &[(&str, fn(f32) -> f32, f32, f32)] = &[
+    let cases: &[Special] = &[
         ("exp", narrow::exp, nan, nan),
         ("exp", narrow::exp, f32::INFINITY, f32::INFINITY),
         ("exp", narrow::exp, f32::NEG_INFINITY, 0.0),
