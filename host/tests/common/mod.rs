@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use std::io::Write;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
@@ -21,11 +21,23 @@ pub const CANARY: usize = 64;
 /// the right answer. Finite on purpose: a NaN poison would pass where NaN is due.
 pub const POISONS: [u32; 2] = [0xdead_beef, 0x5a5a_1234];
 
-/// The GPU shared by every test of a binary.
+/// The GPU shared by every test of a binary. It is dropped when the process
+/// exits (an `atexit` hook), so that everything it holds (the modules, the
+/// mapped assert record) is freed and compute-sanitizer's leak check sees only
+/// what the tests themselves leave behind.
 pub fn gpu() -> Gpu {
-    static GPU: OnceLock<Gpu> = OnceLock::new();
-    GPU.get_or_init(|| Gpu::new(0).expect("these tests need a CUDA GPU (run with --include-ignored only on one)"))
-        .clone()
+    static GPU: Mutex<Option<Gpu>> = Mutex::new(None);
+    extern "C" fn drop_gpu() {
+        let gpu = GPU.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(gpu);
+    }
+    let mut g = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    if g.is_none() {
+        *g = Some(Gpu::new(0).expect("these tests need a CUDA GPU (run with --include-ignored only on one)"));
+        // SAFETY: registers a plain function; it runs once, at exit, after every test.
+        unsafe { libc::atexit(drop_gpu) };
+    }
+    g.as_ref().expect("set above").clone()
 }
 
 /// What fills the inputs.
