@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::raw::{self, DevRead, DevWrite};
 
 /// Resolves a range against a length, or says why it does not fit.
-fn bounds(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
+pub(crate) fn bounds(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
     let start = match range.start_bound() {
         Bound::Included(&s) => s,
         Bound::Excluded(&s) => s.saturating_add(1),

@@ -11,7 +11,7 @@
 //! kernel's set-up overlaps its predecessor.
 
 use std::marker::PhantomData;
-use std::ops::{Bound, RangeBounds};
+use std::ops::RangeBounds;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -56,19 +56,7 @@ impl<T> Slot<T> {
 
     /// The elements `range` of this slot (same buffer, same access).
     pub fn slice(self, range: impl RangeBounds<usize>) -> Result<Slot<T>> {
-        let start = match range.start_bound() {
-            Bound::Included(&s) => s,
-            Bound::Excluded(&s) => s.saturating_add(1),
-            Bound::Unbounded => 0,
-        };
-        let end = match range.end_bound() {
-            Bound::Included(&e) => e.saturating_add(1),
-            Bound::Excluded(&e) => e,
-            Bound::Unbounded => self.len,
-        };
-        if start > end || end > self.len {
-            return Err(Error::OutOfBounds { start, end, len: self.len });
-        }
+        let (start, end) = crate::buffer::bounds(range, self.len)?;
         Ok(Slot { addr: self.addr + (start * std::mem::size_of::<T>()) as u64, len: end - start, ..self })
     }
 
