@@ -20,6 +20,19 @@ const LOG_Q: [f32; 10] = [
     -0.130_350_35,
     0.121_613_29,
 ];
+/// `(log2(1+f) - f/ln2)/f^2` on |f| <= 1/3, degree 9, coefficients rounded greedily.
+const LOG2_Q: [f32; 10] = [
+    -0.7213475704193115,
+    0.480898380279541,
+    -0.3606657385826111,
+    0.2885335385799408,
+    -0.2408079206943512,
+    0.20636029541492462,
+    -0.173865407705307,
+    0.15522512793540955,
+    -0.19377441704273224,
+    0.17311415076255798,
+];
 const C1H: f32 = core::f32::consts::LOG2_E;
 const C1L: f32 = 1.925_963e-8; // 1/ln2 - C1H
 
@@ -69,8 +82,16 @@ pub fn log2(x: f32) -> f32 {
     if !(x > 0.0 && x < f32::INFINITY) {
         return log_special(x);
     }
-    // The pair's sum rounded once (`e + log2(1+f)` rounded twice: 1.49 ulp).
-    log2_pair(x).0
+    let (e, f) = split(x);
+    let a = f * C1H;
+    let al = fma(f, C1H, -a);
+    let f2 = f * f;
+    let f2l = fma(f, f, -f2);
+    let q = horner(&LOG2_Q, f);
+    let s = e + a;
+    let sl = (e - s) + a;
+    let lo = fma(f, C1L, al) + sl;
+    s + fma(f2, q, fma(f2l, q, lo))
 }
 
 /// `log(1 + x)`, accurate near 0. Shape: for |x| < 1/3 the polynomial on `x`
