@@ -22,16 +22,29 @@ const LOG_Q: [f32; 10] = [
 ];
 /// `(log2(1+f) - f/ln2)/f^2` on |f| <= 1/3, degree 9, coefficients rounded greedily.
 const LOG2_Q: [f32; 10] = [
-    -0.7213475704193115,
-    0.480898380279541,
-    -0.3606657385826111,
-    0.2885335385799408,
-    -0.2408079206943512,
-    0.20636029541492462,
-    -0.173865407705307,
-    0.15522512793540955,
-    -0.19377441704273224,
-    0.17311415076255798,
+    -0.7213476,
+    0.48089838,
+    -0.36066574,
+    0.28853354,
+    -0.24080792,
+    0.2063603,
+    -0.17386541,
+    0.15522513,
+    -0.19377442,
+    0.17311415,
+];
+/// `(ln(1+f) - f + f^2/2 - f^3/3)/f^4` on |f| <= 1/3, degree 9 (pow's log2 pair).
+const POW_R: [f32; 10] = [
+    -0.25000006,
+    0.2000001,
+    -0.16666003,
+    0.14284766,
+    -0.12524746,
+    0.11141451,
+    -0.0959376,
+    0.08644861,
+    -0.11308919,
+    0.106915206,
 ];
 const C1H: f32 = core::f32::consts::LOG2_E;
 const C1L: f32 = 1.925_963e-8; // 1/ln2 - C1H
@@ -122,20 +135,37 @@ pub fn log1p(x: f32) -> f32 {
     s + (fma(f * f, horner(&LOG_Q, f), fma(e, LN2_LO, c)) + sl)
 }
 
-/// `|x|` (finite, > 0) -> `log2 |x|` as a pair `(h, l)`, about 2^-27 relative (the
-/// degree-9 `log1p` polynomial).
+/// `|x|` (finite, > 0) -> `log2 |x|` as a pair `(h, l)`, about 2^-33 relative
+/// (pow's `y log2 x` reaches 150 in magnitude: its absolute error must stay
+/// near 2^-25). `ln(1+f) = f - f^2/2 + f^3 (1/3 + f R(f))`: `f - f^2/2` exact as
+/// a pair (f^2 exact, Fast2Sum), `1/3 + f R` with its rounding error, the f^3
+/// product as a pair, then times `1/ln2` as a pair and `e` added by Fast2Sum.
 #[inline(always)]
 fn log2_pair(x: f32) -> (f32, f32) {
+    const THIRD_H: f32 = 0.333_333_34;
+    const THIRD_L: f32 = -9.934_108e-9;
     let (e, f) = split(x);
-    let a = f * C1H;
-    let al = fma(f, C1H, -a);
-    // log(1+f) = f + f^2 Q(f) (2^-27 relative), times 1/ln2 = C1H + C1L.
-    let b = fma((f * f) * horner(&LOG_Q, f), C1H, fma(f, C1L, al));
-    let s = e + a; // exact when e == 0; otherwise |a| < |e| and Fast2Sum applies
-    let sl = (e - s) + a;
-    let h = s + (b + sl);
-    let l = (s - h) + (b + sl);
-    (h, l)
+    let f2 = f * f;
+    let f2l = fma(f, f, -f2);
+    let (h2, h2l) = (0.5 * f2, 0.5 * f2l);
+    let g = f - h2; // |f| >= f^2/2: Fast2Sum
+    let gl = ((f - g) - h2) - h2l;
+    let f3 = f2 * f;
+    let f3l = fma(f2, f, -f3) + f2l * f;
+    let rr = horner(&POW_R, f);
+    let u = fma(f, rr, THIRD_H);
+    let ul = fma(f, rr, THIRD_H - u) + THIRD_L; // THIRD_H - u is exact (Sterbenz)
+    let t = f3 * u;
+    let tl = fma(f3, u, -t) + fma(f3, ul, f3l * u);
+    let s = g + t; // |g| >= |t|
+    let sl = ((g - s) + t) + (gl + tl);
+    // (s + sl) / ln2, then + e.
+    let p = s * C1H;
+    let pl = fma(s, C1H, -p) + fma(s, C1L, sl * C1H);
+    let h = e + p; // exact when e == 0; otherwise |p| < |e| and Fast2Sum applies
+    let l = ((e - h) + p) + pl;
+    let hh = h + l;
+    (hh, (h - hh) + l)
 }
 
 /// True when `y` (finite) is an integer; `.1` is true when it is an odd one.
@@ -191,6 +221,10 @@ pub fn pow(x: f32, y: f32) -> f32 {
     let (h, l) = log2_pair(ax);
     let th = y * h;
     let tl = fma(y, h, -th) + y * l;
+    // Far outside the range the result is inf or 0 whatever the low part (which
+    // may then be several units, and 2^tl out of the polynomial's range).
+    let big = !(th <= 300.0 && th >= -300.0);
+    let tl = if big { 0.0 } else { tl };
     let th = if th > 300.0 {
         300.0
     } else if th < -300.0 {
