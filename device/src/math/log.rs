@@ -223,7 +223,7 @@ pub fn pow(x: f32, y: f32) -> f32 {
     let tl = fma(y, h, -th) + y * l;
     // Far outside the range the result is inf or 0 whatever the low part (which
     // may then be several units, and 2^tl out of the polynomial's range).
-    let big = !(th <= 300.0 && th >= -300.0);
+    let big = !(-300.0..=300.0).contains(&th);
     let tl = if big { 0.0 } else { tl };
     let th = if th > 300.0 {
         300.0
