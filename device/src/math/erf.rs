@@ -27,7 +27,7 @@ const TAIL_K: [f32; 13] = [
 const ERF_E: [f32; 7] =
     [0.128_379_17, -0.376_126_3, 0.112_836_11, -0.026_853_826, 0.005_184_421_3, -0.000_791_472_5, 7.199_496e-5];
 /// `e^{x^2} erfc(x)` in `v = 2/(2+x) - ERFC_C` for x in [0.8, 4], degree 7.
-/// `ERFC_C` (near the middle of the range) is where `erfcx` is within 2^-38
+/// `ERFC_C` (near the middle of the range) is where `erfcx` is within 2^-36
 /// of an f32, so that the constant term's rounding does not bound the fit.
 const ERFC_K: [f32; 8] =
     [0.284_964_74, 0.920_910_66, 1.030_114_4, 0.637_269_4, 0.021_685_038, -0.231_776_77, -0.025_495_997, 0.121_055_51];
@@ -71,9 +71,10 @@ pub fn erf(x: f32) -> f32 {
     let ql = fma(t, t, -q);
     let (r, k) = reduce(-q);
     let r = r - ql;
-    let pm1 = horner(&EXP_P, r) * r; // e^{-x^2} = 2^k (1 + pm1)
-                                     // v = 2/(2+t) - ERFC_C: 2 + t and its exact rounding error (t <= 4), a
-                                     // corrected reciprocal, one quotient correction; s0 - ERFC_C is exact (Sterbenz).
+    // e^{-x^2} = 2^k (1 + pm1).
+    let pm1 = horner(&EXP_P, r) * r;
+    // v = 2/(2+t) - ERFC_C: 2 + t and its exact rounding error (t <= 4), a
+    // corrected reciprocal, one quotient correction; s0 - ERFC_C is exact (Sterbenz).
     let d = 2.0 + t;
     let dl = t - (d - 2.0);
     let y = rcp_seed(d);

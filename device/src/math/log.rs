@@ -88,7 +88,11 @@ pub fn log(x: f32) -> f32 {
     fma(e, LN2_HI, fma(e, LN2_LO, lp))
 }
 
-/// The base-2 logarithm. Shape: as [`log`] with `1/ln2` in two parts, then `+ e`.
+/// The base-2 logarithm. Shape: the split of [`log`], `e + f (1/ln2)_hi` as an
+/// exact pair (the product by FMA, the sum by Fast2Sum), and `f^2 Q(f)` with a
+/// log2-fitted degree-9 `Q` and `f^2` exact as a pair (its rounding cost 0.2
+/// ulp just above x = 4/3, where the result sits low in its binade); the low
+/// terms summed first, one final rounding. Max 0.78 ulp (all 2^32 inputs).
 /// Exact for powers of two. Special values as [`log`].
 #[inline]
 pub fn log2(x: f32) -> f32 {
@@ -181,10 +185,11 @@ fn int_parity(y: f32) -> (bool, bool) {
     (is_int, odd)
 }
 
-/// `x^y` (C99 `powf`). Shape: `log2|x|` as a pair (split + degree-9 polynomial
-/// with the leading product kept exact), `y log2|x|` as a pair, then `2^t`
-/// (reduction with the low part folded in, degree-7 polynomial, two-step
-/// scale); sign from the parity of an integer `y`. Special values (C99 F.10.4.4):
+/// `x^y` (C99 `powf`). Shape: `log2|x|` as a pair to about 2^-33 (see
+/// `log2_pair`), `y log2|x|` as a pair, then `2^t` (reduction with the low part
+/// folded in, degree-7 polynomial, two-step scale); sign from the parity of an
+/// integer `y`. Max 0.87 ulp on 2M random pairs, 1.03 at 16 fixed exponents
+/// (sampled). Special values (C99 F.10.4.4):
 /// `pow(x, ±0) = 1` and `pow(1, y) = 1` even for NaN, NaN otherwise propagates,
 /// `pow(±0, y<0)` = ±inf for odd integer `y` else +inf, `pow(±0, y>0)` = ±0 for
 /// odd integer `y` else +0, `pow(-1, ±inf) = 1`, `|x| < 1` / `> 1` with ±inf
