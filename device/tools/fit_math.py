@@ -105,6 +105,71 @@ mp.mp.dps = 30
 fit_both("K(t), t in [0, 1.5], in t - 0.75, deg 12", lambda t: Kf(mp.mpf(t)), 0, 1.5, 0.75, 12)
 fit_both("K(s), t in [2, 15], in s - 0.4, deg 12", lambda s: Kf(3 / mp.mpf(s) - 3), 3 / 18, 0.6, 0.4, 12)
 fit_both("K(s), t in [0, 15], in s - 0.6, deg 13", lambda s: Kf(3 / mp.mpf(s) - 3), 3 / 18, 1, 0.6, 13)
+
+
+# Greedy f32 rounding (the fits below): after each coefficient is rounded to
+# f32 (lowest power first) the others are refitted, so that the later ones
+# absorb the earlier ones' rounding; and a centre `c` for the variable is picked
+# where the function is within ~2^-38 of an f32, so that the constant term's
+# rounding does not set the floor (`near_f32_centre`).
+def fit_greedy(name, g, a, b, powers, w, n=4000, iters=50):
+    t = np.cos(np.linspace(0, math.pi, n)) * (b - a) / 2 + (a + b) / 2
+    y = np.array([float(g(v)) for v in t])
+    ww = np.array([float(w(v)) for v in t])
+    fixed = {}
+    while len(fixed) < len(powers):
+        free = [p for p in powers if p not in fixed]
+        yr = y - sum(c * t ** p for p, c in fixed.items()) if fixed else y
+        A = np.stack([t ** p for p in free], axis=1)
+        lw = np.ones_like(t)
+        for _ in range(iters):
+            s = np.sqrt(lw)
+            c, *_ = np.linalg.lstsq(A * (s * ww)[:, None], yr * s * ww, rcond=None)
+            e = np.abs((A @ c - yr) * ww)
+            lw = lw * e
+            lw /= lw.sum()
+        fixed[free[0]] = float(f32(c[0]))
+    cs = [fixed[p] for p in powers]
+    err = np.max(np.abs((sum(fixed[p] * t ** p for p in powers) - y) * ww))
+    print(f"// {name}: [{a:.6g}, {b:.6g}] max weighted err {err:.3e} (2^{math.log2(err):.1f})")
+    print("[" + ", ".join(repr(f32(v)).replace("np.float32(", "").rstrip(")") for v in cs) + "]")
+    return cs
+
+
+def near_f32_centre(F, lo, hi):
+    best = None
+    for i in range(-4000, 4000):
+        c = float(f32(0.5 + i * 2**-14))
+        if lo + 0.3 * (hi - lo) < c < hi - 0.3 * (hi - lo):
+            k = F(c)
+            r = abs(float(f32(float(k))) - k) / k
+            if best is None or r < best[0]:
+                best = (float(r), c)
+    print(f"// centre {best[1]!r} (F within 2^{math.log2(best[0] + 1e-300):.1f} of an f32)")
+    return best[1]
+
+
+mp.mp.dps = 40
+L2 = mp.log(2)
+# log2: (log2(1+f) - f/ln2)/f^2 on [-1/3, 1/3], weight f^2/|log2(1+f)| (LOG2_Q)
+fit_greedy("log2 Q=(log2(1+f)-f/ln2)/f^2", lambda f: (mp.log1p(f) - f) / L2 / mp.mpf(f) ** 2 if abs(f) > 1e-9 else -1 / (2 * L2),
+           -1 / 3, 1 / 3, range(10), lambda f: f * f * L2 / abs(mp.log1p(f)) if abs(f) > 1e-9 else 0, n=6000)
+# pow's log2 pair: (ln(1+f) - f + f^2/2 - f^3/3)/f^4, weight f^4/|ln(1+f)| (POW_R)
+fit_greedy("pow R=(ln(1+f)-f+f^2/2-f^3/3)/f^4",
+           lambda f: (lambda f: (mp.log1p(f) - f + f ** 2 / 2 - f ** 3 / 3) / f ** 4)(mp.mpf(f) if abs(f) > 1e-6 else mp.mpf(1e-6)),
+           -1 / 3, 1 / 3, range(10), lambda f: f ** 4 / abs(float(mp.log1p(f))) if abs(f) > 1e-9 else 0)
+# erf below 0.82: erf(x)/x - 1 in t = x^2 (ERF_E)
+Ef = lambda t: mp.erf(mp.sqrt(t)) / mp.sqrt(t) - 1 if t > 1e-30 else 2 / mp.sqrt(mp.pi) - 1
+fit_greedy("erf E=erf(x)/x-1, t=x^2", Ef, 0, 0.82 ** 2, range(7), lambda t: 1.0)
+# erf above: erfcx(x) = e^{x^2} erfc(x) in v = 2/(2+x) - c, x in [0.8, 4] (ERFC_K, ERFC_C)
+mp.mp.dps = 30
+Kx = lambda s: mp.erfc(2 / mp.mpf(s) - 2) * mp.exp((2 / mp.mpf(s) - 2) ** 2)
+lo, hi = 2 / 6, 2 / 2.8
+c = near_f32_centre(Kx, lo, hi)
+fit_greedy(f"erfcx in 2/(2+x) - {c}", lambda v: Kx(mp.mpf(v) + c), lo - c, hi - c, range(8), lambda v: 1 / float(Kx(mp.mpf(v) + c)))
+th = mp.mpf(1) / 3
+print("1/3 as a pair:", repr(f32(float(th))), repr(f32(float(th - float(f32(float(th)))))))
+
 # bits of 2/pi after the binary point, 8 zero bits in front, as u32 words
 mp.mp.dps = 100
 v = int(mp.floor(2 / mp.pi * mp.mpf(2) ** 248))
