@@ -16,9 +16,16 @@
 //! scalars, handed to [`Params::from_params`]. The walks are the library's
 //! own ([`crate::patterns`]): grid-stride over lane groups, any grid, any `n`.
 //!
+//! Built for sm_90 (`gpukern_build::Arch::Sm90`), each pack kernel also has a
+//! **PDL twin** `name_f32x4_pdl` (…`_f16x8_pdl`, `_bf16x8_pdl`): the same walk
+//! behind [`pdl_enter`](crate::hopper::pdl_enter), which the host launches with
+//! the programmatic-dependent-launch attribute where the stream's `Pdl` setting
+//! says so (the host also checks, in the PTX, that the twin waits before
+//! anything else).
+//!
 //! The manifest is a global `gpukern_ew_<name>` of four `u32`:
-//! [`ABI_MAGIC`], [`ABI_VERSION`], the [`EwKind`] and a dtype mask (bit 0 f32,
-//! bit 1 f16, bit 2 bf16). The host refuses to launch an operation whose
+//! [`ABI_MAGIC`], [`ABI_VERSION`], the [`EwKind`] and a mask: the dtypes (bit 0
+//! f32, bit 1 f16, bit 2 bf16) and [`EW_PDL`] when the module has the twins. The host refuses to launch an operation whose
 //! manifest is missing or says otherwise, so a hand-written kernel that merely
 //! shares a name cannot be launched through the safe API with the wrong
 //! parameters.
@@ -35,6 +42,13 @@ pub const ABI_VERSION: u32 = 1;
 /// reads the same table; the macro's literal suffixes are checked against it
 /// at compile time.
 pub const EW_DTYPES: [(u32, &str, &str); 3] = [(1, "_f32", "_f32x4"), (2, "_f16", "_f16x8"), (4, "_bf16", "_bf16x8")];
+
+/// Manifest mask bit: the module (an sm_90 build) has a PDL twin
+/// `<pack kernel>_pdl` of every pack kernel of the operation.
+pub const EW_PDL: u32 = 1 << 8;
+
+/// Suffix of a PDL twin's name (after the pack kernel's).
+pub const PDL_SUFFIX: &str = "_pdl";
 
 /// Byte-wise equality in a const context (the suffix check).
 #[doc(hidden)]
@@ -128,7 +142,8 @@ macro_rules! elementwise {
                 $crate::ABI_MAGIC,
                 $crate::ABI_VERSION,
                 $crate::elementwise!(@kind $kind) as u32,
-                0 $(| $crate::elementwise!(@bit $e))+,
+                0 $(| $crate::elementwise!(@bit $e))+
+                    | if cfg!(target_feature = "sm_90") { $crate::EW_PDL } else { 0 },
             ];
             $($crate::elementwise!(@dtype $kind $name ($op) $e);)+
         };
@@ -140,10 +155,10 @@ macro_rules! elementwise {
     (@bit Bf16) => { $crate::EW_DTYPES[2].0 };
     (@inputs unary) => { 1 };
     (@inputs binary) => { 2 };
-    (@dtype $kind:ident $name:ident ($op:ty) F32) => { $crate::elementwise!(@entries $kind $name ($op) F32 0 "_f32" "_f32x4"); };
-    (@dtype $kind:ident $name:ident ($op:ty) F16) => { $crate::elementwise!(@entries $kind $name ($op) F16 1 "_f16" "_f16x8"); };
-    (@dtype $kind:ident $name:ident ($op:ty) Bf16) => { $crate::elementwise!(@entries $kind $name ($op) Bf16 2 "_bf16" "_bf16x8"); };
-    (@entries $kind:ident $name:ident ($op:ty) $e:ident $i:literal $scalar:literal $pack:literal) => {
+    (@dtype $kind:ident $name:ident ($op:ty) F32) => { $crate::elementwise!(@entries $kind $name ($op) F32 0 "_f32" "_f32x4" "_f32x4_pdl"); };
+    (@dtype $kind:ident $name:ident ($op:ty) F16) => { $crate::elementwise!(@entries $kind $name ($op) F16 1 "_f16" "_f16x8" "_f16x8_pdl"); };
+    (@dtype $kind:ident $name:ident ($op:ty) Bf16) => { $crate::elementwise!(@entries $kind $name ($op) Bf16 2 "_bf16" "_bf16x8" "_bf16x8_pdl"); };
+    (@entries $kind:ident $name:ident ($op:ty) $e:ident $i:literal $scalar:literal $pack:literal $twin:literal) => {
         const _: () = {
             assert!(
                 $crate::const_str_eq($scalar, $crate::EW_DTYPES[$i].1) && $crate::const_str_eq($pack, $crate::EW_DTYPES[$i].2),
@@ -155,10 +170,19 @@ macro_rules! elementwise {
             );
             $crate::elementwise!(@entry $kind $name ($op) $e $scalar scalar);
             $crate::elementwise!(@entry $kind $name ($op) $e $pack pack);
+            #[cfg(target_feature = "sm_90")]
+            $crate::elementwise!(@entry $kind $name ($op) $e $twin pdl);
         };
     };
     (@walk scalar $e:ident $op:ty) => { $crate::patterns::scalar::<$crate::lanes::$e, $op> };
     (@walk pack $e:ident $op:ty) => { $crate::patterns::pack::<$crate::lanes::$e, $op, { $crate::patterns::PLAIN }> };
+    // The pack walk behind the PDL prologue: nothing touches memory before the wait.
+    (@walk pdl $e:ident $op:ty) => {
+        {
+            $crate::hopper::pdl_enter();
+            $crate::patterns::pack::<$crate::lanes::$e, $op, { $crate::patterns::PLAIN }>
+        }
+    };
     (@entry unary $name:ident ($op:ty) $e:ident $suffix:literal $walk:ident) => {
         $crate::ew_entry! {
             /// A user element-wise kernel (see `gpukern_device::elementwise!`).

@@ -92,7 +92,7 @@ pub use thread::{
 #[cfg(target_arch = "nvptx64")]
 pub use walk::{block_tiles, for_each_group, for_each_pack_in_tile, for_each_unrolled};
 
-pub use elementwise::{const_str_eq, EwKind, Params, ABI_MAGIC, ABI_VERSION, EW_DTYPES};
+pub use elementwise::{const_str_eq, EwKind, Params, ABI_MAGIC, ABI_VERSION, EW_DTYPES, EW_PDL, PDL_SUFFIX};
 
 /// The device build's panic handler: `trap` aborts the kernel, and the host
 /// sees a launch failure at its next synchronisation.

@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use gpukern_device::{EwKind, ABI_MAGIC, ABI_VERSION};
+use gpukern_device::{EwKind, ABI_MAGIC, ABI_VERSION, EW_PDL, PDL_SUFFIX};
 use kernels_gpu::launch::grid_for;
 use kernels_gpu::Dtype;
 
@@ -141,7 +141,20 @@ impl Module {
             let f = self.inner.raw.function(full).map_err(|source| Error::MissingKernel { name: full, source })?;
             Ok((full, Arc::new(Kernel::new(f))))
         };
-        Ok(Custom { module: self.inner.clone(), dtype: T::DTYPE, kind, scalar: func(s)?, pack: func(p)? })
+        // The PDL twin: declared by the manifest (an sm_90 build), usable on
+        // this device, and waiting first in the PTX, else an error.
+        let twin = if mask & EW_PDL != 0 && self.inner.gpu.info().has_sm90() {
+            let twin = format!("{name}{p}{PDL_SUFFIX}");
+            if !crate::pdl::waits_first(&self.inner.ptx, &twin) {
+                return Err(bad(format!(
+                    "the manifest declares PDL twins, but `{twin}` does not start with griddepcontrol.wait"
+                )));
+            }
+            Some(func(&format!("{p}{PDL_SUFFIX}"))?)
+        } else {
+            None
+        };
+        Ok(Custom { module: self.inner.clone(), dtype: T::DTYPE, kind, scalar: func(s)?, pack: func(p)?, twin })
     }
 
     /// The one-input operation `name` of this module on `T` (declared `unary`
@@ -164,6 +177,9 @@ struct Custom {
     kind: EwKind,
     scalar: (&'static str, Arc<Kernel>),
     pack: (&'static str, Arc<Kernel>),
+    /// The pack kernel's PDL twin, in a module built for sm_90 on an sm_90
+    /// device, after [`crate::pdl::waits_first`] checked its PTX.
+    twin: Option<(&'static str, Arc<Kernel>)>,
 }
 
 /// Which kernel of a custom operation to run.
@@ -185,17 +201,21 @@ impl Custom {
     }
 
     /// One kernel over all of `ops`; `ops.scales` carries the two parameters.
+    /// With `pdl` (a pack launch only), the twin runs with the attribute.
     fn launch<T: Element>(
         &self,
         pattern: CustomPattern,
         cfg: LaunchConfig,
         mut ops: Operands<'_, T>,
         stream: &Stream,
+        pdl: bool,
     ) -> Result<&'static str> {
-        let ((name, kernel), lanes, align) = match pattern {
-            CustomPattern::Scalar => (&self.scalar, 1, self.dtype.size()),
-            CustomPattern::Pack => (&self.pack, (16 / self.dtype.size()) as u32, 16),
+        let ((name, kernel), lanes, align) = match (pattern, &self.twin) {
+            (CustomPattern::Scalar, _) => (&self.scalar, 1, self.dtype.size()),
+            (CustomPattern::Pack, Some(twin)) if pdl => (twin, (16 / self.dtype.size()) as u32, 16),
+            (CustomPattern::Pack, _) => (&self.pack, (16 / self.dtype.size()) as u32, 16),
         };
+        let pdl = pdl && pattern == CustomPattern::Pack && self.twin.is_some();
         cfg.check(name)?;
         let n = ops.a.len();
         let (p0, p1) = ops.scales.unwrap_or_default();
@@ -209,8 +229,8 @@ impl Custom {
             grid: grid_for(n as u64, lanes, cfg.block, cfg.max_grid),
             block: cfg.block,
             align,
-            // A user's kernel need not wait (`griddepcontrol.wait`) first.
-            pdl: false,
+            // Only the twin, whose PTX waits first (checked at load).
+            pdl,
         };
         self.module.gpu.shared.note_user_kernel(name);
         raw::launch_map(&l, &ops.a, ops.b.as_ref(), &mut ops.out, stream.raw())?;
@@ -223,13 +243,19 @@ impl Custom {
         let inputs = if self.kind == EwKind::Binary { 2 } else { 1 };
         let cfg = LaunchConfig::with_block(self.module.gpu.op_block(&self.pack.1, inputs, ops.a.len())?);
         match ops.auto_split(self.dtype.size()) {
-            AutoSplit::Pack => self.launch(CustomPattern::Pack, cfg, ops, stream),
+            AutoSplit::Pack => {
+                // As the built-in operations: PDL for a single aligned launch
+                // where the stream's setting says it pays.
+                let lanes = (16 / self.dtype.size()) as u32;
+                let pdl = stream.pdl().pays(self.module.gpu.info(), ops.a.len(), lanes);
+                self.launch(CustomPattern::Pack, cfg, ops, stream, pdl)
+            }
             AutoSplit::Peel(head) => {
                 let (h, rest) = ops.split(head)?;
-                self.launch(CustomPattern::Scalar, cfg, h, stream)?;
-                self.launch(CustomPattern::Pack, cfg, rest, stream)
+                self.launch(CustomPattern::Scalar, cfg, h, stream, false)?;
+                self.launch(CustomPattern::Pack, cfg, rest, stream, false)
             }
-            AutoSplit::Scalar => self.launch(CustomPattern::Scalar, LaunchConfig::default(), ops, stream),
+            AutoSplit::Scalar => self.launch(CustomPattern::Scalar, LaunchConfig::default(), ops, stream, false),
         }
     }
 
@@ -242,7 +268,7 @@ impl Custom {
         stream: &Stream,
     ) -> Result<&'static str> {
         self.check(&ops, stream)?;
-        self.launch(pattern, cfg, ops, stream)
+        self.launch(pattern, cfg, ops, stream, false)
     }
 }
 
@@ -295,6 +321,13 @@ impl<T: Element> CustomUnary<T> {
     pub fn kernels(&self) -> (&'static str, &'static str) {
         (self.op.scalar.0, self.op.pack.0)
     }
+
+    /// The pack kernel's PDL twin, which [`Self::run`] launches with
+    /// programmatic dependent launch where the stream's [`crate::Pdl`] setting
+    /// says it pays: present for a module built for sm_90 on an sm_90 device.
+    pub fn pdl_kernel(&self) -> Option<&'static str> {
+        self.op.twin.as_ref().map(|t| t.0)
+    }
 }
 
 /// A two-input operation of a user module on `T`: `out = op(a, b)`.
@@ -336,6 +369,13 @@ impl<T: Element> CustomBinary<T> {
     /// The scalar and pack kernels' names.
     pub fn kernels(&self) -> (&'static str, &'static str) {
         (self.op.scalar.0, self.op.pack.0)
+    }
+
+    /// The pack kernel's PDL twin, which [`Self::run`] launches with
+    /// programmatic dependent launch where the stream's [`crate::Pdl`] setting
+    /// says it pays: present for a module built for sm_90 on an sm_90 device.
+    pub fn pdl_kernel(&self) -> Option<&'static str> {
+        self.op.twin.as_ref().map(|t| t.0)
     }
 }
 

@@ -100,6 +100,54 @@ pub(crate) fn twin(kind: OpKind, dtype: Dtype) -> Option<&'static OpKernel> {
     PDL_KERNELS.iter().find(|k| k.kind == kind && k.dtype == dtype)
 }
 
+/// Instructions a PDL entry may run before its `griddepcontrol.wait`: parameter
+/// loads and register arithmetic, none of which touches memory or jumps.
+const BEFORE_WAIT: [&str; 17] = [
+    "ld.param.",
+    "mov.",
+    "cvta.",
+    "cvt.",
+    "add.",
+    "sub.",
+    "mul.",
+    "mad.",
+    "shl.",
+    "shr.",
+    "and.",
+    "or.",
+    "xor.",
+    "setp.",
+    "selp.",
+    "min.",
+    "max.",
+];
+
+/// True when `.entry entry` of `ptx` executes `griddepcontrol.wait` before
+/// anything that could touch memory, branch or call: its first block, read
+/// from the top, holds only [`BEFORE_WAIT`] instructions up to the wait. A user
+/// module's kernel is launched with the PDL attribute only after this check (a
+/// kernel that read before waiting would race with its predecessor), so a
+/// manifest or marker that claims a twin is not taken on trust.
+pub(crate) fn waits_first(ptx: &str, entry: &str) -> bool {
+    let head = format!(".entry {entry}(");
+    let Some(start) = ptx.find(&head) else { return false };
+    let rest = &ptx[start + head.len()..];
+    let Some(open) = rest.find("\n{") else { return false };
+    for line in rest[open + 2..].lines() {
+        let l = line.split("//").next().unwrap_or("").trim();
+        if l.is_empty() || l.starts_with(".reg") {
+            continue;
+        }
+        if l.starts_with("griddepcontrol.wait") {
+            return true;
+        }
+        if !BEFORE_WAIT.iter().any(|p| l.starts_with(p)) {
+            return false;
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +183,31 @@ mod tests {
         assert!(!Pdl::Off.pays(&h200, 1 << 10, 4));
         for p in [Pdl::Auto, Pdl::On, Pdl::Off] {
             assert!(!p.pays(&v100, 1 << 10, 4), "{p:?} on sm_70");
+        }
+    }
+
+    #[test]
+    fn a_pdl_entry_must_wait_before_it_touches_memory_or_jumps() {
+        let entry = |body: &str| {
+            format!(".visible .entry k_pdl(\n\t.param .u64 k_pdl_param_0\n)\n{{\n\t.reg .b64 %rd<4>;\n{body}\n}}\n")
+        };
+        let good = "\tld.param.b64 %rd1, [k_pdl_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n\t// begin inline asm\n\tgriddepcontrol.wait;\n\tld.global.b32 %r1, [%rd2];";
+        assert!(waits_first(&entry(good), "k_pdl"));
+        assert!(!waits_first(&entry(good), "other"));
+        for bad in [
+            "\tld.global.b32 %r1, [%rd2];\n\tgriddepcontrol.wait;",
+            "\t@%p1 bra $L__BB0_2;\n\tgriddepcontrol.wait;",
+            "$L__BB0_1:\n\tgriddepcontrol.wait;",
+            "\tcall.uni f, (%rd1);\n\tgriddepcontrol.wait;",
+            "\tst.global.b32 [%rd2], %r1;",
+            "\tret;",
+        ] {
+            assert!(!waits_first(&entry(bad), "k_pdl"), "{bad}");
+        }
+        // The library's twins pass.
+        let ptx90 = include_str!("../../ptx/kernels_gpu_sm90.ptx");
+        for k in PDL_KERNELS {
+            assert!(waits_first(ptx90, k.name), "{}", k.name);
         }
     }
 

@@ -184,6 +184,10 @@ pub struct TypedKernel<K: KernelSig> {
     module: Module,
     name: &'static str,
     kernel: Kernel,
+    /// A `#[kernel(pdl)]` built for sm_90, on an sm_90 device, whose PTX waits
+    /// first ([`crate::pdl::waits_first`]): launched with the PDL attribute
+    /// where the stream's setting says it pays.
+    pdl: bool,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -264,7 +268,14 @@ impl Module {
         let r = kernel.resources()?;
         let optin = self.inner.gpu.info().shared_per_block_optin;
         raw::set_max_dynamic_shared(f, optin.saturating_sub(r.shared_bytes))?;
-        Ok(TypedKernel { module: self.clone(), name, kernel, _k: PhantomData })
+        // `#[kernel(pdl)]` in an sm_90 build leaves a marker; the entry must
+        // also wait first in the PTX, or the marker is refused.
+        let pdl =
+            self.inner.gpu.info().has_sm90() && self.inner.raw.read_global(&format!("gpukern_pdl_{name}"))?.is_some();
+        if pdl && !crate::pdl::waits_first(&self.inner.ptx, name) {
+            return Err(bad("marked #[kernel(pdl)], but its entry does not start with griddepcontrol.wait".into()));
+        }
+        Ok(TypedKernel { module: self.clone(), name, kernel, pdl, _k: PhantomData })
     }
 }
 
@@ -278,6 +289,12 @@ impl<K: KernelSig> TypedKernel<K> {
     /// The entry point's name.
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// True when launches may use programmatic dependent launch: the kernel
+    /// is `#[kernel(pdl)]`, the module an sm_90 build, the device sm_90.
+    pub fn has_pdl(&self) -> bool {
+        self.pdl
     }
 
     /// Queues the kernel with `args` (a tuple in the kernel's parameter order:
@@ -307,11 +324,15 @@ impl<K: KernelSig> TypedKernel<K> {
         gpu.shared.bind()?;
         gpu.shared.note_user_kernel(self.name);
         let g = raw::Geometry3 { grid: l.grid, block: l.block, shared_bytes: l.shared_bytes };
+        // PDL by the stream's setting, sized by the launch's threads.
+        let dims = [l.grid.0, l.grid.1, l.grid.2, l.block.0, l.block.1, l.block.2];
+        let threads = dims.iter().fold(1usize, |t, &d| t.saturating_mul(d as usize));
+        let pdl = self.pdl && stream.pdl().pays(gpu.info(), threads, 1);
         // The manifest and the .entry (checked at load) say the kernel takes
         // exactly these slots; each slice is a live, owned, borrowed range with
         // its length (outputs exclusively), which the macro's entry turns into
         // bounds-checked slices; the geometry and shared memory are checked.
-        raw::launch_typed(self.kernel.func, g, stream.raw(), &mut slots)
+        raw::launch_typed(self.kernel.func, g, stream.raw(), &mut slots, pdl)
     }
 }
 

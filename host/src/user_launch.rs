@@ -98,7 +98,7 @@ impl Module {
         let g = raw::Geometry3 { grid: l.grid, block: l.block, shared_bytes: l.shared_bytes };
         // The caller's contract is launch_slots' (this is an unsafe fn); the
         // geometry, kernel and stream were checked above.
-        raw::launch_slots(func, g, stream.raw(), &mut slots)
+        raw::launch_slots(func, g, stream.raw(), &mut slots, false)
     }
 }
 

@@ -21,6 +21,13 @@
 //! `Out<T>` in the signature — as `gpukern_device::kernel::Out<T>`) and the
 //! manifest global `gpukern_kernel_scale` that the host checks at load.
 //! Scalars are any `KernelElem` (f32, u32, i32, u64, …).
+//!
+//! `#[kernel(pdl)]` makes the kernel a programmatic-dependent-launch kernel in
+//! an sm_90 build: its entry starts with `gpukern_device::hopper::pdl_enter()`
+//! (wait for the stream's previous kernel, then let the next one launch) and
+//! the module gets the marker global `gpukern_pdl_<name>`, so the host may
+//! launch it with the attribute (`gpukern::Pdl`, per stream). In an sm_70
+//! build the attribute changes nothing.
 
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as Tokens};
@@ -64,18 +71,23 @@ fn classify(ty: &Type) -> Kind {
 /// Declares a typed kernel; see the crate docs.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    if !attr.is_empty() {
-        let e = syn::Error::new(Span::call_site(), "#[kernel] takes no arguments");
-        return e.to_compile_error().into();
-    }
+    let attr = attr.to_string();
+    let pdl = match attr.trim() {
+        "" => false,
+        "pdl" => true,
+        _ => {
+            let e = syn::Error::new(Span::call_site(), "#[kernel] takes no arguments but `pdl`");
+            return e.to_compile_error().into();
+        }
+    };
     let f = parse_macro_input!(item as ItemFn);
-    match expand(f) {
+    match expand(f, pdl) {
         Ok(t) => t.into(),
         Err(e) => e.to_compile_error().into(),
     }
 }
 
-fn expand(f: ItemFn) -> syn::Result<Tokens> {
+fn expand(f: ItemFn, pdl: bool) -> syn::Result<Tokens> {
     let name = &f.sig.ident;
     let vis = &f.vis;
     let docs: Vec<_> = f.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
@@ -133,6 +145,26 @@ fn expand(f: ItemFn) -> syn::Result<Tokens> {
     let entry = Ident::new(&format!("__gpukern_entry_{name}"), name.span());
     let name_str = name.to_string();
     let body = &f.block;
+    // The PDL prologue and marker, in sm_90 builds of a `#[kernel(pdl)]`.
+    let pdl_marker_name = format!("gpukern_pdl_{name}");
+    let (pdl_enter, pdl_marker) = if pdl {
+        (
+            quote! {
+                #[cfg(target_feature = "sm_90")]
+                ::gpukern_device::hopper::pdl_enter();
+            },
+            quote! {
+                #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+                const _: () = {
+                    #[used]
+                    #[export_name = #pdl_marker_name]
+                    static PDL: u32 = #dev::KERNEL_MAGIC;
+                };
+            },
+        )
+    } else {
+        (quote!(), quote!())
+    };
     let word_list = words.iter().enumerate().map(|(i, w)| {
         let (k, e) = (2 * i + 3, 2 * i + 4);
         quote!(m[#k] = #w[0]; m[#e] = #w[1];)
@@ -162,6 +194,8 @@ fn expand(f: ItemFn) -> syn::Result<Tokens> {
             };
         };
 
+        #pdl_marker
+
         #(#docs)*
         ///
         /// # Safety
@@ -170,6 +204,7 @@ fn expand(f: ItemFn) -> syn::Result<Tokens> {
         #[cfg(target_arch = "nvptx64")]
         #[export_name = #name_str]
         pub unsafe extern "ptx-kernel" fn #entry(#(#entry_args),*) {
+            #pdl_enter
             #(#binds)*
             #body
         }

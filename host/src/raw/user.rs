@@ -24,17 +24,20 @@ pub(crate) struct Geometry3 {
 /// every address among them must point into memory of the stream's context
 /// that stays allocated until the kernel finishes; with this geometry the
 /// kernel must read and write only inside those allocations, race with no
-/// other work, and use at most `shared_bytes` of dynamic shared memory.
+/// other work, and use at most `shared_bytes` of dynamic shared memory. With
+/// `pdl`, as [`super::launch_overlapped`] adds: the kernel waits
+/// (`griddepcontrol.wait`) before it touches memory, and the device is sm_90.
 pub(crate) unsafe fn launch_slots(
     func: RawFn,
     g: Geometry3,
     stream: cu::CUstream,
     slots: &mut [[u8; 8]],
+    pdl: bool,
 ) -> Result<()> {
     let mut params: Vec<*mut c_void> = slots.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void).collect();
     // SAFETY: forwarded to the caller's contract; `slots` outlives the call,
     // which copies the values.
-    unsafe { super::launch_3d(func, g, stream, &mut params) }
+    unsafe { super::launch_overlapped(func, g, stream, &mut params, pdl) }
 }
 
 /// The 8-byte slot of one scalar parameter: its bytes from the start.
@@ -52,12 +55,19 @@ pub(crate) fn slot_of<T: super::AnyBits>(v: &T) -> [u8; 8] {
 /// parameter list were checked at load against the slots' layout, with every
 /// slice a live, owned range and its length (outputs exclusive borrows), and
 /// the geometry and shared memory checked against the device and the kernel.
-/// Only `TypedKernel::launch` calls it, after those checks.
-pub(crate) fn launch_typed(func: RawFn, g: Geometry3, stream: cu::CUstream, slots: &mut [[u8; 8]]) -> Result<()> {
+/// Only `TypedKernel::launch` calls it, after those checks; `pdl` only for a
+/// `#[kernel(pdl)]` entry whose PTX was checked to wait first, on sm_90.
+pub(crate) fn launch_typed(
+    func: RawFn,
+    g: Geometry3,
+    stream: cu::CUstream,
+    slots: &mut [[u8; 8]],
+    pdl: bool,
+) -> Result<()> {
     // SAFETY: per the checks listed above: the slots match the parameters in
     // number, order and size; every address is a live range of the stream's
     // context for as long as its borrow lasts (the caller synchronises before
     // freeing, as for every launch of this crate); the kernel's slices are
     // bounds-checked, so it touches only those ranges.
-    unsafe { launch_slots(func, g, stream, slots) }
+    unsafe { launch_slots(func, g, stream, slots, pdl) }
 }

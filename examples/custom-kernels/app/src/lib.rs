@@ -7,12 +7,15 @@ use gpukern::{Gpu, Module, Result, Stream};
 mod sum;
 pub use sum::Sum;
 
-/// The kernel crate's PTX, built by build.rs with gpukern-build.
+/// The kernel crate's PTX for sm_70, built by build.rs with gpukern-build.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/custom_kernels.ptx"));
+/// The same crate built for sm_90: the PDL twins and prologues too.
+pub const PTX_SM90: &str = include_str!(concat!(env!("OUT_DIR"), "/custom_kernels_sm90.ptx"));
 
-/// Loads the module into `gpu`.
+/// Loads the module into `gpu`: the sm_90 build on Hopper and later, else the
+/// portable one.
 pub fn load(gpu: &Gpu) -> Result<Module> {
-    gpu.load_module(PTX)
+    gpu.load_module(if gpu.info().has_sm90() { PTX_SM90 } else { PTX })
 }
 
 /// The element types the example instantiates, with their CPU rules.
