@@ -2,7 +2,7 @@
 //! kernels (read-only, write-only, copy) and the visit markers of the bulk and
 //! foreach walks.
 
-use kernels_gpu::foreach::{ADD_MANY, ADD_MANY_INLINE, MARK_MANY};
+use kernels_gpu::foreach::{ADD_MANY, ADD_MANY_INLINE, ADD_MANY_INLINE_PDL, ADD_MANY_PDL, MARK_MANY};
 use kernels_gpu::verify::{MARK_TILES, MARK_UNROLLED};
 use kernels_gpu::Dtype;
 
@@ -16,38 +16,57 @@ use crate::variant::LaunchConfig;
 /// One operand triple of a foreach add: `out = a + b`.
 pub type Triple<'a, T> = (View<'a, T>, View<'a, T>, ViewMut<'a, T>);
 
-/// (table kernel, inline-list kernel) of a dtype.
-fn many_kernel(dtype: Dtype) -> (&'static str, &'static str) {
+/// (table kernel, inline-list kernel) of a dtype, or their PDL twins.
+fn many_kernel(dtype: Dtype, pdl: bool) -> (&'static str, &'static str) {
     let i = match dtype {
         Dtype::F32 => 0,
         Dtype::F16 => 1,
         Dtype::Bf16 => 2,
     };
-    (ADD_MANY[i], ADD_MANY_INLINE[i])
+    if pdl {
+        (ADD_MANY_PDL[i], ADD_MANY_INLINE_PDL[i])
+    } else {
+        (ADD_MANY[i], ADD_MANY_INLINE[i])
+    }
+}
+
+impl Gpu {
+    /// Whether a foreach launch of `elements` in all of `dtype` on `stream`
+    /// uses the PDL twins: the stream's [`crate::Pdl`] setting and plan, as
+    /// for the element-wise operations (any alignment: the walk checks each
+    /// triple's).
+    fn many_pdl(&self, dtype: Dtype, elements: usize, stream: &Stream) -> bool {
+        stream.pdl().pays(self.info(), elements, (16 / dtype.size()) as u32)
+    }
 }
 
 /// A foreach add whose table is already on the device; see [`Gpu::add_many_plan`].
 pub struct AddManyPlan<'a> {
     table: raw::ManyTable<'a>,
     name: &'static str,
+    dtype: Dtype,
+    elements: usize,
     gpu: Gpu,
     len: usize,
     _outputs: std::marker::PhantomData<&'a mut ()>,
 }
 
 impl<'a> AddManyPlan<'a> {
-    /// Queues the whole list (one kernel launch, no copy) on `stream`.
+    /// Queues the whole list (one kernel launch, no copy) on `stream`, with
+    /// PDL where the stream's setting says so.
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         self.gpu.check_stream_owned(self.name, stream)?;
         self.gpu.shared.bind()?;
-        raw::launch_many_table(self.gpu.shared.func(self.name)?, &self.table, stream.raw())
+        let pdl = self.gpu.many_pdl(self.dtype, self.elements, stream);
+        let (name, _) = many_kernel(self.dtype, pdl);
+        raw::launch_many_table(self.gpu.shared.func(name)?, &self.table, stream.raw(), pdl)
     }
 
     /// Captures `launches` launches of the list into a CUDA graph.
     pub fn graph(&self, launches: usize) -> Result<AddGraph<'_>> {
         let func = self.gpu.shared.func(self.name)?;
         let raw = raw::capture(&self.gpu.shared.ctx, |s| {
-            (0..launches).try_for_each(|_| raw::launch_many_table(func, &self.table, s))
+            (0..launches).try_for_each(|_| raw::launch_many_table(func, &self.table, s, false))
         })?;
         Ok(AddGraph::new(raw, launches, &self.gpu))
     }
@@ -81,7 +100,7 @@ impl Gpu {
         ops: impl IntoIterator<Item = Triple<'a, T>>,
         stream: &Stream,
     ) -> Result<()> {
-        let (name, inline) = many_kernel(T::DTYPE);
+        let (name, _) = many_kernel(T::DTYPE, false);
         self.check_stream_owned(name, stream)?;
         let mut ops: Vec<Triple<'a, T>> = ops.into_iter().collect();
         let operands = self.many_operands(name, &ops)?;
@@ -92,7 +111,10 @@ impl Gpu {
             }
         }
         self.shared.bind()?;
-        raw::launch_many(self.shared.func(name)?, self.shared.func(inline)?, &operands, stream.raw())
+        let pdl = self.many_pdl(T::DTYPE, ops.iter().map(|t| t.0.len()).sum(), stream);
+        let (table, inline) = many_kernel(T::DTYPE, pdl);
+        let k = raw::ManyKernels { table: self.shared.func(table)?, inline: self.shared.func(inline)?, pdl };
+        raw::launch_many(k, &operands, stream.raw())
     }
 
     /// As [`Gpu::add_many`], but the table is uploaded once now: the plan's
@@ -100,11 +122,20 @@ impl Gpu {
     /// be captured in a CUDA graph ([`AddManyPlan::graph`]). The plan borrows
     /// the operands for as long as it exists.
     pub fn add_many_plan<'a, T: Element>(&self, ops: Vec<Triple<'a, T>>) -> Result<AddManyPlan<'a>> {
-        let (name, _) = many_kernel(T::DTYPE);
+        let (name, _) = many_kernel(T::DTYPE, false);
         let operands = self.many_operands(name, &ops)?;
         self.shared.bind()?;
         let table = raw::many_table(&self.shared.ctx, &operands)?;
-        Ok(AddManyPlan { table, name, gpu: self.clone(), len: ops.len(), _outputs: std::marker::PhantomData })
+        let elements = ops.iter().map(|t| t.0.len()).sum();
+        Ok(AddManyPlan {
+            table,
+            name,
+            dtype: T::DTYPE,
+            elements,
+            gpu: self.clone(),
+            len: ops.len(),
+            _outputs: std::marker::PhantomData,
+        })
     }
 
     fn many_operands<'a, T: Element>(
@@ -136,7 +167,7 @@ impl Gpu {
         self.shared.bind()?;
         // Markers always walk a table in device memory (there is no inline marker).
         let table = raw::many_table(&self.shared.ctx, &operands)?;
-        raw::launch_many_table(self.shared.func(name)?, &table, stream.raw())?;
+        raw::launch_many_table(self.shared.func(name)?, &table, stream.raw(), false)?;
         // The table is freed at the end of this call; freeing waits for the walk.
         stream.synchronize()
     }

@@ -206,8 +206,9 @@ mod tests {
         }
         // The library's twins pass.
         let ptx90 = include_str!("../../ptx/kernels_gpu_sm90.ptx");
-        for k in PDL_KERNELS {
-            assert!(waits_first(ptx90, k.name), "{}", k.name);
+        let many = kernels_gpu::foreach::ADD_MANY_PDL.into_iter().chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL);
+        for name in PDL_KERNELS.iter().map(|k| k.name).chain(many) {
+            assert!(waits_first(ptx90, name), "{name}");
         }
     }
 

@@ -261,3 +261,82 @@ fn graph_builder_refuses_misuse() {
     graph.launch(&gpu.stream().unwrap()).unwrap();
     gpu.synchronize().unwrap();
 }
+
+/// A foreach chain: `FOREACH_STEPS` `add_many` launches back to back, each
+/// list's triples reading the previous list's outputs (`x_k = x_{k-1} + b`),
+/// over `tensors` triples of lengths from `base` with odd offsets between them
+/// (some triples 16-byte aligned, some not); up to 32 triples travel inline,
+/// more as a table copied first. Every value and the gaps between triples are
+/// checked.
+fn foreach_chain<T: ReferenceOps>(tensors: usize, base: usize, pdl: Pdl) -> std::result::Result<(), String> {
+    const FOREACH_STEPS: usize = 6;
+    let gpu = gpu();
+    let what = format!("add_many {} tensors={tensors} base={base} {pdl:?}", T::DTYPE.name());
+    let e = |e: gpukern::Error| format!("{what}: {e}");
+    // Triple j: base + 7j elements at start_j, with a gap of at least CANARY.
+    let lens: Vec<usize> = (0..tensors).map(|j| base + 7 * j).collect();
+    let mut starts = Vec::with_capacity(tensors);
+    let mut end = CANARY;
+    for (j, l) in lens.iter().enumerate() {
+        starts.push(end + j % 3);
+        end = starts[j] + l + CANARY;
+    }
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(tensors as u64 * 31 + base as u64);
+    let (x0, b) = inputs::<T>(Data::Random, end, &mut rng);
+    let canary = T::from_bits32(if T::DTYPE == gpukern::Dtype::F32 { 0x7fc0_0123 } else { 0x7e23 });
+    let db = gpu.upload(&b).map_err(e)?;
+    let mut values = vec![gpu.upload(&x0).map_err(e)?];
+    for _ in 0..FOREACH_STEPS {
+        values.push(gpu.upload(&vec![canary; end]).map_err(e)?);
+    }
+    let s = gpu.stream().map_err(e)?;
+    s.set_pdl(pdl);
+    for k in 1..=FOREACH_STEPS {
+        let (done, rest) = values.split_at_mut(k);
+        let mut out = rest[0].view_mut();
+        let mut list = Vec::with_capacity(tensors);
+        let mut at = 0;
+        for (&st, &l) in starts.iter().zip(&lens) {
+            let (_, tail) = out.into_split_at(st - at).map_err(e)?;
+            let (mine, tail) = tail.into_split_at(l).map_err(e)?;
+            list.push((done[k - 1].slice(st..st + l).map_err(e)?, db.slice(st..st + l).map_err(e)?, mine));
+            out = tail;
+            at = st + l;
+        }
+        gpu.add_many(list, &s).map_err(e)?;
+    }
+    s.synchronize().map_err(e)?;
+    let add = OpKind::Binary(BinaryOp::Add);
+    let mut want = x0.clone();
+    for (k, dev) in values.iter().enumerate().skip(1) {
+        let got = dev.to_vec().map_err(e)?;
+        let mut next = vec![canary; end];
+        for (&st, &l) in starts.iter().zip(&lens) {
+            let r = st..st + l;
+            next[r.clone()].copy_from_slice(&reference::map(add, &want[r.clone()], Some(&b[r.clone()]), SCALES));
+        }
+        if let Some(j) = reference::first_mismatch(&got, &next) {
+            return Err(format!("{what}: value {k} differs at {j}: {:?} vs {:?}", got[j], next[j]));
+        }
+        want = next;
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pdl_foreach_chains() {
+    let mut failures = Vec::new();
+    for (tensors, base) in [(3usize, 100usize), (10, 1024), (10, 5000), (32, 700), (40, 1000), (40, 70_000)] {
+        for pdl in [Pdl::On, Pdl::Auto, Pdl::Off] {
+            let mut one = |r: std::result::Result<(), String>, dtype: &str| {
+                record("pdl_chains", &format!("add_many {dtype} tensors={tensors} {pdl:?}"), base, r.is_ok());
+                failures.extend(r.err());
+            };
+            one(foreach_chain::<f32>(tensors, base, pdl), "f32");
+            one(foreach_chain::<bf16>(tensors, base, pdl), "bf16");
+            one(foreach_chain::<f16>(tensors, base, pdl), "f16");
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}

@@ -51,7 +51,10 @@ pub const fn chunks(n: u64) -> u64 {
 #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
 pub use kernels::*;
 
-#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
+/// The walks, in both builds; the entry points below in the portable module,
+/// their PDL twins (`pdl.rs`) in the sm_90 one.
+#[cfg(target_arch = "nvptx64")]
+#[cfg_attr(target_feature = "sm_90", allow(dead_code, unused_imports))]
 pub(crate) mod kernels {
     use super::{ManyDesc, MANY_BLOCK, MANY_CHUNK};
     use core::arch::nvptx;
@@ -126,7 +129,7 @@ pub(crate) mod kernels {
 
     /// `c = a + b` for every triple of the table.
     #[inline(always)]
-    unsafe fn add_many<E: Elem, O: Op<E> + Default>(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
+    pub(super) unsafe fn add_many<E: Elem, O: Op<E> + Default>(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
         // SAFETY: the table's contract makes every owner valid.
         unsafe { walk_chunks::<E, O>(chunks, |j| table_owner(meta, owners, j)) }
     }
@@ -144,6 +147,7 @@ pub(crate) mod kernels {
     /// # Thread mapping
     /// Block `b` takes chunks `b, b + gridDim, …`; thread `t` takes lane groups
     /// `t, t + blockDim, …` of the chunk.
+    #[cfg(not(target_feature = "sm_90"))]
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_many_f32(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
         unsafe { add_many::<F32, Add>(meta, owners, chunks) }
@@ -159,6 +163,7 @@ pub(crate) mod kernels {
     ///
     /// # Thread mapping
     /// As `add_many_f32`.
+    #[cfg(not(target_feature = "sm_90"))]
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_many_f16(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
         unsafe { add_many::<F16, Add>(meta, owners, chunks) }
@@ -174,6 +179,7 @@ pub(crate) mod kernels {
     ///
     /// # Thread mapping
     /// As `add_many_f32`.
+    #[cfg(not(target_feature = "sm_90"))]
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_many_bf16(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
         unsafe { add_many::<Bf16, Add>(meta, owners, chunks) }
@@ -223,6 +229,7 @@ pub(crate) mod kernels {
     ///
     /// # Thread mapping
     /// As `add_many_f32`.
+    #[cfg(not(target_feature = "sm_90"))]
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn mark_visits_many_4(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
         unsafe { mark_many::<4, { per_thread(4) }>(meta, owners, chunks) }
@@ -238,6 +245,7 @@ pub(crate) mod kernels {
     ///
     /// # Thread mapping
     /// As `add_many_f32`.
+    #[cfg(not(target_feature = "sm_90"))]
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn mark_visits_many_8(meta: *const ManyDesc, owners: *const u32, chunks: u64) {
         unsafe { mark_many::<8, { per_thread(8) }>(meta, owners, chunks) }
@@ -246,3 +254,5 @@ pub(crate) mod kernels {
 
 mod inline;
 pub use inline::{ManyInline, ADD_MANY_INLINE, INLINE_MAX};
+mod pdl;
+pub use pdl::{ADD_MANY_INLINE_PDL, ADD_MANY_PDL};

@@ -14,22 +14,40 @@ fn touches_memory(l: &str) -> bool {
         && !l.starts_with("ld.param")
 }
 
+/// Every PDL twin of the library: the element-wise operations' and the
+/// foreach add's (table and inline list).
+fn twins() -> Vec<&'static str> {
+    let many = kernels_gpu::foreach::ADD_MANY_PDL.into_iter().chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL);
+    PDL_KERNELS.iter().map(|k| k.name).chain(many).collect()
+}
+
 #[test]
 fn every_twin_waits_before_any_memory_access_and_then_triggers() {
     assert_eq!(PDL_KERNELS.len(), 3 * kernels_gpu::ops::OpKind::ALL.len());
-    for k in PDL_KERNELS {
-        assert!(!PTX.contains(&format!(".entry {}(", k.name)), "{} must not be in the sm_70 module", k.name);
-        let body = body_in(PTX90, k.name);
+    for name in twins() {
+        assert!(!PTX.contains(&format!(".entry {}(", name)), "{} must not be in the sm_70 module", name);
+        let body = body_in(PTX90, name);
         let wait = body
             .iter()
             .position(|l| l.starts_with("griddepcontrol.wait"))
-            .unwrap_or_else(|| panic!("{}: no wait", k.name));
+            .unwrap_or_else(|| panic!("{}: no wait", name));
         let trigger = body.iter().position(|l| l.starts_with("griddepcontrol.launch_dependents"));
-        assert!(trigger.is_some_and(|t| t > wait), "{}: the trigger must follow the wait", k.name);
-        let first =
-            body.iter().position(|l| touches_memory(l)).unwrap_or_else(|| panic!("{}: no memory access", k.name));
-        assert!(wait < first, "{}: `{}` comes before the wait", k.name, body[first]);
-        assert_eq!(body.iter().filter(|l| l.starts_with("griddepcontrol.wait")).count(), 1, "{}", k.name);
+        assert!(trigger.is_some_and(|t| t > wait), "{}: the trigger must follow the wait", name);
+        let first = body.iter().position(|l| touches_memory(l)).unwrap_or_else(|| panic!("{}: no memory access", name));
+        assert!(wait < first, "{}: `{}` comes before the wait", name, body[first]);
+        assert_eq!(body.iter().filter(|l| l.starts_with("griddepcontrol.wait")).count(), 1, "{}", name);
+    }
+}
+
+#[test]
+fn each_foreach_twin_runs_the_walk_of_the_kernel_it_twins() {
+    for name in kernels_gpu::foreach::ADD_MANY_PDL.into_iter().chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL) {
+        let base = name.strip_suffix("_pdl").expect("named <kernel>_pdl");
+        let (twin, plain) = (body_in(PTX90, name), body_in(PTX, base));
+        for width in ["ld.global.v4", "st.global.v4", "ld.global.nc.v4"] {
+            let n = |b: &[&str]| b.iter().filter(|l| l.starts_with(width)).count();
+            assert_eq!(n(&twin), n(&plain), "{name}: {width}");
+        }
     }
 }
 

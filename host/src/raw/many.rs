@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cudarc::driver::sys as cu;
 use kernels_gpu::foreach::{ManyDesc, ManyInline};
 
-use super::{alloc, arg, check, launch, DeviceAlloc, PrimaryContext, RawFn};
+use super::{alloc, arg, check, launch_overlapped, DeviceAlloc, Geometry3, PrimaryContext, RawFn};
 use super::{DevRead, DevWrite};
 use crate::error::{Error, Result};
 
@@ -81,20 +81,56 @@ fn many_grid(chunks: u64) -> u32 {
 /// `table` holds an image made by [`many_image`] from [`many_descs`] of operands
 /// whose views are alive until the kernel has finished; `owners_at` and `chunks`
 /// are the image's.
-unsafe fn launch_many_raw(func: RawFn, table: u64, owners_at: usize, chunks: u64, stream: cu::CUstream) -> Result<()> {
+/// `pdl`: `func` is a PDL twin (`kernels_gpu::foreach::ADD_MANY_PDL`, which
+/// waits first) on an sm_90 device.
+unsafe fn launch_many_raw(
+    func: RawFn,
+    table: u64,
+    owners_at: usize,
+    chunks: u64,
+    stream: cu::CUstream,
+    pdl: bool,
+) -> Result<()> {
     let (mut pt, mut po, mut pc) = (table, table + owners_at as u64, chunks);
     let mut params = [arg(&mut pt), arg(&mut po), arg(&mut pc)];
     // SAFETY: the foreach kernels take (ptr, ptr, u64); the table is valid per
     // the caller's contract and every triple in it holds n elements per operand;
     // the walk touches only indices below each triple's n.
-    unsafe { launch(func, many_grid(chunks), kernels_gpu::foreach::MANY_BLOCK, stream, &mut params) }
+    unsafe { launch_foreach(func, chunks, stream, &mut params, pdl) }
+}
+
+/// A foreach grid: one block per chunk, up to the largest grid.
+///
+/// # Safety
+/// As [`launch_overlapped`], for a foreach kernel's parameters.
+unsafe fn launch_foreach(
+    func: RawFn,
+    chunks: u64,
+    stream: cu::CUstream,
+    params: &mut [*mut c_void],
+    pdl: bool,
+) -> Result<()> {
+    let g =
+        Geometry3 { grid: (many_grid(chunks), 1, 1), block: (kernels_gpu::foreach::MANY_BLOCK, 1, 1), shared_bytes: 0 };
+    // SAFETY: forwarded.
+    unsafe { launch_overlapped(func, g, stream, params, pdl) }
+}
+
+/// The kernels of one foreach launch: the table kernel, the inline-list one,
+/// and whether they are PDL twins to launch with the attribute.
+#[derive(Clone, Copy)]
+pub(crate) struct ManyKernels {
+    pub table: RawFn,
+    pub inline: RawFn,
+    /// Only for the twins (`ADD_MANY_PDL`, `ADD_MANY_INLINE_PDL`), on sm_90.
+    pub pdl: bool,
 }
 
 /// One foreach launch, all queued on `stream`. Up to `INLINE_MAX` triples go in
 /// the kernel's parameters (`inline`, no copy at all); longer lists go to
 /// stream-ordered memory (`cuMemAllocAsync`), are copied there, used and freed
 /// in stream order, so concurrent calls on other streams never share a table.
-pub(crate) fn launch_many(func: RawFn, inline: RawFn, ops: &[ManyOperand<'_>], stream: cu::CUstream) -> Result<()> {
+pub(crate) fn launch_many(k: ManyKernels, ops: &[ManyOperand<'_>], stream: cu::CUstream) -> Result<()> {
     let driver = |context: &'static str| move |source| Error::Driver { context, source };
     let (descs, owners, chunks) = many_descs(ops)?;
     if chunks == 0 {
@@ -105,7 +141,7 @@ pub(crate) fn launch_many(func: RawFn, inline: RawFn, ops: &[ManyOperand<'_>], s
         // SAFETY: the inline kernels take one ManyInline by value (a repr(C)
         // struct shared with the kernel crate, under the 4 KiB parameter limit);
         // its triples come from live views, each holding n elements per operand.
-        return unsafe { launch(inline, many_grid(chunks), kernels_gpu::foreach::MANY_BLOCK, stream, &mut params) };
+        return unsafe { launch_foreach(k.inline, chunks, stream, &mut params, k.pdl) };
     }
     let (image, owners_at) = many_image(&descs, &owners);
     let bytes = std::mem::size_of_val(image.as_slice());
@@ -119,7 +155,7 @@ pub(crate) fn launch_many(func: RawFn, inline: RawFn, ops: &[ManyOperand<'_>], s
         .map_err(driver("cuMemcpyHtoDAsync"));
     // SAFETY: the image was just made from `ops`, whose views the caller holds
     // across this call; the kernel is ordered after the copy.
-    let launched = copied.and_then(|_| unsafe { launch_many_raw(func, dev, owners_at, chunks, stream) });
+    let launched = copied.and_then(|_| unsafe { launch_many_raw(k.table, dev, owners_at, chunks, stream, k.pdl) });
     // SAFETY: frees the table after everything queued before it on the stream.
     let freed = check(unsafe { cu::cuMemFreeAsync(dev, stream) }).map_err(driver("cuMemFreeAsync"));
     launched.and(freed)
@@ -153,11 +189,12 @@ pub(crate) fn many_table<'a>(ctx: &Arc<PrimaryContext>, ops: &[ManyOperand<'a>])
     Ok(t)
 }
 
-/// Launches a foreach kernel over an uploaded table.
-pub(crate) fn launch_many_table(func: RawFn, t: &ManyTable<'_>, stream: cu::CUstream) -> Result<()> {
+/// Launches a foreach kernel over an uploaded table; `pdl` only for a twin
+/// (`ADD_MANY_PDL`) on sm_90.
+pub(crate) fn launch_many_table(func: RawFn, t: &ManyTable<'_>, stream: cu::CUstream, pdl: bool) -> Result<()> {
     let Some(mem) = t.mem.as_ref().filter(|_| t.chunks != 0) else { return Ok(()) };
     // SAFETY: the table was made by many_descs from views that outlive it (its
     // lifetime), and freeing their buffers waits for queued work, as for every
     // launch of this crate.
-    unsafe { launch_many_raw(func, mem.addr(), t.owners_at, t.chunks, stream) }
+    unsafe { launch_many_raw(func, mem.addr(), t.owners_at, t.chunks, stream, pdl) }
 }

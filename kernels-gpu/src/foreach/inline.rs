@@ -46,8 +46,9 @@ impl ManyInline {
 /// Entry points of the inline-list kernels `(list: ManyInline)`, by dtype.
 pub const ADD_MANY_INLINE: [&str; 3] = ["add_many_inline_f32", "add_many_inline_f16", "add_many_inline_bf16"];
 
-#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
-mod inline_kernels {
+#[cfg(target_arch = "nvptx64")]
+#[cfg_attr(target_feature = "sm_90", allow(unused_imports))]
+pub(super) mod inline_kernels {
     use super::{ManyDesc, ManyInline, INLINE_MAX};
     use gpukern_device::lanes::{Add, Bf16, Elem, Op, F16, F32};
 
@@ -80,7 +81,7 @@ mod inline_kernels {
     const _: () = assert!(INLINE_MAX == 32, "the scan above lists indices 1..32");
 
     #[inline(always)]
-    unsafe fn add_inline<E: Elem, O: Op<E> + Default>(list: &ManyInline) {
+    pub(in crate::foreach) unsafe fn add_inline<E: Elem, O: Op<E> + Default>(list: &ManyInline) {
         // SAFETY: forwarded; the owner lookup replaces the table in memory.
         unsafe { super::super::kernels::walk_chunks::<E, O>(list.chunks, |j| owner(list, j)) }
     }
@@ -97,6 +98,7 @@ mod inline_kernels {
     ///
     /// # Thread mapping
     /// As `add_many_f32`.
+    #[cfg(not(target_feature = "sm_90"))]
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_many_inline_f32(list: ManyInline) {
         unsafe { add_inline::<F32, Add>(&list) }
@@ -112,6 +114,7 @@ mod inline_kernels {
     ///
     /// # Thread mapping
     /// As `add_many_f32`.
+    #[cfg(not(target_feature = "sm_90"))]
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_many_inline_f16(list: ManyInline) {
         unsafe { add_inline::<F16, Add>(&list) }
@@ -127,6 +130,7 @@ mod inline_kernels {
     ///
     /// # Thread mapping
     /// As `add_many_f32`.
+    #[cfg(not(target_feature = "sm_90"))]
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn add_many_inline_bf16(list: ManyInline) {
         unsafe { add_inline::<Bf16, Add>(&list) }
