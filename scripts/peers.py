@@ -23,6 +23,7 @@ def main():
     p.add_argument("--dtypes", default="f32,f16,bf16")
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--warm-max-log2", type=int, default=0, help="also time torch.add without input rotation (L2 warm) for 2^min-log2 .. 2^this")
+    p.add_argument("--burst", type=int, default=0, help="also time bursts of this many torch.add back to back behind one spin (GB/s per launch)")
     p.add_argument("--matmul", default="", help="square sizes for torch.matmul, e.g. 1024,2048")
     p.add_argument("--foreach", action="store_true", help="also time torch._foreach_add on lists of 1..1000 tensors")
     p.add_argument("--ops", default="", help="also time torch's sub/mul/div/minimum/maximum/neg/abs/relu, the activations and an axpby at these log2 sizes, e.g. 20,24,28")
@@ -57,7 +58,11 @@ def main():
             torch.add(views[0][0], views[0][1], out=views[0][2])
             assert torch.equal(views[0][2], ref.to(dt)), "torch.add disagrees with the f32 sum rounded once"
             ms = median_ms(lambda x, y, z: torch.add(x, y, out=z), views, nbytes, spin_cycles)
-            rows.append({"dtype": name, "n": n, "median_us": ms * 1e3, "gbps": nbytes / (ms * 1e-3) / 1e9, "input_sets": sets, "warm": is_warm})
+            row = {"dtype": name, "n": n, "median_us": ms * 1e3, "gbps": nbytes / (ms * 1e-3) / 1e9, "input_sets": sets, "warm": is_warm}
+            if args.burst:
+                bms = burst_ms(views, args.burst, nbytes, clock_khz)
+                row["burst_gbps"] = nbytes / (bms * 1e-3) / 1e9
+            rows.append(row)
         del a, b, c
         torch.cuda.empty_cache()
     matmul = []
@@ -227,6 +232,33 @@ def foreach_rows(args, dev, l2, types, spin_cycles):
                 del lists
                 torch.cuda.empty_cache()
     return rows
+
+
+def burst_ms(views, length, nbytes, clock_khz):
+    """Median GPU time (ms) per call of `length` torch.add calls queued back to
+    back behind one spin three times as long as the host takes to queue them,
+    input sets rotating call by call: the report's burst columns."""
+    reps = max(10, min(50, (200 if nbytes <= 1 << 24 else 60) // 4))
+    t0 = time.perf_counter()
+    for i in range(length):
+        x, y, z = views[i % len(views)]
+        torch.add(x, y, out=z)
+    host_s = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    spin = int(max(50e-6, 3 * host_s) * clock_khz * 1e3)
+    times = []
+    for r in range(reps + 2):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(spin)
+        s.record()
+        for i in range(length):
+            x, y, z = views[(r * length + i) % len(views)]
+            torch.add(x, y, out=z)
+        e.record()
+        e.synchronize()
+        if r >= 2:
+            times.append(s.elapsed_time(e) / length)
+    return statistics.median(times)
 
 
 def chain_rows(args, dev, types):

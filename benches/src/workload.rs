@@ -22,6 +22,9 @@ impl From<Variant> for Pick {
     }
 }
 
+/// Launches per burst in [`Workload::time_burst`] (as the chains section's length).
+pub const BURST: usize = 16;
+
 /// Device-resident inputs for one dtype, with several disjoint input sets when the
 /// working set would fit in L2 (so repeated launches do not just measure the cache).
 pub struct Workload<T: Element> {
@@ -140,6 +143,46 @@ impl<T: ReferenceAdd> Workload<T> {
         stream: &Stream,
     ) -> gpukern::Result<f64> {
         self.time_sets(gpu, v, cfg, n, 1, reps, 5, true, stream)
+    }
+
+    /// Median device time in ms per launch of a burst of [`BURST`] automatic
+    /// adds queued back to back behind one spin (long enough for the host to
+    /// queue the whole burst first), so the GPU sets the pace: the gap between
+    /// consecutive kernels counts, the host's launch path does not. The
+    /// stream's PDL setting is `pdl` for the burst. Input sets rotate launch by
+    /// launch when `warm` is false (set 0 every time when true).
+    #[allow(clippy::too_many_arguments)]
+    pub fn time_burst(
+        &mut self,
+        gpu: &Gpu,
+        n: usize,
+        warm: bool,
+        pdl: gpukern::Pdl,
+        reps: usize,
+        stream: &Stream,
+    ) -> gpukern::Result<f64> {
+        let sets = if warm { 1 } else { self.rotation(gpu, n) };
+        let before = stream.pdl();
+        stream.set_pdl(pdl);
+        let mut burst = |i: usize, s: &Stream| -> gpukern::Result<()> {
+            (0..BURST).try_for_each(|k| self.launch(gpu, Pick::Auto, LaunchConfig::default(), n, (i * BURST + k) % sets, s))
+        };
+        let host = std::time::Instant::now();
+        let r = burst(0, stream);
+        let spin = SPIN_NS.max(3 * host.elapsed().as_nanos() as u64);
+        let mut t = Vec::with_capacity(reps);
+        let timed = r.and_then(|_| {
+            for i in 0..reps + 2 {
+                gpu.spin(stream, spin)?;
+                let ms = stream.time(|s| burst(i + 1, s))?;
+                if i >= 2 {
+                    t.push(ms as f64 / BURST as f64);
+                }
+            }
+            Ok(())
+        });
+        stream.set_pdl(before);
+        timed.map(|_| median(&mut t))
     }
 
     /// [`Workload::time`] over the first `sets` input sets.

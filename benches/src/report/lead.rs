@@ -2,6 +2,12 @@
 //! dtype and n, with L2 cold (`lead`: inputs rotated through 4× L2, 2^20…2^28)
 //! and warm (`lead_warm`: one input set, resident in L2, 2^16…2^22).
 //!
+//! Each table also has a burst column pair: [`BURST`](crate::workload::BURST) automatic adds queued
+//! back to back behind one spin, per launch, with PDL off and with the plan's
+//! PDL (`Pdl::Auto`), against torch.add timed the same way (CUB's peer times
+//! single launches only). A burst is what a chain of kernels in a model sees:
+//! the gap between consecutive kernels counts, which PDL hides.
+//!
 //! Each cell is measured in [`ROUNDS`] rounds, interleaved within one run: a
 //! round times our path at every size, then runs the CUB peer, then torch, so
 //! drift hits all three alike. A row keeps the median of the per-round ratios
@@ -47,6 +53,18 @@ pub struct LeadRow {
     /// Rounds measured (0 in reports from before the rounds).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub rounds: usize,
+    /// Bursts of [`BURST`](crate::workload::BURST) back-to-back adds, PDL off: GB/s per launch (median of the rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_gbps: Option<f64>,
+    /// The same bursts with the plan's PDL (`Pdl::Auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_pdl_gbps: Option<f64>,
+    /// torch.add in bursts of the same length behind a spin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch_burst_gbps: Option<f64>,
+    /// Median over the rounds of `burst_pdl_gbps / torch_burst_gbps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_pdl_vs_torch: Option<f64>,
 }
 
 fn is_zero(x: &usize) -> bool {
@@ -59,6 +77,9 @@ pub struct Round {
     pub ours: BTreeMap<(String, usize, bool), f64>,
     pub cub: BTreeMap<(String, usize, bool), f64>,
     pub torch: BTreeMap<(String, usize, bool), f64>,
+    /// Bursts: ours with PDL off and on (by the flag), torch's.
+    pub burst: BTreeMap<(String, usize, bool, bool), f64>,
+    pub torch_burst: BTreeMap<(String, usize, bool), f64>,
 }
 
 /// The sizes of the cold and warm tables within the run's range.
@@ -112,6 +133,11 @@ impl<T: ReferenceAdd> Ours<T> {
                     self.w.time(gpu, Pick::Auto, cfg, n, reps, 5, true, stream).map_err(e)?
                 };
                 r.ours.insert((T::DTYPE.name().to_string(), n, is_warm), gbps(bytes, ms));
+                let reps = (reps / 4).clamp(10, 50);
+                for (pdl, on) in [(gpukern::Pdl::Off, false), (gpukern::Pdl::Auto, true)] {
+                    let ms = self.w.time_burst(gpu, n, is_warm, pdl, reps, stream).map_err(e)?;
+                    r.burst.insert((T::DTYPE.name().to_string(), n, is_warm, on), gbps(bytes, ms));
+                }
             }
         }
         Ok(())
@@ -173,7 +199,7 @@ pub fn measure(
         }
         if o.peers {
             match super::peers::torch_add(o, lo, hi, warm_max) {
-                Ok(rows) => r.torch = rows,
+                Ok((rows, bursts)) => (r.torch, r.torch_burst) = (rows, bursts),
                 Err(why) => eprintln!("lead: torch round failed: {why}"),
             }
         }
@@ -206,6 +232,12 @@ pub fn row(rounds: &[Round], key: &(String, usize, bool), kernel: String) -> Lea
         })
         .collect();
     let med = |v: &mut Vec<f64>| (!v.is_empty()).then(|| median(v));
+    let bkey = |on: bool| (key.0.clone(), key.1, key.2, on);
+    let mut burst: Vec<f64> = rounds.iter().filter_map(|r| r.burst.get(&bkey(false)).copied()).collect();
+    let mut burst_pdl: Vec<f64> = rounds.iter().filter_map(|r| r.burst.get(&bkey(true)).copied()).collect();
+    let mut torch_burst: Vec<f64> = rounds.iter().filter_map(|r| r.torch_burst.get(key).copied()).collect();
+    let mut burst_ratios: Vec<f64> =
+        rounds.iter().filter_map(|r| Some(r.burst.get(&bkey(true))? / r.torch_burst.get(key)?)).collect();
     LeadRow {
         dtype: key.0.clone(),
         n: key.1,
@@ -216,6 +248,10 @@ pub fn row(rounds: &[Round], key: &(String, usize, bool), kernel: String) -> Lea
         vs_best_peer_min: ratios.iter().copied().reduce(f64::min),
         vs_best_peer: med(&mut ratios),
         rounds: rounds.len(),
+        burst_gbps: med(&mut burst),
+        burst_pdl_gbps: med(&mut burst_pdl),
+        torch_burst_gbps: med(&mut torch_burst),
+        burst_pdl_vs_torch: med(&mut burst_ratios),
     }
 }
 
@@ -226,13 +262,14 @@ pub fn table(rows: &[LeadRow], only: &[usize], peak: f64) -> String {
     let bold = |x: Option<f64>| x.map(|v| if v >= 1.0 { format!("**{v:.3}**") } else { format!("{v:.3}") });
     let _ = writeln!(
         s,
-        "| dtype | n | automatic path | GB/s | % peak | CUB GB/s | torch GB/s | vs best peer | worst round |"
+        "| dtype | n | automatic path | GB/s | % peak | CUB GB/s | torch GB/s | vs best peer | worst round \
+         | burst GB/s | burst + PDL GB/s | torch burst GB/s | burst + PDL vs torch burst |"
     );
-    let _ = writeln!(s, "|---|---|---|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows.iter().filter(|r| only.is_empty() || only.contains(&r.n)) {
         let _ = writeln!(
             s,
-            "| {} | 2^{} | {} | {:.0} | {:.1} | {} | {} | {} | {} |",
+            "| {} | 2^{} | {} | {:.0} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.dtype,
             r.n.trailing_zeros(),
             r.kernel,
@@ -241,7 +278,11 @@ pub fn table(rows: &[LeadRow], only: &[usize], peak: f64) -> String {
             opt(r.cub_gbps, 0),
             opt(r.torch_gbps, 0),
             bold(r.vs_best_peer).unwrap_or_else(|| "-".into()),
-            opt(r.vs_best_peer_min, 3)
+            opt(r.vs_best_peer_min, 3),
+            opt(r.burst_gbps, 0),
+            opt(r.burst_pdl_gbps, 0),
+            opt(r.torch_burst_gbps, 0),
+            bold(r.burst_pdl_vs_torch).unwrap_or_else(|| "-".into()),
         );
     }
     s

@@ -70,8 +70,12 @@ pub fn markdown(r: &Value) -> String {
         let _ = writeln!(
             s,
             "Each cell: {} rounds, interleaved in this run (ours at every size, then CUB, then torch); \
-             `vs best peer` is the median of the rounds' ratios to the faster peer, `worst round` the lowest.\n",
-            lead.first().map_or(0, |l| l.rounds)
+             `vs best peer` is the median of the rounds' ratios to the faster peer, `worst round` the lowest. \
+             `burst`: {} automatic adds queued back to back behind one spin, GB/s per launch, PDL off; \
+             `burst + PDL`: the same with the plan's programmatic dependent launch (`Pdl::Auto`, sm_90 up to 16 waves); \
+             `torch burst`: torch.add timed the same way (CUB's peer times single launches only).\n",
+            lead.first().map_or(0, |l| l.rounds),
+            crate::workload::BURST
         );
     }
     let warm: Vec<crate::report::lead::LeadRow> = serde_json::from_value(r["lead_warm"].clone()).unwrap_or_default();

@@ -125,21 +125,20 @@ pub fn run_peers(o: &Opts, sizes: &[usize], op_sizes: &[usize], sum_sizes: &[usi
     }
 }
 
+/// GB/s by (dtype, n, warm).
+pub type ByCell = BTreeMap<(String, usize, bool), f64>;
+
 /// torch.add alone, for one round of the lead tables: n = 2^min ..= 2^max with
 /// inputs rotated (cold) and, with `warm_max`, 2^min ..= 2^warm_max on one input
-/// set (warm). GB/s by (dtype, n, warm).
-pub fn torch_add(
-    o: &Opts,
-    min_log2: u32,
-    max_log2: u32,
-    warm_max: Option<u32>,
-) -> Result<BTreeMap<(String, usize, bool), f64>, String> {
+/// set (warm). GB/s of single launches and per launch of bursts (`--burst`).
+pub fn torch_add(o: &Opts, min_log2: u32, max_log2: u32, warm_max: Option<u32>) -> Result<(ByCell, ByCell), String> {
     let script = peers_script().ok_or("peers.py not found")?;
     let dtypes: Vec<&str> = o.dtypes.iter().map(|d| d.name()).collect();
     let out = std::process::Command::new("python3")
         .arg(&script)
         .args(["--min-log2", &min_log2.to_string(), "--max-log2", &max_log2.to_string()])
         .args(["--warm-max-log2", &warm_max.unwrap_or(0).to_string()])
+        .args(["--burst", &crate::workload::BURST.to_string()])
         .args(["--dtypes", &dtypes.join(","), "--device", &o.device.to_string()])
         .output()
         .map_err(|e| format!("could not run python3: {e}"))?;
@@ -147,11 +146,15 @@ pub fn torch_add(
         return Err(format!("peers.py failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")));
     }
     let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
-    let mut rows = BTreeMap::new();
+    let (mut rows, mut bursts) = (BTreeMap::new(), BTreeMap::new());
     for r in v["rows"].as_array().into_iter().flatten() {
         if let (Some(d), Some(n), Some(g)) = (r["dtype"].as_str(), r["n"].as_u64(), r["gbps"].as_f64()) {
-            rows.insert((d.to_string(), n as usize, r["warm"] == true), g);
+            let key = (d.to_string(), n as usize, r["warm"] == true);
+            if let Some(b) = r["burst_gbps"].as_f64() {
+                bursts.insert(key.clone(), b);
+            }
+            rows.insert(key, g);
         }
     }
-    Ok(rows)
+    Ok((rows, bursts))
 }
