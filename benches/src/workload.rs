@@ -25,6 +25,9 @@ impl From<Variant> for Pick {
 /// Launches per burst in [`Workload::time_burst`] (as the chains section's length).
 pub const BURST: usize = 16;
 
+/// The longest spin before a burst (the host queues 16 launches in ~60 µs).
+const BURST_SPIN_MAX_NS: u64 = 1_000_000;
+
 /// Device-resident inputs for one dtype, with several disjoint input sets when the
 /// working set would fit in L2 (so repeated launches do not just measure the cache).
 pub struct Workload<T: Element> {
@@ -167,9 +170,13 @@ impl<T: ReferenceAdd> Workload<T> {
         let mut burst = |i: usize, s: &Stream| -> gpukern::Result<()> {
             (0..BURST).try_for_each(|k| self.launch(gpu, Pick::Auto, LaunchConfig::default(), n, (i * BURST + k) % sets, s))
         };
+        // The host's time to queue a burst, measured on the second one (the
+        // first may pay one-time driver costs); the spin covers three times it,
+        // capped so that a stall cannot make every repetition slow.
+        let r = burst(0, stream).and_then(|_| stream.synchronize());
         let host = std::time::Instant::now();
-        let r = burst(0, stream);
-        let spin = SPIN_NS.max(3 * host.elapsed().as_nanos() as u64);
+        let r = r.and_then(|_| burst(0, stream));
+        let spin = (3 * host.elapsed().as_nanos() as u64).clamp(SPIN_NS, BURST_SPIN_MAX_NS);
         let mut t = Vec::with_capacity(reps);
         let timed = r.and_then(|_| {
             for i in 0..reps + 2 {

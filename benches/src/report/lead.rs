@@ -179,8 +179,9 @@ pub fn measure(
         cold.last().map_or(20, |n| n.trailing_zeros()),
     );
     let mut rounds = Vec::new();
+    let start = std::time::Instant::now();
     for i in 0..ROUNDS {
-        eprintln!("lead: round {} of {ROUNDS} ...", i + 1);
+        eprintln!("lead: round {} of {ROUNDS} ({:.0} s) ...", i + 1, start.elapsed().as_secs_f64());
         let mut r = Round::default();
         if let Some(w) = f32s.as_mut() {
             w.round(gpu, &cold, &warm, &stream, &mut r)?;
@@ -205,6 +206,7 @@ pub fn measure(
         }
         rounds.push(r);
     }
+    eprintln!("lead: {:.0} s", start.elapsed().as_secs_f64());
     let rows = |sizes: &[usize], is_warm: bool| -> Vec<LeadRow> {
         let mut out = Vec::new();
         for &d in &o.dtypes {
