@@ -154,4 +154,21 @@ macro_rules! bits16_elem {
 
 #[cfg(not(target_arch = "nvptx64"))]
 bits16_elem!(F16, 0x7c00, f16_to_f32, f32_to_f16_rne);
-bits16_elem!(Bf16, 0x7f80, bf16_to_f32, f32_to_bf16_rne);
+bits16_elem!(Bf16, 0x7f80, bf16_to_f32, bf16_narrow);
+
+/// bf16 rounding to nearest even: in sm_90 builds the hardware's
+/// `cvt.rn.bf16.f32` (one instruction; for every non-NaN input the same bits
+/// as the integer rounding, and NaN stays NaN), elsewhere the integer rounding
+/// (sm_70 has no bf16 conversion; the host). So a user's bf16 operation built
+/// for sm_90 rounds as cheaply as the library's `hopper::Bf16Sm90` lanes.
+#[inline(always)]
+fn bf16_narrow(x: f32) -> u16 {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+    {
+        <crate::hopper::Bf16Sm90 as Elem>::narrow(x)
+    }
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+    {
+        f32_to_bf16_rne(x)
+    }
+}
