@@ -168,7 +168,8 @@ impl<T: ReferenceAdd> Workload<T> {
         let before = stream.pdl();
         stream.set_pdl(pdl);
         let mut burst = |i: usize, s: &Stream| -> gpukern::Result<()> {
-            (0..BURST).try_for_each(|k| self.launch(gpu, Pick::Auto, LaunchConfig::default(), n, (i * BURST + k) % sets, s))
+            (0..BURST)
+                .try_for_each(|k| self.launch(gpu, Pick::Auto, LaunchConfig::default(), n, (i * BURST + k) % sets, s))
         };
         // The host's time to queue a burst, measured on the second one (the
         // first may pay one-time driver costs); the spin covers three times it,

@@ -5,8 +5,9 @@
 //! Each triple is cut into chunks of [`MANY_CHUNK`] elements; chunks are numbered
 //! across the list (triple `t` owns chunks `first_chunk[t] ..`). Block `b` takes
 //! chunks `b, b + gridDim, …`, finds the owning triple (one load from a per-chunk
-//! `owners` array for a table in device memory; a scan of the parameters for a
-//! short list passed by value, [`ManyInline`]), and its threads walk the chunk in
+//! `owners` array for a table in device memory; for a short list passed by
+//! value, [`ManyInline`], a binary search of its `starts` read through the
+//! parameter's address), and its threads walk the chunk in
 //! 128-bit lane groups when all three operands of the triple are 16-byte
 //! aligned, element by element otherwise. Nothing depends on the other triples, so lengths and alignments
 //! may differ freely. The visit markers `mark_visits_many_*` walk the same way.

@@ -246,12 +246,34 @@ fn hopper_module_holds_exactly_the_bulk_and_sm90_bf16_kernels() {
     let ops = kernels_gpu::ops::OP_KERNELS.iter().filter(|k| k.needs_sm90()).count();
     assert_eq!(ops, kernels_gpu::ops::OpKind::ALL.len(), "one bf16 kernel per operation with sm_90's instructions");
     // add_bf16x8_sm90 is in both tables (an add variant and the library's add);
-    // every operation has its PDL twins there too (`tests/ptx_pdl.rs`).
-    let pdl = kernels_gpu::ops::PDL_KERNELS.len();
+    // every operation has its PDL twins there too, and so do the foreach
+    // add's two kernels per dtype (`tests/ptx_pdl.rs`).
+    let pdl = kernels_gpu::ops::PDL_KERNELS.len()
+        + kernels_gpu::foreach::ADD_MANY_PDL.len()
+        + kernels_gpu::foreach::ADD_MANY_INLINE_PDL.len();
     assert_eq!(entries.len(), bulk.len() + ops - 1 + pdl, "{entries:?}");
     for name in &bulk {
         assert!(PTX90.contains(&format!(".visible .entry {name}(")), "missing .entry {name} in the sm_90 module");
         assert!(!PTX.contains(&format!(".entry {name}(")), "{name} must not be in the sm_70 module");
+    }
+}
+
+#[test]
+fn inline_lists_are_read_through_the_parameters_address() {
+    // The list's words are read with `ld.param` from a register (its address,
+    // `mov` of the parameter's name): a binary search of 5 starts and one
+    // descriptor of 5 words, plus the chunk count; no copy to local memory and
+    // no hoisted load of every descriptor (foreach/inline.rs).
+    for (name, ptx) in kernels_gpu::foreach::ADD_MANY_INLINE
+        .iter()
+        .map(|n| (*n, PTX))
+        .chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL.iter().map(|n| (*n, PTX90)))
+    {
+        let b = body_in(ptx, name);
+        assert!(b.iter().any(|l| l.starts_with("mov.u64") && l.contains(&format!("{name}_param_0;"))), "{name}");
+        let params = b.iter().filter(|l| l.starts_with("ld.param")).count();
+        assert_eq!(params, 11, "{name}: chunks, 5 starts, 5 descriptor words");
+        assert!(b.iter().all(|l| !l.contains(".local") && !l.contains("local.")), "{name}: local memory");
     }
 }
 

@@ -1,7 +1,7 @@
 //! The element types: what a lane of f32, f16 and bf16 is, how it widens to
 //! f32 and rounds back once, and how words and packs hold lanes.
 
-use crate::bits::{bf16_to_f32, f32_to_bf16_rne};
+use crate::bits::bf16_to_f32;
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::bits::{f16_to_f32, f32_to_f16_rne};
 
@@ -169,6 +169,6 @@ fn bf16_narrow(x: f32) -> u16 {
     }
     #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
     {
-        f32_to_bf16_rne(x)
+        crate::bits::f32_to_bf16_rne(x)
     }
 }

@@ -47,43 +47,123 @@ impl ManyInline {
 pub const ADD_MANY_INLINE: [&str; 3] = ["add_many_inline_f32", "add_many_inline_f16", "add_many_inline_bf16"];
 
 #[cfg(target_arch = "nvptx64")]
-#[cfg_attr(target_feature = "sm_90", allow(unused_imports))]
+#[cfg_attr(target_feature = "sm_90", allow(unused_imports, unused_macros))]
 pub(super) mod inline_kernels {
     use super::{ManyDesc, ManyInline, INLINE_MAX};
+    use core::arch::asm;
+    use core::mem::offset_of;
     use gpukern_device::lanes::{Add, Bf16, Elem, Op, F16, F32};
 
-    /// The owner of chunk `j` by a scan with constant indices (every parameter
-    /// load at a fixed offset; a run-time index would copy the list to local
-    /// memory, and so does a search whose leaves LLVM merges into one load).
-    /// The scan compares the compact `starts` (two 64-byte lines of the
-    /// parameter bank) rather than the 40-byte descriptors. Each step is still
-    /// one dependent load and branch: ncu measured 3.58 µs against torch's 2.85
-    /// for ten triples of 2^10 f32 (before `starts`), and the report showed no
-    /// gain from `starts` at that shape.
-    /// Unused entries start at `u32::MAX`, so the scan stops before them.
-    #[inline(always)]
-    fn owner(list: &ManyInline, j: u64) -> ManyDesc {
-        macro_rules! scan {
-            ($($k:literal)*) => {{
-                let mut d = list.descs[0];
-                $(
-                    if list.starts[$k] as u64 > j {
-                        return d;
-                    }
-                    d = list.descs[$k];
-                )*
-                d
-            }};
-        }
-        scan!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31)
+    /// The list in the kernel's parameter space, read by address.
+    ///
+    /// Read as a Rust value, the list cost about 200 instructions per warp
+    /// before any work: LLVM loads the parameter only at constant offsets
+    /// (a run-time index copies all 1424 bytes to local memory), so the owner
+    /// had to be found by a scan with constant indices, and LLVM hoisted every
+    /// one of the scan's loads (160 descriptor words, 32 starts) to the
+    /// kernel's entry. ncu on the H200, ten f32 triples of 2^10: 16,240 warp
+    /// instructions against 7,040 for torch's `multi_tensor_apply_kernel`,
+    /// 4.1 µs against 2.9. PTX lets a kernel read its parameters through
+    /// their address (`mov` of the parameter's name, then `ld.param` from a
+    /// register), which is an indexed constant-bank load in the machine code:
+    /// a binary search over `starts` and one descriptor, with run-time indices.
+    pub(in crate::foreach) struct ParamList {
+        /// Address of the `ManyInline` parameter in the parameter space (set
+        /// only by `param_list!`).
+        pub(in crate::foreach) base: u64,
     }
 
-    const _: () = assert!(INLINE_MAX == 32, "the scan above lists indices 1..32");
+    /// The [`ParamList`] of entry point `$entry`, whose first parameter is the
+    /// list (named `<entry>_param_0` in the PTX).
+    macro_rules! param_list {
+        ($entry:ident) => {{
+            let base: u64;
+            // SAFETY: the address of this entry's own parameter (no memory access).
+            unsafe {
+                ::core::arch::asm!(
+                    concat!("mov.u64 {0}, ", stringify!($entry), "_param_0;"),
+                    out(reg64) base,
+                    options(pure, nomem, nostack)
+                )
+            };
+            ParamList { base }
+        }};
+    }
+    // The PDL twins (sm_90 build) use it too.
+    #[allow(unused_imports)]
+    pub(in crate::foreach) use param_list;
+
+    impl ParamList {
+        /// The u64 at byte `off` of the list.
+        ///
+        /// # Safety
+        /// `off + 8 <= size_of::<ManyInline>()`, 8-byte aligned.
+        #[inline(always)]
+        unsafe fn u64_at(&self, off: usize) -> u64 {
+            let v: u64;
+            // SAFETY: a read inside the parameter (per the contract). Not
+            // `pure`: LLVM must neither hoist nor merge these reads.
+            unsafe {
+                asm!("ld.param.u64 {0}, [{1}];", out(reg64) v, in(reg64) self.base + off as u64, options(readonly, nostack))
+            };
+            v
+        }
+
+        /// The u32 at byte `off` of the list.
+        ///
+        /// # Safety
+        /// `off + 4 <= size_of::<ManyInline>()`, 4-byte aligned.
+        #[inline(always)]
+        unsafe fn u32_at(&self, off: usize) -> u32 {
+            let v: u32;
+            // SAFETY: as `u64_at`.
+            unsafe {
+                asm!("ld.param.u32 {0}, [{1}];", out(reg32) v, in(reg64) self.base + off as u64, options(readonly, nostack))
+            };
+            v
+        }
+
+        /// Total chunk count.
+        #[inline(always)]
+        pub(in crate::foreach) fn chunks(&self) -> u64 {
+            // SAFETY: the field's offset.
+            unsafe { self.u64_at(offset_of!(ManyInline, chunks)) }
+        }
+
+        /// The owner of chunk `j < chunks`: the last triple whose first chunk
+        /// is at most `j`, by binary search (`starts[0]` is 0, unused entries
+        /// `u32::MAX`, above every chunk).
+        #[inline(always)]
+        pub(in crate::foreach) fn owner(&self, j: u64) -> ManyDesc {
+            let mut k = 0usize;
+            let mut half = INLINE_MAX / 2;
+            while half > 0 {
+                // SAFETY: k + half < INLINE_MAX.
+                if unsafe { self.u32_at(offset_of!(ManyInline, starts) + 4 * (k + half)) } as u64 <= j {
+                    k += half;
+                }
+                half /= 2;
+            }
+            let at = offset_of!(ManyInline, descs) + k * core::mem::size_of::<ManyDesc>();
+            // SAFETY: descriptor k < INLINE_MAX, its fields' offsets.
+            unsafe {
+                ManyDesc {
+                    a: self.u64_at(at + offset_of!(ManyDesc, a)),
+                    b: self.u64_at(at + offset_of!(ManyDesc, b)),
+                    c: self.u64_at(at + offset_of!(ManyDesc, c)),
+                    n: self.u64_at(at + offset_of!(ManyDesc, n)),
+                    first_chunk: self.u64_at(at + offset_of!(ManyDesc, first_chunk)),
+                }
+            }
+        }
+    }
+
+    const _: () = assert!(INLINE_MAX.is_power_of_two(), "the binary search halves INLINE_MAX");
 
     #[inline(always)]
-    pub(in crate::foreach) unsafe fn add_inline<E: Elem, O: Op<E> + Default>(list: &ManyInline) {
+    pub(in crate::foreach) unsafe fn add_inline<E: Elem, O: Op<E> + Default>(list: &ParamList) {
         // SAFETY: forwarded; the owner lookup replaces the table in memory.
-        unsafe { super::super::kernels::walk_chunks::<E, O>(list.chunks, |j| owner(list, j)) }
+        unsafe { super::super::kernels::walk_chunks::<E, O>(list.chunks(), |j| list.owner(j)) }
     }
 
     /// Adds every triple of a short list passed by value (f32).
@@ -94,13 +174,15 @@ pub(super) mod inline_kernels {
     /// `n` f32 each; outputs overlap nothing.
     ///
     /// # Parameters
-    /// `list`: the triples, by value.
+    /// `list`: the triples, by value (read through its address).
     ///
     /// # Thread mapping
     /// As `add_many_f32`.
     #[cfg(not(target_feature = "sm_90"))]
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_many_inline_f32(list: ManyInline) {
+    pub unsafe extern "ptx-kernel" fn add_many_inline_f32(_list: ManyInline) {
+        let list = param_list!(add_many_inline_f32);
+        // SAFETY: forwarded; the list is this entry's parameter.
         unsafe { add_inline::<F32, Add>(&list) }
     }
 
@@ -116,7 +198,9 @@ pub(super) mod inline_kernels {
     /// As `add_many_f32`.
     #[cfg(not(target_feature = "sm_90"))]
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_many_inline_f16(list: ManyInline) {
+    pub unsafe extern "ptx-kernel" fn add_many_inline_f16(_list: ManyInline) {
+        let list = param_list!(add_many_inline_f16);
+        // SAFETY: forwarded; the list is this entry's parameter.
         unsafe { add_inline::<F16, Add>(&list) }
     }
 
@@ -132,7 +216,9 @@ pub(super) mod inline_kernels {
     /// As `add_many_f32`.
     #[cfg(not(target_feature = "sm_90"))]
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn add_many_inline_bf16(list: ManyInline) {
+    pub unsafe extern "ptx-kernel" fn add_many_inline_bf16(_list: ManyInline) {
+        let list = param_list!(add_many_inline_bf16);
+        // SAFETY: forwarded; the list is this entry's parameter.
         unsafe { add_inline::<Bf16, Add>(&list) }
     }
 

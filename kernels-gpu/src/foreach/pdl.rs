@@ -16,7 +16,7 @@ pub const ADD_MANY_INLINE_PDL: [&str; 3] =
 
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
 mod twins {
-    use super::super::inline::inline_kernels::add_inline;
+    use super::super::inline::inline_kernels::{add_inline, param_list, ParamList};
     use super::super::kernels::add_many;
     use super::super::{ManyDesc, ManyInline};
     use gpukern_device::hopper::pdl_enter;
@@ -52,9 +52,10 @@ mod twins {
             /// # Thread mapping
             /// As `add_many_f32`.
             #[no_mangle]
-            pub unsafe extern "ptx-kernel" fn $inline(list: ManyInline) {
+            pub unsafe extern "ptx-kernel" fn $inline(_list: ManyInline) {
                 pdl_enter();
-                // SAFETY: forwarded.
+                let list: ParamList = param_list!($inline);
+                // SAFETY: forwarded; the list is this entry's parameter.
                 unsafe { add_inline::<$e, Add>(&list) }
             }
         )*};
