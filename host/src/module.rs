@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::operands::{AutoSplit, Operands};
 use crate::raw::{self, Kernel, MapLaunch, RawModule, Tail};
+use crate::tuning::AutoPlan;
 use crate::variant::LaunchConfig;
 
 /// Kernel names live as long as the process (errors carry `&'static str`);
@@ -182,6 +183,12 @@ struct Custom {
     twin: Option<(&'static str, Arc<Kernel>)>,
 }
 
+/// Registers per thread above which a custom operation's pack kernel counts as
+/// arithmetic-bound and launches with [`AutoPlan::activation_max_grid`], as
+/// the library's activations do (a proxy: long arithmetic keeps more values
+/// live; `run_with` sets any grid explicitly).
+const CUSTOM_ARITHMETIC_REGISTERS: u32 = 32;
+
 /// Which kernel of a custom operation to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CustomPattern {
@@ -241,7 +248,14 @@ impl Custom {
     fn run_auto<T: Element>(&self, ops: Operands<'_, T>, stream: &Stream) -> Result<&'static str> {
         self.check(&ops, stream)?;
         let inputs = if self.kind == EwKind::Binary { 2 } else { 1 };
-        let cfg = LaunchConfig::with_block(self.module.gpu.op_block(&self.pack.1, inputs, ops.a.len())?);
+        let gpu = &self.module.gpu;
+        let mut cfg = LaunchConfig::with_block(gpu.op_block(&self.pack.1, inputs, ops.a.len())?);
+        // An operation of many registers is arithmetic-bound, as the library's
+        // activations are: the same grid cap (several packs per thread).
+        if self.pack.1.resources()?.registers > CUSTOM_ARITHMETIC_REGISTERS {
+            let info = gpu.info();
+            cfg.max_grid = AutoPlan::activation_max_grid(info.sm_count, info.max_threads_per_sm, cfg.block);
+        }
         match ops.auto_split(self.dtype.size()) {
             AutoSplit::Pack => {
                 // As the built-in operations: PDL for a single aligned launch
