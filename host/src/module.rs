@@ -42,8 +42,7 @@ pub(crate) fn intern(name: &str) -> &'static str {
     s
 }
 
-/// A loaded module, kept alive by every handle into it (unloaded on drop
-/// while its context is live).
+/// A loaded module, kept alive by every handle into it (unloaded on drop, context live).
 pub(crate) struct ModuleInner {
     pub(crate) gpu: Gpu,
     pub(crate) raw: RawModule,
@@ -183,10 +182,8 @@ struct Custom {
     twin: Option<(&'static str, Arc<Kernel>)>,
 }
 
-/// Registers per thread above which a custom operation's pack kernel counts as
-/// arithmetic-bound and launches with [`AutoPlan::activation_max_grid`], as
-/// the library's activations do (a proxy: long arithmetic keeps more values
-/// live; `run_with` sets any grid explicitly).
+/// Registers per thread above which a custom pack kernel counts as arithmetic
+/// bound (a proxy) and gets [`AutoPlan::activation_max_grid`].
 const CUSTOM_ARITHMETIC_REGISTERS: u32 = 32;
 
 /// Which kernel of a custom operation to run.
@@ -250,16 +247,14 @@ impl Custom {
         let inputs = if self.kind == EwKind::Binary { 2 } else { 1 };
         let gpu = &self.module.gpu;
         let mut cfg = LaunchConfig::with_block(gpu.op_block(&self.pack.1, inputs, ops.a.len())?);
-        // An operation of many registers is arithmetic-bound, as the library's
-        // activations are: the same grid cap (several packs per thread).
+        // Arithmetic-bound, like the long activations: several packs per thread.
         if self.pack.1.resources()?.registers > CUSTOM_ARITHMETIC_REGISTERS {
             let info = gpu.info();
             cfg.max_grid = AutoPlan::activation_max_grid(info.sm_count, info.max_threads_per_sm, cfg.block);
         }
         match ops.auto_split(self.dtype.size()) {
             AutoSplit::Pack => {
-                // As the built-in operations: PDL for a single aligned launch
-                // where the stream's setting says it pays.
+                // PDL as for the built-in operations.
                 let lanes = (16 / self.dtype.size()) as u32;
                 let pdl = stream.pdl().pays(self.module.gpu.info(), ops.a.len(), lanes);
                 self.launch(CustomPattern::Pack, cfg, ops, stream, pdl)

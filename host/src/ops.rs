@@ -206,12 +206,13 @@ impl Gpu {
         Ok(AutoPlan::op_block(n, sm90, inputs, kernel.resources()?.registers))
     }
 
-    /// The automatic launch settings of `kind` with `block` threads: the
-    /// activations' grid capped at one wave of resident threads
-    /// ([`AutoPlan::activation_max_grid`]), the other operations' not.
-    fn op_config(&self, kind: OpKind, block: u32) -> LaunchConfig {
+    /// The automatic launch settings of `kind` on `dtype` with `block`
+    /// threads: the grid capped at one wave of resident threads
+    /// ([`AutoPlan::activation_max_grid`]) for the activations that
+    /// [`AutoPlan::caps_grid`] names, one pack per thread for the rest.
+    fn op_config(&self, kind: OpKind, dtype: Dtype, block: u32) -> LaunchConfig {
         let mut cfg = LaunchConfig::with_block(block);
-        if matches!(kind, OpKind::Unary(op) if UnaryOp::ACTIVATIONS.contains(&op)) {
+        if matches!(kind, OpKind::Unary(op) if AutoPlan::caps_grid(op, dtype)) {
             let info = self.info();
             cfg.max_grid = AutoPlan::activation_max_grid(info.sm_count, info.max_threads_per_sm, block);
         }
@@ -273,7 +274,7 @@ impl Gpu {
         if let Some(k) = self.pdl_choice(pdl, kind, dtype, n, &addrs) {
             // The twin's block as the plain kernel's would be (the same walk).
             let twin = self.shared.kernel(k.name)?;
-            let cfg = self.op_config(kind, self.op_block(twin, kind.inputs() as u32, n)?);
+            let cfg = self.op_config(kind, dtype, self.op_block(twin, kind.inputs() as u32, n)?);
             self.check_map(k, cfg, &ops)?;
             self.map_launch_raw(k, twin.func, cfg, ops, raw, true)?;
             return Ok(k.name);
@@ -281,7 +282,7 @@ impl Gpu {
         let (pack, scalar) = (self.auto_pack(kind, dtype), self.auto_scalar(kind, dtype));
         // Each kernel looked up once: the pack's serves its block choice and its launch.
         let pack_fn = self.shared.kernel(pack.name)?;
-        let cfg = self.op_config(kind, self.op_block(pack_fn, kind.inputs() as u32, n)?);
+        let cfg = self.op_config(kind, dtype, self.op_block(pack_fn, kind.inputs() as u32, n)?);
         // Before a split, so that a mismatch launches nothing.
         ops.check_lengths(scalar.name)?;
         self.check_map(scalar, cfg, &ops)?;

@@ -108,6 +108,26 @@ impl AutoPlan {
     pub fn activation_max_grid(sm_count: u32, max_threads_per_sm: u32, block: u32) -> u32 {
         (sm_count * (max_threads_per_sm / block.max(1))).max(1)
     }
+
+    /// Whether the automatic choice caps unary `op` on `dtype` at
+    /// [`AutoPlan::activation_max_grid`]. The grid-stride loop has one pack in
+    /// flight per thread at a time, so the cap trades memory parallelism for
+    /// less set-up: it pays where the arithmetic dominates. Same-run ratios to
+    /// `neg` at 2^28 on the H200, capped against one pack per thread (the
+    /// committed report): bf16 `exp` 0.905 / 0.854, `log` 0.723 / 0.686,
+    /// `tanh` 0.785 / 0.743, `silu` 0.759 / 0.727, `rsqrt` 0.861 / 0.764,
+    /// `gelu_tanh` 0.710 / 0.681 (f16 alike); f32 `sigmoid` 0.885 / 0.835,
+    /// `silu` 0.857 / 0.781, `gelu` 0.780 / 0.713, `tanh` 0.868 / 0.817. It
+    /// loses where the function is short: `sqrt` (f32 0.917 / 0.993, bf16
+    /// 0.905 / 0.964), f32 `exp` (0.913 / 0.989) and f32 `log` (0.899 / 0.939).
+    pub fn caps_grid(op: kernels_gpu::ops::UnaryOp, dtype: Dtype) -> bool {
+        use kernels_gpu::ops::UnaryOp::*;
+        match op {
+            Tanh | Sigmoid | Silu | Gelu | GeluTanh | Rsqrt => true,
+            Exp | Log => dtype != Dtype::F32,
+            _ => false,
+        }
+    }
 }
 
 impl BulkConfig {
@@ -145,6 +165,19 @@ impl BulkConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_activations_cap_their_grid_at_one_resident_wave() {
+        use kernels_gpu::ops::UnaryOp;
+        // An H200: 132 SMs of 2048 threads, 256-thread blocks.
+        assert_eq!(AutoPlan::activation_max_grid(132, 2048, 256), 1056);
+        assert_eq!(AutoPlan::activation_max_grid(132, 2048, 4096), 1, "never zero");
+        for d in Dtype::ALL {
+            assert!(AutoPlan::caps_grid(UnaryOp::Silu, d) && AutoPlan::caps_grid(UnaryOp::Gelu, d));
+            assert!(!AutoPlan::caps_grid(UnaryOp::Sqrt, d) && !AutoPlan::caps_grid(UnaryOp::Neg, d));
+            assert_eq!(AutoPlan::caps_grid(UnaryOp::Exp, d), d != Dtype::F32);
+        }
+    }
 
     #[test]
     fn bulk_config_limits() {

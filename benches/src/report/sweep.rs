@@ -24,6 +24,10 @@ pub fn sweep_dtype<T: ReferenceAdd>(
     let dtype = T::DTYPE;
     let variants: Vec<Variant> = o.variants.iter().copied().filter(|v| v.dtype() == dtype).collect();
     let e = |e: gpukern::Error| e.to_string();
+    if variants.is_empty() {
+        // `--variant` named none of this dtype's kernels: nothing to sweep.
+        return Ok(());
+    }
     bar.set_message(format!("{}: preparing {} random inputs", dtype.name(), max_n));
     // Capacity: the largest n, but at least enough for the L2 rotation of small n.
     let cap = max_n.max((8 * gpu.info().l2_bytes as usize) / (3 * dtype.size()));
