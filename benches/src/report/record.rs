@@ -45,7 +45,6 @@ pub fn verify_record(cases_path: &str, log_path: &str, command: &str, out: &str)
         "git_commit": git_commit(),
         "ptx_sha256": sha256_hex(gpukern::PTX.as_bytes()),
         "ptx_sm90_sha256": sha256_hex(gpukern::PTX_SM90.as_bytes()),
-        "ptx_sm90_sha256": sha256_hex(gpukern::PTX_SM90.as_bytes()),
         "command": command,
         "cases": cases.len(),
         "cases_passed": cases.len() - failed.len() - skipped.len(),
