@@ -3,7 +3,8 @@
 //! `raw` and `error`, so `buffer` and `gpu` can both build on it without a circle.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use gpukern_device::debug::{AssertRecord, ASSERT_DONE, ASSERT_SLOT};
@@ -80,8 +81,9 @@ pub(crate) struct Shared {
     pub(crate) funcs: HashMap<&'static str, Kernel>,
     pub(crate) info: DeviceInfo,
     /// The last kernel of a user module queued through this handle, named in
-    /// [`Error::KernelFault`].
-    pub(crate) last_user_kernel: Mutex<Option<String>>,
+    /// [`Error::KernelFault`]: its interned id (`crate::names`, 0 for none),
+    /// so a launch notes it with one atomic store.
+    pub(crate) last_user_kernel: AtomicU32,
     /// Where a failing `gpu_assert!` of any module of this handle writes its
     /// record (mapped host memory: readable after the fault).
     pub(crate) assert_record: MappedHost,
@@ -117,12 +119,11 @@ impl Shared {
         self.kernel(name).map(|k| k.func)
     }
 
-    /// Notes a user kernel queued now (for the fault report).
-    pub(crate) fn note_user_kernel(&self, name: &str) {
-        if let Ok(mut k) = self.last_user_kernel.lock() {
-            if k.as_deref() != Some(name) {
-                *k = Some(name.to_string());
-            }
+    /// Notes a user kernel queued now (for the fault report): no lock, and no
+    /// store when it is the same as last time (the cache line stays shared).
+    pub(crate) fn note_user_kernel(&self, name: crate::names::Name) {
+        if self.last_user_kernel.load(Ordering::Relaxed) != name.id {
+            self.last_user_kernel.store(name.id, Ordering::Relaxed);
         }
     }
 
@@ -130,7 +131,7 @@ impl Shared {
     /// user kernel, or as [`Error::KernelAssert`] when a `gpu_assert!` left its
     /// record.
     pub(crate) fn fault(&self, source: crate::error::DriverError) -> Error {
-        let kernel = self.last_user_kernel.lock().ok().and_then(|k| k.clone());
+        let kernel = crate::names::name_of(self.last_user_kernel.load(Ordering::Relaxed)).map(String::from);
         match self.assert_record.read::<AssertRecord>() {
             Some(r) if r.state == ASSERT_DONE => {
                 let text = |b: &[u8]| {

@@ -22,10 +22,13 @@
 //!   picks by dtype, alignment and length.
 //! * [`reference`](mod@reference): the CPU reference the tests and benches verify against.
 //!
-//! Unsafe code (driver calls, launches) lives in one private module, `raw`,
-//! plus one block in the `cudarc` interop (feature `cudarc`) that borrows
-//! cudarc's buffers as views. The public API's `unsafe` functions are the
-//! ones whose contract no check can enforce: [`Module::launch`] (any kernel),
+//! Unsafe code (driver calls, launches) lives in the private module `raw`;
+//! the few blocks outside it each name the contract they rely on
+//! (ARCHITECTURE.md, "Trust boundary", lists them). The public API's `unsafe`
+//! functions are the ones whose contract no check can enforce:
+//! [`Gpu::load_ptx`] (PTX text whose manifests the caller vouches for; the
+//! safe [`Gpu::load_module`] takes a [`BuiltPtx`] that gpukern-build's
+//! generated code made), [`Module::launch`] (any kernel),
 //! [`View::from_raw_parts`]/[`ViewMut::from_raw_parts`] (foreign memory),
 //! [`Gpu::with_ptx`] (replacement PTX) and [`Gpu::reset`] (the shared primary
 //! context). Errors are [`Error`] values; the library does not panic on bad
@@ -40,9 +43,25 @@
 //! ```compile_fail,E0133
 //! fn recover(gpu: &gpukern::Gpu) { let _ = gpu.reset(); }
 //! ```
+//!
+//! PTX text, whose manifests could claim anything, needs `unsafe` too:
+//!
+//! ```compile_fail,E0133
+//! fn load(gpu: &gpukern::Gpu, ptx: &str) { let _ = gpu.load_ptx(ptx); }
+//! ```
+//!
+//! ```compile_fail,E0133
+//! let _ = gpukern::BuiltPtx::from_gpukern_build(".version 7.0", "sm_70");
+//! ```
+//!
+//! ```compile_fail,E0308
+//! fn load(gpu: &gpukern::Gpu, ptx: &str) { let _ = gpu.load_module(ptx); }
+//! ```
 
 mod add;
 mod buffer;
+mod built;
+pub use built::BuiltPtx;
 mod capture;
 pub use capture::{Graph, GraphBuilder, Slot};
 mod context;
@@ -56,10 +75,13 @@ mod interop;
 mod many;
 mod math;
 mod module;
+mod names;
 mod operands;
 mod ops;
 mod pdl;
 pub use pdl::Pdl;
+mod ptx_text;
+mod signature;
 mod raw;
 pub mod reference;
 mod studies;

@@ -13,9 +13,8 @@
 //! * [`Module::launch`] (`raw/user.rs`, parameters in `user_launch.rs`) is the escape hatch for any other kernel: `unsafe`,
 //!   under the contract in its docs.
 
-use std::collections::HashSet;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use gpukern_device::{EwKind, ABI_MAGIC, ABI_VERSION, EW_PDL, PDL_SUFFIX};
 use kernels_gpu::launch::grid_for;
@@ -24,23 +23,11 @@ use kernels_gpu::Dtype;
 use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
+use crate::names::{intern, Name};
 use crate::operands::{AutoSplit, Operands};
 use crate::raw::{self, Kernel, MapLaunch, RawModule, Tail};
 use crate::tuning::AutoPlan;
 use crate::variant::LaunchConfig;
-
-/// Kernel names live as long as the process (errors carry `&'static str`);
-/// each distinct name is stored once however often modules are loaded.
-pub(crate) fn intern(name: &str) -> &'static str {
-    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-    let mut set = NAMES.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(s) = set.get(name) {
-        return s;
-    }
-    let s: &'static str = Box::leak(name.to_string().into_boxed_str());
-    set.insert(s);
-    s
-}
 
 /// A loaded module, kept alive by every handle into it (unloaded on drop, context live).
 pub(crate) struct ModuleInner {
@@ -48,23 +35,10 @@ pub(crate) struct ModuleInner {
     pub(crate) raw: RawModule,
     /// The `elementwise!` operations its PTX declares (their manifests' names),
     /// listed in the error for an unknown one.
-    ops: Vec<String>,
+    pub(crate) ops: Vec<String>,
     /// The PTX text, whose `.entry` parameter lists typed kernels are checked
     /// against.
     pub(crate) ptx: Arc<str>,
-}
-
-/// The names of the `gpukern_ew_<name>` manifests declared in PTX text.
-fn declared_ops(ptx: &str) -> Vec<String> {
-    let mut ops: Vec<String> = ptx
-        .lines()
-        .filter(|l| l.contains(".global"))
-        .filter_map(|l| l.split("gpukern_ew_").nth(1))
-        .map(|rest| rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect())
-        .collect();
-    ops.sort();
-    ops.dedup();
-    ops
 }
 
 /// A PTX module of your own, loaded with [`Gpu::load_module`].
@@ -76,19 +50,6 @@ pub struct Module {
 impl std::fmt::Debug for Module {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Module").field("device", &self.inner.gpu.info().index).finish()
-    }
-}
-
-impl Gpu {
-    /// Loads PTX text (e.g. `include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"))`
-    /// from `gpukern-build`) into this GPU's context. Fails with
-    /// [`Error::PtxLoad`] when the driver rejects it (a module built for sm_90
-    /// on an older GPU, say).
-    pub fn load_module(&self, ptx: &str) -> Result<Module> {
-        let raw = RawModule::load(&self.shared.ctx, ptx)?;
-        crate::context::connect_asserts(&raw, &self.shared.assert_record)?;
-        let ops = declared_ops(ptx);
-        Ok(Module { inner: Arc::new(ModuleInner { gpu: self.clone(), raw, ops, ptx: Arc::from(ptx) }) })
     }
 }
 
@@ -136,9 +97,9 @@ impl Module {
             return Err(bad(format!("the module has no {} kernels for it", T::DTYPE.name())));
         }
         let (_, s, p) = ew_row(T::DTYPE);
-        let func = |suffix: &str| -> Result<(&'static str, Arc<Kernel>)> {
+        let func = |suffix: &str| -> Result<(Name, Arc<Kernel>)> {
             let full = intern(&format!("{name}{suffix}"));
-            let f = self.inner.raw.function(full).map_err(|source| Error::MissingKernel { name: full, source })?;
+            let f = self.inner.raw.function(full.text).map_err(|source| Error::MissingKernel { name: full.text, source })?;
             Ok((full, Arc::new(Kernel::new(f))))
         };
         // The PDL twin: declared by the manifest (an sm_90 build), usable on
@@ -175,11 +136,11 @@ struct Custom {
     module: Arc<ModuleInner>,
     dtype: Dtype,
     kind: EwKind,
-    scalar: (&'static str, Arc<Kernel>),
-    pack: (&'static str, Arc<Kernel>),
+    scalar: (Name, Arc<Kernel>),
+    pack: (Name, Arc<Kernel>),
     /// The pack kernel's PDL twin, in a module built for sm_90 on an sm_90
     /// device, after [`crate::pdl::waits_first`] checked its PTX.
-    twin: Option<(&'static str, Arc<Kernel>)>,
+    twin: Option<(Name, Arc<Kernel>)>,
 }
 
 /// Registers per thread above which a custom pack kernel counts as arithmetic
@@ -198,7 +159,7 @@ pub enum CustomPattern {
 impl Custom {
     /// Lengths and ownership, as the built-in operations check them.
     fn check<T: Element>(&self, ops: &Operands<'_, T>, stream: &Stream) -> Result<()> {
-        let (name, gpu) = (self.scalar.0, &self.module.gpu);
+        let (name, gpu) = (self.scalar.0.text, &self.module.gpu);
         gpu.shared.bind()?;
         ops.check_lengths(name)?;
         gpu.check_owned(name, ops.owners(), stream)
@@ -214,11 +175,12 @@ impl Custom {
         stream: &Stream,
         pdl: bool,
     ) -> Result<&'static str> {
-        let ((name, kernel), lanes, align) = match (pattern, &self.twin) {
+        let ((full, kernel), lanes, align) = match (pattern, &self.twin) {
             (CustomPattern::Scalar, _) => (&self.scalar, 1, self.dtype.size()),
             (CustomPattern::Pack, Some(twin)) if pdl => (twin, (16 / self.dtype.size()) as u32, 16),
             (CustomPattern::Pack, _) => (&self.pack, (16 / self.dtype.size()) as u32, 16),
         };
+        let name = full.text;
         let pdl = pdl && pattern == CustomPattern::Pack && self.twin.is_some();
         cfg.check(name)?;
         let n = ops.a.len();
@@ -236,7 +198,7 @@ impl Custom {
             // Only the twin, whose PTX waits first (checked at load).
             pdl,
         };
-        self.module.gpu.shared.note_user_kernel(name);
+        self.module.gpu.shared.note_user_kernel(*full);
         raw::launch_map(&l, &ops.a, ops.b.as_ref(), &mut ops.out, stream.raw())?;
         Ok(name)
     }
@@ -328,14 +290,14 @@ impl<T: Element> CustomUnary<T> {
 
     /// The scalar and pack kernels' names.
     pub fn kernels(&self) -> (&'static str, &'static str) {
-        (self.op.scalar.0, self.op.pack.0)
+        (self.op.scalar.0.text, self.op.pack.0.text)
     }
 
     /// The pack kernel's PDL twin, which [`Self::run`] launches with
     /// programmatic dependent launch where the stream's [`crate::Pdl`] setting
     /// says it pays: present for a module built for sm_90 on an sm_90 device.
     pub fn pdl_kernel(&self) -> Option<&'static str> {
-        self.op.twin.as_ref().map(|t| t.0)
+        self.op.twin.as_ref().map(|t| t.0.text)
     }
 }
 
@@ -377,24 +339,13 @@ impl<T: Element> CustomBinary<T> {
 
     /// The scalar and pack kernels' names.
     pub fn kernels(&self) -> (&'static str, &'static str) {
-        (self.op.scalar.0, self.op.pack.0)
+        (self.op.scalar.0.text, self.op.pack.0.text)
     }
 
     /// The pack kernel's PDL twin, which [`Self::run`] launches with
     /// programmatic dependent launch where the stream's [`crate::Pdl`] setting
     /// says it pays: present for a module built for sm_90 on an sm_90 device.
     pub fn pdl_kernel(&self) -> Option<&'static str> {
-        self.op.twin.as_ref().map(|t| t.0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn manifests_are_read_from_the_ptx_text() {
-        let ptx = ".visible .global .align 4 .b8 gpukern_ew_silu[16] = {1};\n\
-                   .visible .global .align 4 .b8 gpukern_ew_relu_axpy[16];\n\
-                   // gpukern_ew_comment\n.visible .entry silu_f32(";
-        assert_eq!(super::declared_ops(ptx), vec!["relu_axpy".to_string(), "silu".to_string()]);
+        self.op.twin.as_ref().map(|t| t.0.text)
     }
 }

@@ -100,49 +100,44 @@ pub(crate) fn twin(kind: OpKind, dtype: Dtype) -> Option<&'static OpKernel> {
     PDL_KERNELS.iter().find(|k| k.kind == kind && k.dtype == dtype)
 }
 
-/// Instructions a PDL entry may run before its `griddepcontrol.wait`: parameter
-/// loads and register arithmetic, none of which touches memory or jumps.
+/// Instructions a PDL entry may run before its `griddepcontrol.wait`, by
+/// opcode (the word before the first `.`; `ld` only as `ld.param`): parameter loads and
+/// register arithmetic, none of which touches memory or jumps.
 const BEFORE_WAIT: [&str; 17] = [
-    "ld.param.",
-    "mov.",
-    "cvta.",
-    "cvt.",
-    "add.",
-    "sub.",
-    "mul.",
-    "mad.",
-    "shl.",
-    "shr.",
-    "and.",
-    "or.",
-    "xor.",
-    "setp.",
-    "selp.",
-    "min.",
-    "max.",
+    "ld", "mov", "cvta", "cvt", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "setp", "selp",
+    "min", "max",
 ];
 
+/// Whether an opcode is one of [`BEFORE_WAIT`].
+fn harmless(opcode: &str) -> bool {
+    let mut parts = opcode.split('.');
+    let (first, second) = (parts.next().unwrap_or(""), parts.next());
+    // `ld` only as `ld.param.<type>`; the others in any form (`mad.wide.u32`).
+    if first == "ld" {
+        return second == Some("param") && parts.next().is_some();
+    }
+    BEFORE_WAIT.contains(&first)
+}
+
 /// True when `.entry entry` of `ptx` executes `griddepcontrol.wait` before
-/// anything that could touch memory, branch or call: its first block, read
-/// from the top, holds only [`BEFORE_WAIT`] instructions up to the wait. A user
-/// module's kernel is launched with the PDL attribute only after this check (a
-/// kernel that read before waiting would race with its predecessor), so a
-/// manifest or marker that claims a twin is not taken on trust.
+/// anything that could touch memory, branch or call: its body, read from the
+/// top as instructions (the text tokenized, comments and strings dropped:
+/// `ptx_text`), holds only [`BEFORE_WAIT`] instructions and `.reg`
+/// declarations up to an unguarded wait. A label, a guarded instruction, any
+/// other directive or an entry defined twice answers false. A user module's
+/// kernel is launched with the PDL attribute only after this check (a kernel
+/// that read before waiting would race with its predecessor), so a manifest
+/// or marker that claims a twin is not taken on trust.
 pub(crate) fn waits_first(ptx: &str, entry: &str) -> bool {
-    let head = format!(".entry {entry}(");
-    let Some(start) = ptx.find(&head) else { return false };
-    let rest = &ptx[start + head.len()..];
-    let Some(open) = rest.find("\n{") else { return false };
-    for line in rest[open + 2..].lines() {
-        let l = line.split("//").next().unwrap_or("").trim();
-        if l.is_empty() || l.starts_with(".reg") {
-            continue;
-        }
-        if l.starts_with("griddepcontrol.wait") {
-            return true;
-        }
-        if !BEFORE_WAIT.iter().any(|p| l.starts_with(p)) {
-            return false;
+    let Ok(toks) = crate::ptx_text::tokens(ptx) else { return false };
+    let Ok(Some(e)) = crate::ptx_text::entry(&toks, entry) else { return false };
+    use crate::ptx_text::Stmt;
+    for s in crate::ptx_text::statements(e.body) {
+        match s {
+            Stmt::Directive(".reg") => continue,
+            Stmt::Instr { opcode: "griddepcontrol.wait", guarded: false } => return true,
+            Stmt::Instr { opcode, guarded: false } if harmless(opcode) => continue,
+            _ => return false,
         }
     }
     false
@@ -201,9 +196,25 @@ mod tests {
             "\tcall.uni f, (%rd1);\n\tgriddepcontrol.wait;",
             "\tst.global.b32 [%rd2], %r1;",
             "\tret;",
+            // The wait only in a comment, a string or a guarded form.
+            "\t// griddepcontrol.wait;\n\tld.global.b32 %r1, [%rd2];",
+            "\t/* griddepcontrol.wait; */ ld.global.b32 %r1, [%rd2];\n\tgriddepcontrol.wait;",
+            "\t/*\n\tgriddepcontrol.wait;\n\t*/\n\tst.global.b32 [%rd2], %r1;",
+            "\t@%p1 griddepcontrol.wait;\n\tld.global.b32 %r1, [%rd2];",
+            "\tgriddepcontrol.waitx;",
+            "\tld.paramx.b32 %r1, [%rd2];\n\tgriddepcontrol.wait;",
+            "\tld.global.param.b32 %r1, [%rd2];\n\tgriddepcontrol.wait;",
+            "\t.local .align 4 .b8 d[4];\n\tgriddepcontrol.wait;",
         ] {
             assert!(!waits_first(&entry(bad), "k_pdl"), "{bad}");
         }
+        // An entry whose name is only in a comment before a real wait, or that
+        // is defined twice (the second without the wait), does not pass.
+        let k = |body: &str| format!(".visible .entry k_pdl(\n\t.param .u64 p\n)\n{{\n{body}\n}}\n");
+        let shadow = format!("// .entry k_pdl(\n{}", k("\tgriddepcontrol.wait;").replace(".entry k_pdl", ".entry other"));
+        assert!(!waits_first(&shadow, "k_pdl"));
+        let twice = format!("{}{}", k("\tgriddepcontrol.wait;"), k("\tld.global.b32 %r1, [%rd2];"));
+        assert!(!waits_first(&twice, "k_pdl"));
         // The library's twins pass.
         let ptx90 = include_str!("../../ptx/kernels_gpu_sm90.ptx");
         let many = kernels_gpu::foreach::ADD_MANY_PDL.into_iter().chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL);

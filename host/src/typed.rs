@@ -43,14 +43,14 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use gpukern_device::kernel::{Bf16Bits, F16Bits, InArg, KernelElem, KernelSig, OutArg, Scalar, KERNEL_MAGIC};
-use gpukern_device::kernel::{Param, ParamKind, KERNEL_VERSION};
+use gpukern_device::kernel::{Bf16Bits, F16Bits, InArg, KernelElem, KernelSig, OutArg, Param, Scalar};
 
 use crate::buffer::{Pod, View, ViewMut};
 use crate::context::Shared;
 use crate::error::{Error, Result};
 use crate::gpu::{KernelResources, Stream};
 use crate::module::Module;
+use crate::names::{intern, Name};
 use crate::raw::{self, Kernel};
 use crate::user_launch::{check_geometry, Launch};
 
@@ -60,10 +60,33 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// The slots of one launch and the owners of its buffers (opaque).
+/// The most parameters a typed kernel's tuple has ([`HostArgs`] is
+/// implemented up to 8), so the most slots (two per slice) and owners.
+const MAX_PARAMS: usize = 8;
+
+/// The slots of one launch and the owners of its buffers (opaque). Fixed
+/// arrays: a launch allocates nothing.
 pub struct ArgSlots<'a> {
-    slots: Vec<[u8; 8]>,
-    owners: Vec<&'a Arc<Shared>>,
+    slots: [[u8; 8]; 2 * MAX_PARAMS],
+    len: usize,
+    owners: [Option<&'a Arc<Shared>>; MAX_PARAMS],
+    buffers: usize,
+}
+
+impl<'a> ArgSlots<'a> {
+    fn slot(&mut self, s: [u8; 8]) {
+        // At most 2 × MAX_PARAMS by the tuples' arity; `get_mut` keeps it total.
+        if let Some(x) = self.slots.get_mut(self.len) {
+            *x = s;
+        }
+        self.len += 1;
+    }
+    fn owner(&mut self, o: &'a Arc<Shared>) {
+        if let Some(x) = self.owners.get_mut(self.buffers) {
+            *x = Some(o);
+        }
+        self.buffers += 1;
+    }
 }
 
 /// A device element type and the host type that holds it (sealed: the host
@@ -79,8 +102,9 @@ macro_rules! host_elems {
         const _: () = assert!(std::mem::size_of::<$d>() == std::mem::size_of::<$h>());
     )*};
 }
-host_elems!(f32 => f32, u32 => u32, i32 => i32, u64 => u64, u16 => u16, u8 => u8,
-    Bf16Bits => half::bf16, F16Bits => half::f16);
+// Every element type `#[kernel]` accepts (`gpukern_device::kernel::KernelElem`).
+host_elems!(f32 => f32, f64 => f64, u32 => u32, i32 => i32, u64 => u64, i64 => i64, u16 => u16, i16 => i16,
+    u8 => u8, i8 => i8, Bf16Bits => half::bf16, F16Bits => half::f16);
 
 /// What one parameter marker takes at launch (sealed).
 pub trait HostArg<'a>: sealed::Sealed {
@@ -119,25 +143,25 @@ pub trait ParamList: sealed::Sealed {
 impl<'a, T: HostElem> HostArg<'a> for InArg<T> {
     type Arg = View<'a, T::Host>;
     fn push(v: View<'a, T::Host>, out: &mut ArgSlots<'a>) {
-        out.slots.push(v.addr().to_ne_bytes());
-        out.slots.push((v.len() as u64).to_ne_bytes());
-        out.owners.push(v.owner());
+        out.slot(v.addr().to_ne_bytes());
+        out.slot((v.len() as u64).to_ne_bytes());
+        out.owner(v.owner());
     }
 }
 
 impl<'a, T: HostElem> HostArg<'a> for OutArg<T> {
     type Arg = ViewMut<'a, T::Host>;
     fn push(v: ViewMut<'a, T::Host>, out: &mut ArgSlots<'a>) {
-        out.slots.push(v.addr().to_ne_bytes());
-        out.slots.push((v.len() as u64).to_ne_bytes());
-        out.owners.push(v.owner());
+        out.slot(v.addr().to_ne_bytes());
+        out.slot((v.len() as u64).to_ne_bytes());
+        out.owner(v.owner());
     }
 }
 
 impl<'a, T: HostElem> HostArg<'a> for Scalar<T> {
     type Arg = T::Host;
     fn push(v: T::Host, out: &mut ArgSlots<'a>) {
-        out.slots.push(raw::slot_of(&v));
+        out.slot(raw::slot_of(&v));
     }
 }
 
@@ -182,7 +206,7 @@ host_args! {
 /// A typed kernel of a [`Module`], resolved and checked once.
 pub struct TypedKernel<K: KernelSig> {
     module: Module,
-    name: &'static str,
+    name: Name,
     kernel: Kernel,
     /// A `#[kernel(pdl)]` built for sm_90, on an sm_90 device, whose PTX waits
     /// first ([`crate::pdl::waits_first`]): launched with the PDL attribute
@@ -193,50 +217,8 @@ pub struct TypedKernel<K: KernelSig> {
 
 impl<K: KernelSig> std::fmt::Debug for TypedKernel<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TypedKernel").field("name", &self.name).finish()
+        f.debug_struct("TypedKernel").field("name", &self.name.text).finish()
     }
-}
-
-/// Whether a module's manifest bytes and the byte sizes of its `.entry`
-/// parameters say what `params` says; the reason when not.
-pub(crate) fn check_signature(manifest: &[u8], params: &[Param], entry: Option<Vec<u32>>) -> Result<(), String> {
-    let words: Vec<u32> = manifest.as_chunks::<4>().0.iter().map(|w| u32::from_le_bytes(*w)).collect();
-    let want: Vec<u32> = [KERNEL_MAGIC, KERNEL_VERSION, params.len() as u32]
-        .into_iter()
-        .chain(params.iter().flat_map(|p| p.words()))
-        .collect();
-    if words != want {
-        return Err(format!("the module's manifest {words:?} does not match this handle's {want:?}"));
-    }
-    let sizes: Vec<u32> = params
-        .iter()
-        .flat_map(|p| match p.kind {
-            ParamKind::In | ParamKind::Out => vec![8, 8],
-            ParamKind::Scalar => vec![p.size],
-        })
-        .collect();
-    match entry {
-        Some(found) if found == sizes => Ok(()),
-        Some(found) => Err(format!("the PTX entry takes {found:?} bytes per parameter, not {sizes:?}")),
-        None => Err("the module has no such .entry".into()),
-    }
-}
-
-/// The byte size of each `.param` of entry `name` in PTX text, in order;
-/// `None` when the module has no such entry.
-pub(crate) fn entry_params(ptx: &str, name: &str) -> Option<Vec<u32>> {
-    let start = ptx.find(&format!(".entry {name}("))?;
-    let rest = &ptx[start..];
-    let list = &rest[rest.find('(')? + 1..rest.find(')')?];
-    let sizes = list
-        .split(',')
-        .filter(|p| p.contains(".param"))
-        .map(|p| {
-            let ty = p.split_whitespace().find(|w| w.starts_with('.') && *w != ".param").unwrap_or("");
-            ty.trim_start_matches(|c: char| !c.is_ascii_digit()).parse::<u32>().map_or(0, |bits| bits / 8)
-        })
-        .collect();
-    Some(sizes)
 }
 
 impl Module {
@@ -261,7 +243,7 @@ impl Module {
         if params != K::PARAMS {
             return Err(bad("the handle's PARAMS and Params disagree".into()));
         }
-        check_signature(&bytes, &params, entry_params(&self.inner.ptx, name)).map_err(bad)?;
+        crate::signature::check_signature(&bytes, &params, crate::ptx_text::entry_params(&self.inner.ptx, name)).map_err(bad)?;
         let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { name, source })?;
         let kernel = Kernel::new(f);
         // Dynamic shared memory up to what a block may have, less the static part.
@@ -275,7 +257,7 @@ impl Module {
         if pdl && !crate::pdl::waits_first(&self.inner.ptx, name) {
             return Err(bad("marked #[kernel(pdl)], but its entry does not start with griddepcontrol.wait".into()));
         }
-        Ok(TypedKernel { module: self.clone(), name, kernel, pdl, _k: PhantomData })
+        Ok(TypedKernel { module: self.clone(), name: intern(name), kernel, pdl, _k: PhantomData })
     }
 }
 
@@ -288,7 +270,7 @@ impl<K: KernelSig> TypedKernel<K> {
 
     /// The entry point's name.
     pub fn name(&self) -> &'static str {
-        self.name
+        self.name.text
     }
 
     /// True when launches may use programmatic dependent launch: the kernel
@@ -308,62 +290,40 @@ impl<K: KernelSig> TypedKernel<K> {
     where
         K::Params: HostArgs<'a>,
     {
-        let gpu = &self.module.inner.gpu;
+        let (gpu, name) = (&self.module.inner.gpu, self.name.text);
         let r = self.kernel.resources()?;
-        check_geometry(self.name, &l, r.max_threads_per_block)?;
+        check_geometry(name, &l, r.max_threads_per_block)?;
         let room = gpu.info().shared_per_block_optin.saturating_sub(r.shared_bytes);
         if l.shared_bytes > room {
             let detail = format!("{} bytes of dynamic shared memory; a block may have {room}", l.shared_bytes);
-            return Err(Error::Shape { kernel: self.name, detail });
+            return Err(Error::Shape { kernel: name, detail });
         }
-        gpu.check_stream_owned(self.name, stream)?;
-        let mut out = ArgSlots { slots: Vec::with_capacity(2 * K::PARAMS.len()), owners: Vec::new() };
+        gpu.check_stream_owned(name, stream)?;
+        let mut out = ArgSlots { slots: [[0; 8]; 2 * MAX_PARAMS], len: 0, owners: [None; MAX_PARAMS], buffers: 0 };
         <K::Params as HostArgs<'a>>::slots(args, &mut out);
-        let ArgSlots { mut slots, owners } = out;
-        gpu.check_buffers_owned(self.name, owners)?;
+        gpu.check_buffers_owned(name, out.owners.iter().flatten().copied())?;
         gpu.shared.bind()?;
+        // One relaxed atomic store (and none when it is the same kernel again).
         gpu.shared.note_user_kernel(self.name);
         let g = raw::Geometry3 { grid: l.grid, block: l.block, shared_bytes: l.shared_bytes };
         // PDL by the stream's setting, sized by the launch's threads.
         let dims = [l.grid.0, l.grid.1, l.grid.2, l.block.0, l.block.1, l.block.2];
         let threads = dims.iter().fold(1usize, |t, &d| t.saturating_mul(d as usize));
         let pdl = self.pdl && stream.pdl().pays(gpu.info(), threads, 1);
-        // The manifest and the .entry (checked at load) say the kernel takes
-        // exactly these slots; each slice is a live, owned, borrowed range with
-        // its length (outputs exclusively), which the macro's entry turns into
-        // bounds-checked slices; the geometry and shared memory are checked.
-        raw::launch_typed(self.kernel.func, g, stream.raw(), &mut slots, pdl)
+        let slots = out.slots.get_mut(..out.len).unwrap_or_default();
+        // SAFETY: launch_typed's contract, by the checks above and at load:
+        // `self.kernel` is the `.entry` named K::NAME of this module, whose
+        // manifest and parameter sizes matched K's markers in Module::kernel,
+        // and the module was loaded under load_ptx's contract (its manifest
+        // tells the truth: a #[kernel] over safe Rust). The slots are packed by
+        // those same markers; each slice is a live range of this Gpu's memory
+        // (owners checked) borrowed for the call, outputs exclusively; the
+        // geometry and shared memory are within the kernel's and device's
+        // limits; `pdl` only for an entry whose PTX waits first, on sm_90.
+        unsafe { raw::launch_typed(self.kernel.func, g, stream.raw(), slots, pdl) }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn entry_parameter_sizes_are_read_from_ptx() {
-        let ptx = ".visible .entry scale(\n\t.param .u64 .ptr .align 1 scale_param_0,\n\t.param .u64 scale_param_1,\n\t.param .f32 scale_param_2,\n\t.param .b16 scale_param_3\n)\n{";
-        assert_eq!(super::entry_params(ptx, "scale"), Some(vec![8, 8, 4, 2]));
-        assert_eq!(super::entry_params(ptx, "other"), None);
-    }
-
-    #[test]
-    fn manifest_mismatches_are_refused() {
-        use gpukern_device::kernel::{input, output, scalar, KERNEL_MAGIC, KERNEL_VERSION};
-        let params = [input::<f32>(), output::<f32>(), scalar::<f32>()];
-        let bytes = |w: &[u32]| w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-        let good = bytes(&[KERNEL_MAGIC, KERNEL_VERSION, 3, 1, 1, 2, 1, 3, 1]);
-        let entry = || Some(vec![8, 8, 8, 8, 4]);
-        assert_eq!(super::check_signature(&good, &params, entry()), Ok(()));
-        // Another element type, another count, another kind, not a manifest.
-        for words in [
-            vec![KERNEL_MAGIC, KERNEL_VERSION, 3, 1, 3, 2, 1, 3, 1],
-            vec![KERNEL_MAGIC, KERNEL_VERSION, 2, 1, 1, 2, 1],
-            vec![KERNEL_MAGIC, KERNEL_VERSION, 3, 2, 1, 2, 1, 3, 1],
-            vec![0, 0, 0, 0],
-        ] {
-            assert!(super::check_signature(&bytes(&words), &params, entry()).is_err(), "{words:?}");
-        }
-        // The manifest agrees but the entry does not (a rebuilt kernel), or is missing.
-        assert!(super::check_signature(&good, &params, Some(vec![8, 8, 8, 8, 8])).is_err());
-        assert!(super::check_signature(&good, &params, None).is_err());
-    }
-}
+#[path = "typed_tests.rs"]
+mod tests;

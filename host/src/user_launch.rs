@@ -5,7 +5,8 @@
 use crate::buffer::{View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::Stream;
-use crate::module::{intern, Module};
+use crate::module::Module;
+use crate::names::intern;
 use crate::raw::{self, RawFn};
 
 /// One parameter of a kernel launched through [`Module::launch`].
@@ -50,11 +51,12 @@ impl Module {
     pub(crate) fn check_launch(&self, name: &str, l: &Launch, stream: &Stream) -> Result<RawFn> {
         let gpu = &self.inner.gpu;
         gpu.shared.bind()?;
-        let name = intern(name);
+        let interned = intern(name);
+        let name = interned.text;
         gpu.check_stream_owned(name, stream)?;
         check_geometry(name, l, 1024)?;
         let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { name, source })?;
-        gpu.shared.note_user_kernel(name);
+        gpu.shared.note_user_kernel(interned);
         Ok(f)
     }
 }

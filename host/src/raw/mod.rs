@@ -95,6 +95,15 @@ unsafe impl AnyBits for u32 {}
 unsafe impl AnyBits for u64 {}
 // SAFETY: integers.
 unsafe impl AnyBits for i32 {}
+// SAFETY: the other integers and f64 (typed kernels take every `KernelElem`):
+// every bit pattern is a value, no padding.
+unsafe impl AnyBits for i8 {}
+// SAFETY: as above.
+unsafe impl AnyBits for i16 {}
+// SAFETY: as above.
+unsafe impl AnyBits for i64 {}
+// SAFETY: as above.
+unsafe impl AnyBits for f64 {}
 // SAFETY: integers and byte arrays, `#[repr(C)]` with no padding (512 bytes:
 // eight u32, then 480 bytes).
 unsafe impl AnyBits for gpukern_device::debug::AssertRecord {}

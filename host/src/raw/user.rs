@@ -34,10 +34,21 @@ pub(crate) unsafe fn launch_slots(
     slots: &mut [[u8; 8]],
     pdl: bool,
 ) -> Result<()> {
-    let mut params: Vec<*mut c_void> = slots.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void).collect();
+    // Up to 16 parameters (every typed kernel) without allocating.
+    let mut small = [std::ptr::null_mut::<c_void>(); 16];
+    let mut large = Vec::new();
+    let params: &mut [*mut c_void] = if slots.len() <= small.len() {
+        for (p, v) in small.iter_mut().zip(slots.iter_mut()) {
+            *p = v.as_mut_ptr() as *mut c_void;
+        }
+        &mut small[..slots.len()]
+    } else {
+        large.extend(slots.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void));
+        &mut large
+    };
     // SAFETY: forwarded to the caller's contract; `slots` outlives the call,
     // which copies the values.
-    unsafe { super::launch_overlapped(func, g, stream, &mut params, pdl) }
+    unsafe { super::launch_overlapped(func, g, stream, params, pdl) }
 }
 
 /// The 8-byte slot of one scalar parameter: its bytes from the start.
@@ -51,23 +62,28 @@ pub(crate) fn slot_of<T: super::AnyBits>(v: &T) -> [u8; 8] {
     slot
 }
 
-/// Launches a typed kernel (`typed.rs`) whose manifest and `.entry`
-/// parameter list were checked at load against the slots' layout, with every
-/// slice a live, owned range and its length (outputs exclusive borrows), and
-/// the geometry and shared memory checked against the device and the kernel.
-/// Only `TypedKernel::launch` calls it, after those checks; `pdl` only for a
-/// `#[kernel(pdl)]` entry whose PTX was checked to wait first, on sm_90.
-pub(crate) fn launch_typed(
+/// Launches a typed kernel (`typed.rs`): [`launch_slots`] for a caller that
+/// has checked what the contract below lists.
+///
+/// # Safety
+/// `func` is the `.entry` of a `#[kernel]` whose manifest and parameter
+/// sizes were checked against the markers the slots were packed by, in a
+/// module loaded under `Gpu::load_ptx`'s contract (so the manifest is the
+/// macro's and the body safe Rust, touching only the slices it is given);
+/// every slice slot pair is the address and length of a live range of the
+/// stream's context that stays allocated and unaliased by other work (outputs
+/// written by nothing else) until the kernel finishes; the geometry and
+/// shared memory are within the kernel's and the device's limits; `pdl` only
+/// for an entry whose PTX was checked to wait first, on sm_90.
+pub(crate) unsafe fn launch_typed(
     func: RawFn,
     g: Geometry3,
     stream: cu::CUstream,
     slots: &mut [[u8; 8]],
     pdl: bool,
 ) -> Result<()> {
-    // SAFETY: per the checks listed above: the slots match the parameters in
-    // number, order and size; every address is a live range of the stream's
-    // context for as long as its borrow lasts (the caller synchronises before
-    // freeing, as for every launch of this crate); the kernel's slices are
-    // bounds-checked, so it touches only those ranges.
+    // SAFETY: the caller's contract is launch_slots' for this kernel: the
+    // slots match its parameters, its slices are bounds-checked in the body,
+    // so it touches only the ranges given.
     unsafe { launch_slots(func, g, stream, slots, pdl) }
 }
