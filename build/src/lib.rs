@@ -14,10 +14,20 @@
 //!     .unwrap_or_else(|e| panic!("{e}"));
 //! ```
 //!
-//! and in the host code `include_str!(concat!(env!("OUT_DIR"), "/my_kernels.ptx"))`
-//! for a kernel crate `my-kernels`: the file is named after the crate's library
-//! (its `[lib] name`, else the package name with `-` as `_`), with `_sm90`
-//! added for [`Arch::Sm90`] (`my_kernels_sm90.ptx`).
+//! and in the host code
+//!
+//! ```ignore
+//! include!(concat!(env!("OUT_DIR"), "/my_kernels_ptx.rs"));
+//! let module = gpu.load_module(MY_KERNELS)?;
+//! ```
+//!
+//! for a kernel crate `my-kernels`: the PTX is named after the crate's library
+//! (its `[lib] name`, else the package name with `-` as `_`), `my_kernels.ptx`,
+//! with `_sm90` added for [`Arch::Sm90`] (`my_kernels_sm90.ptx`); beside them
+//! `my_kernels_ptx.rs` ([`rust_consts`]) defines `MY_KERNELS` and
+//! `MY_KERNELS_SM90`, `gpukern::BuiltPtx` values that `Gpu::load_module` takes
+//! without `unsafe` (PTX text from anywhere else needs the `unsafe`
+//! `Gpu::load_ptx`).
 //!
 //! Only this PTX build needs nightly: the crate runs it through rustup, so the
 //! host crate (and this one) builds with any toolchain, stable included.
@@ -131,6 +141,8 @@ pub enum Network {
 /// Set to `1` (or `true`) to forbid the network, as [`Builder::offline`] does.
 pub const OFFLINE_ENV: &str = "GPUKERN_BUILD_OFFLINE";
 
+mod consts;
+pub use consts::rust_consts;
 mod run;
 
 impl Builder {
@@ -250,7 +262,8 @@ impl Builder {
         Ok(built)
     }
 
-    /// [`Builder::build`] from a build script: the PTX goes to `OUT_DIR`, and
+    /// [`Builder::build`] from a build script: the PTX goes to `OUT_DIR` with
+    /// the Rust file of [`rust_consts`] beside it (`<lib>_ptx.rs`), and
     /// cargo is told to rerun the script when any source of the kernel crate
     /// (or of its dependencies), its manifest, or the toolchain choice changes.
     pub fn build_script(&self) -> Result<Vec<Built>, BuildError> {
@@ -264,6 +277,7 @@ impl Builder {
         println!("cargo:rerun-if-env-changed=GPUKERN_TOOLCHAIN");
         println!("cargo:rerun-if-env-changed={OFFLINE_ENV}");
         let built = self.build()?;
+        consts::write_rust_consts(&built)?;
         let mut seen = std::collections::BTreeSet::new();
         for b in &built {
             for s in &b.sources {

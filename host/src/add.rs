@@ -139,7 +139,8 @@ impl Gpu {
             // The plan's kernel behind `pdl_enter`, with the plan's block.
             let (ops, cfg) = (Operands { a, b: Some(b), out, scales: None }, LaunchConfig::with_block(plan.block));
             self.check_map(k, cfg, &ops)?;
-            self.map_launch_raw(k, self.shared.func(k.name)?, cfg, ops, raw, true)?;
+            // SAFETY: k's kernel: resolved by `k.name` itself.
+            unsafe { self.map_launch_raw(k, self.shared.func(k.name)?, cfg, ops, raw, true) }?;
             return Ok(plan.variant);
         }
         let (widest, cfg, bulk) = match user {
@@ -215,15 +216,20 @@ impl Gpu {
         let mut counter = self.upload(&[0u64])?;
         let grid = grid_for(x.len() as u64, 1, COUNT_BLOCK, 65_536);
         self.shared.bind()?;
-        raw::launch_mismatch_count(
-            self.shared.func(name)?,
-            grid,
-            COUNT_BLOCK,
-            &x,
-            &y,
-            &mut counter.view_mut(),
-            stream.raw(),
-        )?;
+        // SAFETY: the kernel is the one `name` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe {
+            raw::launch_mismatch_count(
+                self.shared.func(name)?,
+                grid,
+                COUNT_BLOCK,
+                &x,
+                &y,
+                &mut counter.view_mut(),
+                stream.raw(),
+            )
+        }?;
         stream.synchronize()?;
         Ok(counter.to_vec()?[0])
     }
@@ -254,7 +260,10 @@ impl Gpu {
         self.check_owned(name, [marks.owner()], stream)?;
         let grid = grid_for(marks.len() as u64, lanes, cfg.block, cfg.max_grid);
         self.shared.bind()?;
-        raw::launch_mark_visits(self.shared.func(name)?, grid, cfg.block, &mut marks, stream.raw())
+        // SAFETY: the kernel is the one `name` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe { raw::launch_mark_visits(self.shared.func(name)?, grid, cfg.block, &mut marks, stream.raw()) }
     }
 
     fn check_common<T: Element>(
@@ -361,6 +370,8 @@ impl Gpu {
             pdl: false,
         };
         self.shared.bind()?;
-        raw::launch_map(&launch, a, Some(b), out, stream)
+        // SAFETY: `launch.func` is `variant`'s kernel, resolved by its name from this
+        // Gpu's own modules; the add table's row fixes `inputs`, `tail` and `align`.
+        unsafe { raw::launch_map(&launch, a, Some(b), out, stream) }
     }
 }

@@ -42,8 +42,20 @@ macro_rules! pod {
         }
     )*};
 }
-pod!(f32 = 0.0, f64 = 0.0, f16 = f16::ZERO, bf16 = bf16::ZERO, u8 = 0, i8 = 0, u16 = 0, i16 = 0, u32 = 0, i32 = 0,
-    u64 = 0, i64 = 0);
+pod!(
+    f32 = 0.0,
+    f64 = 0.0,
+    f16 = f16::ZERO,
+    bf16 = bf16::ZERO,
+    u8 = 0,
+    i8 = 0,
+    u16 = 0,
+    i16 = 0,
+    u32 = 0,
+    i32 = 0,
+    u64 = 0,
+    i64 = 0
+);
 
 impl Element for f32 {
     const DTYPE: Dtype = Dtype::F32;

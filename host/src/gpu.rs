@@ -279,7 +279,10 @@ impl Gpu {
     /// Launches the empty kernel once (measures launch overhead).
     pub fn launch_empty(&self, stream: &Stream) -> Result<()> {
         self.shared.bind()?;
-        raw::launch_empty(self.shared.func(kernels_gpu::verify::EMPTY)?, stream.raw())
+        // SAFETY: the kernel is the one `verify::EMPTY` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe { raw::launch_empty(self.shared.func(kernels_gpu::verify::EMPTY)?, stream.raw()) }
     }
 
     /// Queues a one-thread kernel that busy-waits `ns` nanoseconds. Timing events
@@ -287,7 +290,10 @@ impl Gpu {
     /// path (the host queues the next launches while the GPU spins).
     pub fn spin(&self, stream: &Stream, ns: u64) -> Result<()> {
         self.shared.bind()?;
-        raw::launch_spin(self.shared.func(kernels_gpu::verify::SPIN)?, ns, stream.raw())
+        // SAFETY: the kernel is the one `verify::SPIN` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe { raw::launch_spin(self.shared.func(kernels_gpu::verify::SPIN)?, ns, stream.raw()) }
     }
 
     /// Test support: launches a kernel that dereferences null, to check that faults
@@ -296,7 +302,10 @@ impl Gpu {
     #[cfg(feature = "test-hooks")]
     pub fn launch_faulting_kernel(&self, stream: &Stream) -> Result<()> {
         self.shared.bind()?;
-        raw::launch_faulting(self.shared.func(kernels_gpu::add::ADD_F32.name)?, stream.raw())
+        // SAFETY: the kernel is the one `ADD_F32` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe { raw::launch_faulting(self.shared.func(kernels_gpu::add::ADD_F32.name)?, stream.raw()) }
     }
 }
 

@@ -1,16 +1,26 @@
 //! Other crates' buffers (feature `cudarc`): gpukern's element-wise operations
-//! on `cudarc::driver::CudaSlice<T>` / `CudaView<T>` operands, queued on a
+//! on cudarc's `CudaSlice<T>`, `CudaView<T>` and `CudaViewMut<T>`, queued on a
 //! cudarc stream.
 //!
 //! Both libraries use the device's primary context, so a cudarc buffer's
-//! address is valid in gpukern's kernels. Each call checks that the stream's
-//! context is this `Gpu`'s (and refuses it otherwise: the addresses would mean
-//! nothing there), takes the operands' addresses through cudarc's
-//! `DevicePtr`/`DevicePtrMut` (so the stream first waits for earlier writes, and
-//! cudarc records the reads and the write when the call returns), and launches
-//! on the stream with the automatic choice.
+//! address is valid in gpukern's kernels. The operands are cudarc's own
+//! concrete types, through the sealed [`CudarcInput`] / [`CudarcOutput`]:
+//! cudarc's traits (`DeviceSlice`, `DevicePtr`) are safe to implement, so a
+//! type of anyone's could claim any address and length through them; cudarc's
+//! own types hold what cudarc allocated. Each call checks that the stream's
+//! context *and every operand's* is this `Gpu`'s (an address of another
+//! context means nothing here), takes the addresses through cudarc (so the
+//! stream first waits for earlier writes, and cudarc records the reads and
+//! the write when the call returns), and launches on the stream with the
+//! automatic choice.
+//!
+//! A type of one's own does not compile as an operand, even with cudarc's
+//! traits implemented (`host/tests/compile_fail/forged_device_ptr.rs`).
 
-use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
+use cudarc::driver::{DeviceSlice, SyncOnDrop};
 use kernels_gpu::ops::{BinaryOp, OpKind, UnaryOp};
 
 use crate::buffer::{Element, View, ViewMut};
@@ -18,10 +28,76 @@ use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::operands::Operands;
 
+mod sealed {
+    /// Only cudarc's concrete buffer types: their addresses are cudarc's allocations.
+    pub trait Sealed {}
+}
+
+/// A cudarc buffer gpukern may read (sealed: `CudaSlice<T>`, `CudaView<T>`,
+/// `CudaViewMut<T>`).
+pub trait CudarcInput<T>: sealed::Sealed {
+    /// Its context (that of the stream it was allocated on).
+    #[doc(hidden)]
+    fn cudarc_context(&self) -> &Arc<CudaContext>;
+    /// Its address for a read on `stream`, and the guard that records the read.
+    #[doc(hidden)]
+    fn read_ptr<'a>(&'a self, stream: &'a CudaStream) -> (u64, SyncOnDrop<'a>);
+    /// Elements.
+    #[doc(hidden)]
+    fn elements(&self) -> usize;
+}
+
+/// A cudarc buffer gpukern may write (sealed: `CudaSlice<T>`, `CudaViewMut<T>`).
+pub trait CudarcOutput<T>: sealed::Sealed {
+    /// Its context.
+    #[doc(hidden)]
+    fn cudarc_context(&self) -> &Arc<CudaContext>;
+    /// Its address for a write on `stream`, and the guard that records the write.
+    #[doc(hidden)]
+    fn write_ptr<'a>(&'a mut self, stream: &'a CudaStream) -> (u64, SyncOnDrop<'a>);
+    /// Elements.
+    #[doc(hidden)]
+    fn elements(&self) -> usize;
+}
+
+macro_rules! cudarc_input {
+    ($($ty:ty),*) => {$(
+        impl<T> sealed::Sealed for $ty {}
+        impl<T> CudarcInput<T> for $ty {
+            fn cudarc_context(&self) -> &Arc<CudaContext> {
+                DeviceSlice::stream(self).context()
+            }
+            fn read_ptr<'a>(&'a self, stream: &'a CudaStream) -> (u64, SyncOnDrop<'a>) {
+                DevicePtr::device_ptr(self, stream)
+            }
+            fn elements(&self) -> usize {
+                DeviceSlice::len(self)
+            }
+        }
+    )*};
+}
+cudarc_input!(CudaSlice<T>, CudaView<'_, T>, CudaViewMut<'_, T>);
+
+macro_rules! cudarc_output {
+    ($($ty:ty),*) => {$(
+        impl<T> CudarcOutput<T> for $ty {
+            fn cudarc_context(&self) -> &Arc<CudaContext> {
+                DeviceSlice::stream(self).context()
+            }
+            fn write_ptr<'a>(&'a mut self, stream: &'a CudaStream) -> (u64, SyncOnDrop<'a>) {
+                DevicePtrMut::device_ptr_mut(self, stream)
+            }
+            fn elements(&self) -> usize {
+                DeviceSlice::len(self)
+            }
+        }
+    )*};
+}
+cudarc_output!(CudaSlice<T>, CudaViewMut<'_, T>);
+
 impl Gpu {
-    /// Errors unless `stream` lives in this `Gpu`'s context on its device.
-    fn check_cudarc_stream(&self, op: &'static str, stream: &CudaStream) -> Result<()> {
-        let ctx = stream.context();
+    /// Errors unless `ctx` is this `Gpu`'s context on its device.
+    fn check_cudarc_context(&self, op: &'static str, ctx: &CudaContext) -> Result<()> {
         let same = std::ptr::addr_eq(ctx.cu_ctx(), self.shared.ctx.as_raw()) && ctx.ordinal() == self.info().index;
         if !same {
             return Err(Error::ForeignContext { op, device: self.info().index });
@@ -30,26 +106,35 @@ impl Gpu {
     }
 
     /// Runs `kind` on cudarc operands: `b` for two-input kinds, `scales` for axpby.
-    fn cudarc_map<T: Element>(
+    fn cudarc_map<T: Element, A: CudarcInput<T>, B: CudarcInput<T>>(
         &self,
         kind: OpKind,
-        a: &impl DevicePtr<T>,
-        b: Option<&impl DevicePtr<T>>,
-        out: &mut impl DevicePtrMut<T>,
+        a: &A,
+        b: Option<&B>,
+        out: &mut impl CudarcOutput<T>,
         scales: Option<(f32, f32)>,
         stream: &CudaStream,
     ) -> Result<&'static str> {
-        self.check_cudarc_stream(kind.name(), stream)?;
-        let (n, n_out) = (a.len(), out.len());
+        let op = kind.name();
+        // The stream and every operand in this Gpu's context, before any address is taken.
+        self.check_cudarc_context(op, stream.context())?;
+        self.check_cudarc_context(op, a.cudarc_context())?;
+        if let Some(b) = b {
+            self.check_cudarc_context(op, b.cudarc_context())?;
+        }
+        self.check_cudarc_context(op, out.cudarc_context())?;
+        let (n, n_out) = (a.elements(), out.elements());
         // The guards make `stream` wait for earlier writes now and record this
         // call's reads and write when they drop, after the launch is queued.
-        let (pa, _ra) = a.device_ptr(stream);
-        let b_ptr = b.map(|b| (b.len(), b.device_ptr(stream)));
-        let (pc, _wc) = out.device_ptr_mut(stream);
-        // SAFETY (the views' contract): cudarc allocated the three ranges in the
-        // primary context, which is this Gpu's (checked above); the borrows of
-        // `a`, `b` and `out` keep them allocated for this call, and cudarc's
-        // events order every later use after the queued kernel.
+        let (pa, _ra) = a.read_ptr(stream);
+        let b_ptr = b.map(|b| (b.elements(), b.read_ptr(stream)));
+        let (pc, _wc) = out.write_ptr(stream);
+        // SAFETY (the views' contract): the operands are cudarc's own buffer
+        // types (sealed traits), so each address and length is a range cudarc
+        // allocated, in this Gpu's context (each checked above); the borrows of
+        // `a`, `b` and `out` keep them allocated for this call (`out` borrowed
+        // exclusively), and cudarc's events order every later use after the
+        // queued kernel.
         let ops = unsafe {
             Operands::<T> {
                 a: View::from_raw_parts(self, pa, n)?,
@@ -64,25 +149,28 @@ impl Gpu {
         self.map_auto(kind, ops, stream.cu_stream(), crate::Pdl::Auto)
     }
 
-    /// `out = op(a, b)` on cudarc buffers, queued on a cudarc stream of this
-    /// device's primary context. Returns the kernel that did the bulk of the work.
+    /// `out = op(a, b)` on cudarc buffers (`CudaSlice`, `CudaView`,
+    /// `CudaViewMut`), queued on a cudarc stream; the stream and every buffer
+    /// must be of this device's primary context ([`Error::ForeignContext`]
+    /// otherwise, nothing launched). Returns the kernel that did the bulk of
+    /// the work.
     pub fn binary_cudarc<T: Element>(
         &self,
         op: BinaryOp,
-        a: &impl DevicePtr<T>,
-        b: &impl DevicePtr<T>,
-        out: &mut impl DevicePtrMut<T>,
+        a: &impl CudarcInput<T>,
+        b: &impl CudarcInput<T>,
+        out: &mut impl CudarcOutput<T>,
         stream: &CudaStream,
     ) -> Result<&'static str> {
         self.cudarc_map(OpKind::Binary(op), a, Some(b), out, None, stream)
     }
 
     /// `out = op(a)` on cudarc buffers.
-    pub fn unary_cudarc<T: Element, A: DevicePtr<T>>(
+    pub fn unary_cudarc<T: Element, A: CudarcInput<T>>(
         &self,
         op: UnaryOp,
         a: &A,
-        out: &mut impl DevicePtrMut<T>,
+        out: &mut impl CudarcOutput<T>,
         stream: &CudaStream,
     ) -> Result<&'static str> {
         self.cudarc_map(OpKind::Unary(op), a, None::<&A>, out, None, stream)
@@ -92,10 +180,10 @@ impl Gpu {
     pub fn axpby_cudarc<T: Element>(
         &self,
         alpha: f32,
-        a: &impl DevicePtr<T>,
+        a: &impl CudarcInput<T>,
         beta: f32,
-        b: &impl DevicePtr<T>,
-        out: &mut impl DevicePtrMut<T>,
+        b: &impl CudarcInput<T>,
+        out: &mut impl CudarcOutput<T>,
         stream: &CudaStream,
     ) -> Result<&'static str> {
         self.cudarc_map(OpKind::Axpby, a, Some(b), out, Some((alpha, beta)), stream)

@@ -72,6 +72,8 @@ mod graph;
 pub use graph::AddGraph;
 #[cfg(feature = "cudarc")]
 mod interop;
+#[cfg(feature = "cudarc")]
+pub use interop::{CudarcInput, CudarcOutput};
 mod many;
 mod math;
 mod module;
@@ -81,9 +83,9 @@ mod ops;
 mod pdl;
 pub use pdl::Pdl;
 mod ptx_text;
-mod signature;
 mod raw;
 pub mod reference;
+mod signature;
 mod studies;
 mod tuning;
 mod typed;

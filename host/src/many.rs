@@ -59,14 +59,20 @@ impl<'a> AddManyPlan<'a> {
         self.gpu.shared.bind()?;
         let pdl = self.gpu.many_pdl(self.dtype, self.elements, stream);
         let (name, _) = many_kernel(self.dtype, pdl);
-        raw::launch_many_table(self.gpu.shared.func(name)?, &self.table, stream.raw(), pdl)
+        // SAFETY: the kernel is the one `name` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe { raw::launch_many_table(self.gpu.shared.func(name)?, &self.table, stream.raw(), pdl) }
     }
 
     /// Captures `launches` launches of the list into a CUDA graph.
     pub fn graph(&self, launches: usize) -> Result<AddGraph<'_>> {
         let func = self.gpu.shared.func(self.name)?;
         let raw = raw::capture(&self.gpu.shared.ctx, |s| {
-            (0..launches).try_for_each(|_| raw::launch_many_table(func, &self.table, s, false))
+            // SAFETY: the kernel is the one `self.name` names, resolved by that name from
+            // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+            // table fixes its parameter list as this launch passes it).
+            (0..launches).try_for_each(|_| unsafe { raw::launch_many_table(func, &self.table, s, false) })
         })?;
         Ok(AddGraph::new(raw, launches, &self.gpu))
     }
@@ -114,7 +120,10 @@ impl Gpu {
         let pdl = self.many_pdl(T::DTYPE, ops.iter().map(|t| t.0.len()).sum(), stream);
         let (table, inline) = many_kernel(T::DTYPE, pdl);
         let k = raw::ManyKernels { table: self.shared.func(table)?, inline: self.shared.func(inline)?, pdl };
-        raw::launch_many(k, &operands, stream.raw())
+        // SAFETY: the kernel is the foreach kernels `table` and `inline` name, resolved by those names from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe { raw::launch_many(k, &operands, stream.raw()) }
     }
 
     /// As [`Gpu::add_many`], but the table is uploaded once now: the plan's
@@ -167,7 +176,10 @@ impl Gpu {
         self.shared.bind()?;
         // Markers always walk a table in device memory (there is no inline marker).
         let table = raw::many_table(&self.shared.ctx, &operands)?;
-        raw::launch_many_table(self.shared.func(name)?, &table, stream.raw(), false)?;
+        // SAFETY: the kernel is the one `name` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe { raw::launch_many_table(self.shared.func(name)?, &table, stream.raw(), false) }?;
         // The table is freed at the end of this call; freeing waits for the walk.
         stream.synchronize()
     }
@@ -198,7 +210,12 @@ impl Gpu {
             .map_err(|_| Error::Shape { kernel: name, detail: format!("tile of {tile} elements is too large") })?;
         let grid = kernels_gpu::bulk::grid_for(marks.len() as u64, elem, tile_bytes, cfg.block, cfg.max_grid);
         self.shared.bind()?;
-        raw::launch_mark_tiles(self.shared.func(name)?, grid, cfg.block, tile, lanes, &mut marks, stream.raw())
+        // SAFETY: the kernel is the one `name` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe {
+            raw::launch_mark_tiles(self.shared.func(name)?, grid, cfg.block, tile, lanes, &mut marks, stream.raw())
+        }
     }
 
     /// Queues the unrolled kernels' walk (tiles of `unroll × block` packs of
@@ -224,7 +241,10 @@ impl Gpu {
         self.check_owned(name, [marks.owner()], stream)?;
         let grid = kernels_gpu::launch::unrolled_grid(marks.len() as u64, lanes, unroll, cfg.block, cfg.max_grid);
         self.shared.bind()?;
-        raw::launch_mark_visits(self.shared.func(name)?, grid, cfg.block, &mut marks, stream.raw())
+        // SAFETY: the kernel is the one `name` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe { raw::launch_mark_visits(self.shared.func(name)?, grid, cfg.block, &mut marks, stream.raw()) }
     }
 
     /// Queues the read-only ceiling kernel: sums `a` and `b` (16-byte aligned
@@ -244,13 +264,18 @@ impl Gpu {
         LaunchConfig::with_block(block).check(name)?;
         self.check_owned(name, [a.owner(), b.owner(), sink.owner()], stream)?;
         self.shared.bind()?;
-        raw::launch_ceiling(
-            name,
-            self.shared.func(name)?,
-            block,
-            Ceiling::Read { a: &a, b: &b, sink: &mut sink, key },
-            stream.raw(),
-        )
+        // SAFETY: the kernel is the one `name` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe {
+            raw::launch_ceiling(
+                name,
+                self.shared.func(name)?,
+                block,
+                Ceiling::Read { a: &a, b: &b, sink: &mut sink, key },
+                stream.raw(),
+            )
+        }
     }
 
     /// Queues the write-only ceiling kernel: `c[i] = value` for every word.
@@ -260,7 +285,12 @@ impl Gpu {
         LaunchConfig::with_block(block).check(name)?;
         self.check_owned(name, [c.owner()], stream)?;
         self.shared.bind()?;
-        raw::launch_ceiling(name, self.shared.func(name)?, block, Ceiling::Fill { c: &mut c, value }, stream.raw())
+        // SAFETY: the kernel is the one `name` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe {
+            raw::launch_ceiling(name, self.shared.func(name)?, block, Ceiling::Fill { c: &mut c, value }, stream.raw())
+        }
     }
 
     /// Queues the copy ceiling kernel (128-bit loads and stores): `c = a`.
@@ -276,6 +306,11 @@ impl Gpu {
         LaunchConfig::with_block(block).check(name)?;
         self.check_owned(name, [a.owner(), c.owner()], stream)?;
         self.shared.bind()?;
-        raw::launch_ceiling(name, self.shared.func(name)?, block, Ceiling::Copy { a: &a, c: &mut c }, stream.raw())
+        // SAFETY: the kernel is the one `name` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe {
+            raw::launch_ceiling(name, self.shared.func(name)?, block, Ceiling::Copy { a: &a, c: &mut c }, stream.raw())
+        }
     }
 }

@@ -68,6 +68,9 @@ impl Gpu {
             block: DEFAULT_BLOCK,
         };
         self.shared.bind()?;
-        raw::launch_math(&l, args, &mut out, stream.raw())
+        // SAFETY: the kernel is the one `l.name` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe { raw::launch_math(&l, args, &mut out, stream.raw()) }
     }
 }

@@ -99,7 +99,11 @@ impl Module {
         let (_, s, p) = ew_row(T::DTYPE);
         let func = |suffix: &str| -> Result<(Name, Arc<Kernel>)> {
             let full = intern(&format!("{name}{suffix}"));
-            let f = self.inner.raw.function(full.text).map_err(|source| Error::MissingKernel { name: full.text, source })?;
+            let f = self
+                .inner
+                .raw
+                .function(full.text)
+                .map_err(|source| Error::MissingKernel { name: full.text, source })?;
             Ok((full, Arc::new(Kernel::new(f))))
         };
         // The PDL twin: declared by the manifest (an sm_90 build), usable on
@@ -199,7 +203,12 @@ impl Custom {
             pdl,
         };
         self.module.gpu.shared.note_user_kernel(*full);
-        raw::launch_map(&l, &ops.a, ops.b.as_ref(), &mut ops.out, stream.raw())?;
+        // SAFETY: `kernel` is the entry `name` of this module, which its
+        // manifest declared an `elementwise!` operation of this kind and dtype
+        // (so `ew_entry!`'s parameter list, `inputs` and the two scalars), and
+        // the module was loaded under load_ptx's contract (the manifest is the
+        // macro's); a twin launches with PDL only after waits_first passed.
+        unsafe { raw::launch_map(&l, &ops.a, ops.b.as_ref(), &mut ops.out, stream.raw()) }?;
         Ok(name)
     }
 

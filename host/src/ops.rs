@@ -276,7 +276,8 @@ impl Gpu {
             let twin = self.shared.kernel(k.name)?;
             let cfg = self.op_config(kind, dtype, self.op_block(twin, kind.inputs() as u32, n)?);
             self.check_map(k, cfg, &ops)?;
-            self.map_launch_raw(k, twin.func, cfg, ops, raw, true)?;
+            // SAFETY: k's kernel: `twin` was resolved by `k.name` above.
+            unsafe { self.map_launch_raw(k, twin.func, cfg, ops, raw, true) }?;
             return Ok(k.name);
         }
         let (pack, scalar) = (self.auto_pack(kind, dtype), self.auto_scalar(kind, dtype));
@@ -288,17 +289,30 @@ impl Gpu {
         self.check_map(scalar, cfg, &ops)?;
         match ops.auto_split(dtype.size()) {
             AutoSplit::Pack => {
-                self.map_launch_raw(pack, pack_fn.func, cfg, ops, raw, false)?;
+                // SAFETY: pack's kernel: `pack_fn` was resolved by `pack.name` above.
+                unsafe { self.map_launch_raw(pack, pack_fn.func, cfg, ops, raw, false) }?;
                 Ok(pack.name)
             }
             AutoSplit::Peel(head) => {
                 let (h, rest) = ops.split(head)?;
-                self.map_launch_raw(scalar, self.shared.func(scalar.name)?, cfg, h, raw, false)?;
-                self.map_launch_raw(pack, pack_fn.func, cfg, rest, raw, false)?;
+                // SAFETY: scalar's kernel: resolved by `scalar.name` itself.
+                unsafe { self.map_launch_raw(scalar, self.shared.func(scalar.name)?, cfg, h, raw, false) }?;
+                // SAFETY: pack's kernel: `pack_fn` was resolved by `pack.name` above.
+                unsafe { self.map_launch_raw(pack, pack_fn.func, cfg, rest, raw, false) }?;
                 Ok(pack.name)
             }
             AutoSplit::Scalar => {
-                self.map_launch_raw(scalar, self.shared.func(scalar.name)?, LaunchConfig::default(), ops, raw, false)?;
+                // SAFETY: scalar's kernel: resolved by `scalar.name` itself.
+                unsafe {
+                    self.map_launch_raw(
+                        scalar,
+                        self.shared.func(scalar.name)?,
+                        LaunchConfig::default(),
+                        ops,
+                        raw,
+                        false,
+                    )
+                }?;
                 Ok(scalar.name)
             }
         }
@@ -329,7 +343,8 @@ impl Gpu {
         raw: cudarc::driver::sys::CUstream,
     ) -> Result<()> {
         self.check_map(k, cfg, &ops)?;
-        self.map_launch_raw(k, self.shared.func(k.name)?, cfg, ops, raw, false)
+        // SAFETY: k's kernel: resolved by `k.name` itself.
+        unsafe { self.map_launch_raw(k, self.shared.func(k.name)?, cfg, ops, raw, false) }
     }
 
     /// Launch settings and ownership of the operands (their lengths and
@@ -346,7 +361,11 @@ impl Gpu {
 
     /// One launch of kernel `k`, whose handle `func` the caller looked up;
     /// `pdl` only for a PDL twin (`crate::pdl`).
-    pub(crate) fn map_launch_raw<T: Element>(
+    ///
+    /// # Safety
+    /// `func` is `k`'s kernel: resolved by `k.name` from this Gpu's own
+    /// modules (so `k`'s table row gives its parameter list).
+    pub(crate) unsafe fn map_launch_raw<T: Element>(
         &self,
         k: &'static OpKernel,
         func: raw::RawFn,
@@ -374,7 +393,10 @@ impl Gpu {
             pdl,
         };
         self.shared.bind()?;
-        raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, raw)
+        // SAFETY: `func` is `k`'s kernel (this function's contract), an
+        // element-wise entry of the library whose table row gave `inputs`,
+        // `tail`, `align`; `pdl` only for a twin, which waits first.
+        unsafe { raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, raw) }
     }
 }
 

@@ -104,8 +104,8 @@ pub(crate) fn twin(kind: OpKind, dtype: Dtype) -> Option<&'static OpKernel> {
 /// opcode (the word before the first `.`; `ld` only as `ld.param`): parameter loads and
 /// register arithmetic, none of which touches memory or jumps.
 const BEFORE_WAIT: [&str; 17] = [
-    "ld", "mov", "cvta", "cvt", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "setp", "selp",
-    "min", "max",
+    "ld", "mov", "cvta", "cvt", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "setp", "selp", "min",
+    "max",
 ];
 
 /// Whether an opcode is one of [`BEFORE_WAIT`].
@@ -211,7 +211,8 @@ mod tests {
         // An entry whose name is only in a comment before a real wait, or that
         // is defined twice (the second without the wait), does not pass.
         let k = |body: &str| format!(".visible .entry k_pdl(\n\t.param .u64 p\n)\n{{\n{body}\n}}\n");
-        let shadow = format!("// .entry k_pdl(\n{}", k("\tgriddepcontrol.wait;").replace(".entry k_pdl", ".entry other"));
+        let shadow =
+            format!("// .entry k_pdl(\n{}", k("\tgriddepcontrol.wait;").replace(".entry k_pdl", ".entry other"));
         assert!(!waits_first(&shadow, "k_pdl"));
         let twice = format!("{}{}", k("\tgriddepcontrol.wait;"), k("\tld.global.b32 %r1, [%rd2];"));
         assert!(!waits_first(&twice, "k_pdl"));

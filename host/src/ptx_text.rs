@@ -202,7 +202,9 @@ pub(crate) fn param_sizes(entry: &Entry<'_, '_>) -> Vec<u32> {
             };
             match p.iter().position(|t| *t == Tok::Punct('[')) {
                 Some(k) => match (p.get(k + 1), p.get(k + 2)) {
-                    (Some(Tok::Word(n)), Some(Tok::Punct(']'))) => n.parse::<u32>().map_or(0, |n| size.saturating_mul(n)),
+                    (Some(Tok::Word(n)), Some(Tok::Punct(']'))) => {
+                        n.parse::<u32>().map_or(0, |n| size.saturating_mul(n))
+                    }
                     _ => 0,
                 },
                 None => size,

@@ -10,7 +10,10 @@ fn sizes(ptx: &str, name: &str) -> Result<Option<Vec<u32>>, String> {
 
 #[test]
 fn tokens_drop_comments_and_strings_and_keep_opcodes_whole() {
-    let t = tokens("ld.param.u64 %rd1, [k_param_0]; // c\n/* ld.global */ cp.async.bulk.shared::cluster.global \"a;b\" $L__BB0_1:").unwrap();
+    let t = tokens(
+        "ld.param.u64 %rd1, [k_param_0]; // c\n/* ld.global */ cp.async.bulk.shared::cluster.global \"a;b\" $L__BB0_1:",
+    )
+    .unwrap();
     use Tok::*;
     assert_eq!(
         t,
@@ -81,7 +84,8 @@ fn forged_entries_in_comments_strings_or_twice_are_refused() {
     );
     assert_eq!(sizes(&decoys, "scale"), Ok(Some(vec![8, 8])));
     // Defined twice (the first text match used to win): refused.
-    let twice = format!("{HEADER}.visible .entry scale(.param .u64 a, .param .u64 b, .param .u64 c)\n{{\n\tret;\n}}\n{real}");
+    let twice =
+        format!("{HEADER}.visible .entry scale(.param .u64 a, .param .u64 b, .param .u64 c)\n{{\n\tret;\n}}\n{real}");
     assert!(sizes(&twice, "scale").is_err());
     // Unbalanced text is refused, not guessed at.
     for bad in [format!("{HEADER}.visible .entry scale(.param .u64 a\n{{\n}}"), format!("{HEADER}{real}}}")] {
@@ -91,8 +95,8 @@ fn forged_entries_in_comments_strings_or_twice_are_refused() {
 
 #[test]
 fn bodies_are_read_as_statements() {
-    let toks = tokens("{ .reg .b64 %rd<4>; $L1: @%p1 bra $L1; @!%p2 mov.u32 %r1, 0; { griddepcontrol.wait; } , x; }")
-        .unwrap();
+    let toks =
+        tokens("{ .reg .b64 %rd<4>; $L1: @%p1 bra $L1; @!%p2 mov.u32 %r1, 0; { griddepcontrol.wait; } , x; }").unwrap();
     let body = &toks[1..toks.len() - 1];
     assert_eq!(
         statements(body),

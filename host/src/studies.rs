@@ -113,7 +113,10 @@ impl Gpu {
             },
         };
         self.shared.bind()?;
-        raw::launch_matmul(v.name(), self.shared.func(v.name())?, g, &a, &b, &mut c, (m, n, k), stream.raw())
+        // SAFETY: the kernel is the one `v.name()` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe { raw::launch_matmul(v.name(), self.shared.func(v.name())?, g, &a, &b, &mut c, (m, n, k), stream.raw()) }
     }
 
     /// Queues `counter[0] += |{i : x[i] == key}|` (the caller zeroes the counter).
@@ -137,7 +140,10 @@ impl Gpu {
         let grid = kernels_gpu::launch::grid_for(x.len() as u64, 1, count::COUNT_THREADS, cap);
         let g = Geometry { grid: (grid, 1), block: (count::COUNT_THREADS, 1), shared_bytes };
         self.shared.bind()?;
-        raw::launch_count_eq(self.shared.func(v.name())?, g, &x, key, &mut counter, stream.raw())
+        // SAFETY: the kernel is the one `v.name()` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe { raw::launch_count_eq(self.shared.func(v.name())?, g, &x, key, &mut counter, stream.raw()) }
     }
 
     /// Counts `x[i] == key` and waits for the result.
@@ -165,7 +171,12 @@ impl Gpu {
         let cols = stride.min(kernels_gpu::coalesce::MAX_STRIDE + 1) as u32;
         let g = Geometry { grid: (grid, cols), block: (256, 1), shared_bytes: 0 };
         self.shared.bind()?;
-        raw::launch_strided_copy(self.shared.func(coalesce::STRIDED_COPY)?, g, &src, &mut dst, stride, stream.raw())
+        // SAFETY: the kernel is the one `coalesce::STRIDED_COPY` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe {
+            raw::launch_strided_copy(self.shared.func(coalesce::STRIDED_COPY)?, g, &src, &mut dst, stride, stream.raw())
+        }
     }
 
     /// Queues `output = inputᵀ` (`input` rows×cols, `output` cols×rows, f32).
@@ -185,7 +196,20 @@ impl Gpu {
             shared_bytes: transpose::SHARED_BYTES[v as usize],
         };
         self.shared.bind()?;
-        raw::launch_transpose(v.name(), self.shared.func(v.name())?, g, &input, &mut output, (rows, cols), stream.raw())
+        // SAFETY: the kernel is the one `v.name()` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe {
+            raw::launch_transpose(
+                v.name(),
+                self.shared.func(v.name())?,
+                g,
+                &input,
+                &mut output,
+                (rows, cols),
+                stream.raw(),
+            )
+        }
     }
 
     fn elementwise_geometry(n: usize) -> Geometry {
@@ -199,13 +223,18 @@ impl Gpu {
         self.check_owned(name, [x.owner(), y.owner()], stream)?;
         self.shared.bind()?;
         let g = Self::elementwise_geometry(x.len());
-        raw::launch_elementwise(
-            name,
-            self.shared.func(name)?,
-            g,
-            Elementwise::Scale { x: &x, alpha, y: &mut y },
-            stream.raw(),
-        )
+        // SAFETY: the kernel is the one `name` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe {
+            raw::launch_elementwise(
+                name,
+                self.shared.func(name)?,
+                g,
+                Elementwise::Scale { x: &x, alpha, y: &mut y },
+                stream.raw(),
+            )
+        }
     }
 
     /// Queues the fused `d = (a + b) · alpha` (sum and product rounded separately).
@@ -221,13 +250,18 @@ impl Gpu {
         self.check_owned(name, [a.owner(), b.owner(), d.owner()], stream)?;
         self.shared.bind()?;
         let g = Self::elementwise_geometry(a.len());
-        raw::launch_elementwise(
-            name,
-            self.shared.func(name)?,
-            g,
-            Elementwise::AddScale { a: &a, b: &b, alpha, d: &mut d },
-            stream.raw(),
-        )
+        // SAFETY: the kernel is the one `name` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe {
+            raw::launch_elementwise(
+                name,
+                self.shared.func(name)?,
+                g,
+                Elementwise::AddScale { a: &a, b: &b, alpha, d: &mut d },
+                stream.raw(),
+            )
+        }
     }
 
     /// Queues the fused `y = alpha · x + b` (no FMA: product and sum rounded
@@ -244,12 +278,17 @@ impl Gpu {
         self.check_owned(name, [x.owner(), b.owner(), y.owner()], stream)?;
         self.shared.bind()?;
         let g = Self::elementwise_geometry(x.len());
-        raw::launch_elementwise(
-            name,
-            self.shared.func(name)?,
-            g,
-            Elementwise::Saxpy { alpha, x: &x, b: &b, y: &mut y },
-            stream.raw(),
-        )
+        // SAFETY: the kernel is the one `name` names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe {
+            raw::launch_elementwise(
+                name,
+                self.shared.func(name)?,
+                g,
+                Elementwise::Saxpy { alpha, x: &x, b: &b, y: &mut y },
+                stream.raw(),
+            )
+        }
     }
 }

@@ -243,7 +243,8 @@ impl Module {
         if params != K::PARAMS {
             return Err(bad("the handle's PARAMS and Params disagree".into()));
         }
-        crate::signature::check_signature(&bytes, &params, crate::ptx_text::entry_params(&self.inner.ptx, name)).map_err(bad)?;
+        crate::signature::check_signature(&bytes, &params, crate::ptx_text::entry_params(&self.inner.ptx, name))
+            .map_err(bad)?;
         let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { name, source })?;
         let kernel = Kernel::new(f);
         // Dynamic shared memory up to what a block may have, less the static part.

@@ -287,7 +287,8 @@ fn device_assert() {
     let dx = gpu.upload(&x).unwrap();
     // The library's own module again, as a user module: the escape hatch
     // launches its probe kernel.
-    let m = gpu.load_module(gpukern::PTX).unwrap();
+    // SAFETY: the library's own PTX (built by gpukern-build from kernels-gpu).
+    let m = unsafe { gpu.load_ptx(gpukern::PTX) }.unwrap();
     let launch = |limit: u32| {
         let l = gpukern::Launch { grid: (4, 1, 1), block: (256, 1, 1), shared_bytes: 0 };
         let args = [gpukern::Arg::Ptr(dx.device_addr()), gpukern::Arg::U64(4096), gpukern::Arg::U32(limit)];

@@ -241,7 +241,9 @@ fn reversed(input: &[u32], bs: usize) -> Vec<u32> {
 #[ignore = "needs a CUDA GPU"]
 fn block_primitives() {
     let gpu = gpu();
-    let module = gpu.load_module(gpukern::PTX).unwrap();
+    // SAFETY: the library's own PTX (xtask build-ptx through gpukern-build,
+    // from kernels-gpu), whose typed kernels' manifests are #[kernel]'s.
+    let module = unsafe { gpu.load_ptx(gpukern::PTX) }.unwrap();
     let stream = gpu.stream().unwrap();
     let seed: u64 = rand::random();
     let mut r = SmallRng::seed_from_u64(seed);

@@ -12,7 +12,11 @@ use crate::error::{Error, Result};
 
 /// Launches a mismatch counter `(x, y, n, counter)`: adds to `counter[0]` the
 /// number of elements that differ (NaN equal to NaN).
-pub(crate) fn launch_mismatch_count<T: AnyBits>(
+///
+/// # Safety
+/// `func` is a mismatch counter of `kernels_gpu::verify` for `T`, taking
+/// `(x, y, n, counter)` (pointers and a `u64`), from a module of the stream's context.
+pub(crate) unsafe fn launch_mismatch_count<T: AnyBits>(
     func: RawFn,
     grid: u32,
     block: u32,
@@ -40,7 +44,11 @@ pub(crate) fn launch_mismatch_count<T: AnyBits>(
 }
 
 /// Launches a visit marker `(marks, n)` over all of `marks`.
-pub(crate) fn launch_mark_visits(
+///
+/// # Safety
+/// `func` is a visit marker of `kernels_gpu::verify` taking `(marks, n)`,
+/// whose walk writes only `marks[..n]`, from a module of the stream's context.
+pub(crate) unsafe fn launch_mark_visits(
     func: RawFn,
     grid: u32,
     block: u32,
@@ -59,13 +67,21 @@ pub(crate) fn launch_mark_visits(
 }
 
 /// Launches the empty kernel (no parameters).
-pub(crate) fn launch_empty(func: RawFn, stream: cu::CUstream) -> Result<()> {
+///
+/// # Safety
+/// `func` is a kernel of the stream's context that takes no parameters and
+/// touches no memory (`kernels_gpu::verify::EMPTY`).
+pub(crate) unsafe fn launch_empty(func: RawFn, stream: cu::CUstream) -> Result<()> {
     // SAFETY: the empty kernel takes no parameters and touches no memory.
     unsafe { launch(func, 1, 1, stream, &mut []) }
 }
 
 /// Launches the spin kernel for `ns` nanoseconds (one thread).
-pub(crate) fn launch_spin(func: RawFn, ns: u64, stream: cu::CUstream) -> Result<()> {
+///
+/// # Safety
+/// `func` is a kernel of the stream's context that takes one `u64` and
+/// touches no memory (`kernels_gpu::verify::SPIN`).
+pub(crate) unsafe fn launch_spin(func: RawFn, ns: u64, stream: cu::CUstream) -> Result<()> {
     let mut pns = ns;
     let mut params = [&mut pns as *mut u64 as *mut c_void];
     // SAFETY: the spin kernel takes one u64 and touches no memory.
@@ -74,8 +90,12 @@ pub(crate) fn launch_spin(func: RawFn, ns: u64, stream: cu::CUstream) -> Result<
 
 /// Test-only: launches an add kernel on a null output so that it faults, to check
 /// that faults surface as errors at the next synchronisation.
+///
+/// # Safety
+/// `func` is an add kernel `(a, b, c, n)` of the stream's context; it is
+/// launched on null pointers so that it faults in the device, as the test wants.
 #[cfg(feature = "test-hooks")]
-pub(crate) fn launch_faulting(func: RawFn, stream: cu::CUstream) -> Result<()> {
+pub(crate) unsafe fn launch_faulting(func: RawFn, stream: cu::CUstream) -> Result<()> {
     let (mut pa, mut pb, mut pc, mut pn) = (0u64, 0u64, 0u64, 1024u64);
     let mut params = [
         &mut pa as *mut u64 as *mut c_void,
@@ -99,7 +119,11 @@ pub(crate) enum Ceiling<'v> {
 }
 
 /// Launches a ceiling kernel; checks lengths, 16-byte alignment and the sink.
-pub(crate) fn launch_ceiling(
+///
+/// # Safety
+/// `func` is the ceiling kernel `op` names (`kernels_gpu::ceiling`, its
+/// parameter list as in [`Ceiling`]) from a module of the stream's context.
+pub(crate) unsafe fn launch_ceiling(
     name: &'static str,
     func: RawFn,
     block: u32,
@@ -163,7 +187,11 @@ pub(crate) fn launch_ceiling(
 }
 
 /// Launches a tiled-walk visit marker `(marks, n, tile)`.
-pub(crate) fn launch_mark_tiles(
+///
+/// # Safety
+/// `func` is a tiled-walk visit marker of `kernels_gpu::verify` taking
+/// `(marks, n, tile)`, from a module of the stream's context.
+pub(crate) unsafe fn launch_mark_tiles(
     func: RawFn,
     grid: u32,
     block: u32,

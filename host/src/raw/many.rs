@@ -130,7 +130,12 @@ pub(crate) struct ManyKernels {
 /// the kernel's parameters (`inline`, no copy at all); longer lists go to
 /// stream-ordered memory (`cuMemAllocAsync`), are copied there, used and freed
 /// in stream order, so concurrent calls on other streams never share a table.
-pub(crate) fn launch_many(k: ManyKernels, ops: &[ManyOperand<'_>], stream: cu::CUstream) -> Result<()> {
+///
+/// # Safety
+/// `k.table` and `k.inline` are the foreach add kernels of
+/// `kernels_gpu::foreach` (table and inline list; with `k.pdl`, their PDL
+/// twins, on sm_90), from a module of the stream's context.
+pub(crate) unsafe fn launch_many(k: ManyKernels, ops: &[ManyOperand<'_>], stream: cu::CUstream) -> Result<()> {
     let driver = |context: &'static str| move |source| Error::Driver { context, source };
     let (descs, owners, chunks) = many_descs(ops)?;
     if chunks == 0 {
@@ -191,7 +196,11 @@ pub(crate) fn many_table<'a>(ctx: &Arc<PrimaryContext>, ops: &[ManyOperand<'a>])
 
 /// Launches a foreach kernel over an uploaded table; `pdl` only for a twin
 /// (`ADD_MANY_PDL`) on sm_90.
-pub(crate) fn launch_many_table(func: RawFn, t: &ManyTable<'_>, stream: cu::CUstream, pdl: bool) -> Result<()> {
+///
+/// # Safety
+/// `func` is a foreach add table kernel of `kernels_gpu::foreach` (with
+/// `pdl`, its PDL twin, on sm_90), from a module of the stream's context.
+pub(crate) unsafe fn launch_many_table(func: RawFn, t: &ManyTable<'_>, stream: cu::CUstream, pdl: bool) -> Result<()> {
     let Some(mem) = t.mem.as_ref().filter(|_| t.chunks != 0) else { return Ok(()) };
     // SAFETY: the table was made by many_descs from views that outlive it (its
     // lifetime), and freeing their buffers waits for queued work, as for every

@@ -57,7 +57,16 @@ pub(crate) struct MapLaunch {
 /// one, `b` and `out` hold `n` elements too, every view meets the alignment,
 /// and a bulk kernel's tiling is valid. The walks then touch indices `< n`
 /// only, whatever the grid.
-pub(crate) fn launch_map<T: AnyBits, R: DevRead<T>>(
+///
+/// # Safety
+/// `l.func` is an element-wise entry point declared with
+/// `gpukern_device::ew_entry!` (`(a, [b,] c, n, tail)`, walking `n` elements
+/// with `l.align`-aligned accesses), with `l.inputs` inputs and the tail
+/// `l.tail`, from a module of the stream's context: a row of the library's
+/// tables, or a user operation whose module's manifest declared it (loaded
+/// under `Gpu::load_ptx`'s contract). With `l.pdl`, its PTX waits first
+/// (`griddepcontrol.wait`) and the device is sm_90.
+pub(crate) unsafe fn launch_map<T: AnyBits, R: DevRead<T>>(
     l: &MapLaunch,
     a: &R,
     b: Option<&R>,

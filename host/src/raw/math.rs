@@ -26,7 +26,11 @@ pub(crate) enum MathArgs<'a, R> {
 
 /// Launches a math kernel over all of `out`, after checking that the inputs
 /// (pairs) hold as many elements and every view is f32-aligned.
-pub(crate) fn launch_math<R: DevRead<f32>>(
+///
+/// # Safety
+/// `l.func` is the math sweep `l.name` of `kernels_gpu::math`, taking the
+/// parameters `args` stands for, from a module of the stream's context.
+pub(crate) unsafe fn launch_math<R: DevRead<f32>>(
     l: &MathLaunch,
     args: MathArgs<'_, R>,
     out: &mut impl DevWrite<f32>,

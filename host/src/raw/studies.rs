@@ -8,8 +8,12 @@ use super::{DevRead, DevWrite};
 use crate::error::{Error, Result};
 
 /// Matrix product launch `(a, b, c, m, n, k)`; checks a ≥ m·k, b ≥ k·n, c ≥ m·n.
+///
+/// # Safety
+/// `func` is a matmul kernel of `kernels_gpu::matmul` taking `(a, b, c, m, n, k)`
+/// as named by `name`, from a module of the stream's context.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn launch_matmul(
+pub(crate) unsafe fn launch_matmul(
     name: &'static str,
     func: RawFn,
     g: Geometry,
@@ -36,7 +40,11 @@ pub(crate) fn launch_matmul(
 }
 
 /// Count launch `(x, n, key, counter)`.
-pub(crate) fn launch_count_eq(
+///
+/// # Safety
+/// `func` is a count kernel of `kernels_gpu::count` taking `(x, n, key, counter)`,
+/// from a module of the stream's context.
+pub(crate) unsafe fn launch_count_eq(
     func: RawFn,
     g: Geometry,
     x: &impl DevRead<i32>,
@@ -57,7 +65,11 @@ pub(crate) fn launch_count_eq(
 
 /// Strided copy launch `(src, dst, n, stride)`; checks lengths and that `stride`
 /// divides n (the kernel's index map is a permutation only then).
-pub(crate) fn launch_strided_copy(
+///
+/// # Safety
+/// `func` is `kernels_gpu::coalesce::STRIDED_COPY` taking `(src, dst, n, stride)`,
+/// from a module of the stream's context.
+pub(crate) unsafe fn launch_strided_copy(
     func: RawFn,
     g: Geometry,
     src: &impl DevRead<f32>,
@@ -94,7 +106,11 @@ pub(crate) fn launch_strided_copy(
 }
 
 /// Transpose launch `(input, output, rows, cols)`.
-pub(crate) fn launch_transpose(
+///
+/// # Safety
+/// `func` is a transpose kernel of `kernels_gpu::transpose` taking
+/// `(input, output, rows, cols)` as named by `name`, from a module of the stream's context.
+pub(crate) unsafe fn launch_transpose(
     name: &'static str,
     func: RawFn,
     g: Geometry,
@@ -126,7 +142,11 @@ pub(crate) enum Elementwise<'v> {
 }
 
 /// Launches a fusion-study kernel over all elements; checks equal lengths.
-pub(crate) fn launch_elementwise(
+///
+/// # Safety
+/// `func` is the fusion-study kernel whose parameter list the operand list
+/// stands for (`kernels_gpu::fusion`), from a module of the stream's context.
+pub(crate) unsafe fn launch_elementwise(
     name: &'static str,
     func: RawFn,
     g: Geometry,

@@ -7,15 +7,21 @@ use gpukern::{Gpu, Module, Result, Stream};
 mod sum;
 pub use sum::Sum;
 
-/// The kernel crate's PTX for sm_70, built by build.rs with gpukern-build.
-pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/custom_kernels.ptx"));
-/// The same crate built for sm_90: the PDL twins and prologues too.
-pub const PTX_SM90: &str = include_str!(concat!(env!("OUT_DIR"), "/custom_kernels_sm90.ptx"));
+// What build.rs made with gpukern-build: `CUSTOM_KERNELS` (the kernel crate's
+// PTX for sm_70) and `CUSTOM_KERNELS_SM90` (for sm_90: the PDL twins and
+// prologues too), as `gpukern::BuiltPtx` values `Gpu::load_module` takes
+// without `unsafe`.
+include!(concat!(env!("OUT_DIR"), "/custom_kernels_ptx.rs"));
+
+/// The kernel crate's PTX for sm_70.
+pub const PTX: &str = CUSTOM_KERNELS.text();
+/// The same crate built for sm_90.
+pub const PTX_SM90: &str = CUSTOM_KERNELS_SM90.text();
 
 /// Loads the module into `gpu`: the sm_90 build on Hopper and later, else the
 /// portable one.
 pub fn load(gpu: &Gpu) -> Result<Module> {
-    gpu.load_module(if gpu.info().has_sm90() { PTX_SM90 } else { PTX })
+    gpu.load_module(if gpu.info().has_sm90() { CUSTOM_KERNELS_SM90 } else { CUSTOM_KERNELS })
 }
 
 /// The element types the example instantiates, with their CPU rules.

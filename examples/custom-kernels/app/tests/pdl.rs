@@ -146,10 +146,14 @@ fn twins_that_do_not_wait_first_are_refused() {
         let wait = start + ptx[start..].find("griddepcontrol.wait;").unwrap();
         format!("{}{}", &ptx[..wait], &ptx[wait + "griddepcontrol.wait;".len()..])
     };
-    let module = gpu.load_module(&cut(PTX_SM90, "silu_f32x4_pdl")).unwrap();
+    // SAFETY: the example's own PTX with one instruction removed: every
+    // manifest still describes the macro's kernels, which now only lack the
+    // wait (the check below must refuse their PDL launch, not trust it).
+    let module = unsafe { gpu.load_ptx(&cut(PTX_SM90, "silu_f32x4_pdl")) }.unwrap();
     assert!(matches!(module.unary::<f32>("silu"), Err(Error::CustomOp { .. })));
     assert!(module.unary::<bf16>("silu").unwrap().pdl_kernel().is_some(), "the other dtype's twin still waits");
-    let module = gpu.load_module(&cut(PTX_SM90, "block_sum")).unwrap();
+    // SAFETY: as above, with the wait removed from the typed kernel.
+    let module = unsafe { gpu.load_ptx(&cut(PTX_SM90, "block_sum")) }.unwrap();
     assert!(matches!(module.kernel::<custom_kernels::block_sum>(), Err(Error::CustomOp { .. })));
     record("twin without the wait refused", 0, true);
 }
