@@ -158,28 +158,7 @@ impl<'a> GraphBuilder<'a> {
         scales: Option<(f32, f32)>,
     ) -> Result<()> {
         let name = kind.name();
-        if [Some(a), b, Some(out)].iter().flatten().any(|s| s.builder != self.id) {
-            return Err(Error::ForeignHandle { variant: name, what: "slots (of another graph builder)" });
-        }
-        if !out.writable {
-            return Err(Error::WrongOperands {
-                op: name,
-                detail: "the output slot is an input (register it with `output`)",
-            });
-        }
-        match b {
-            Some(b) if a.len != out.len || b.len != out.len => {
-                return Err(Error::LengthMismatch { variant: name, a: a.len, b: b.len, out: out.len });
-            }
-            None if a.len != out.len => {
-                return Err(Error::UnaryLengthMismatch { variant: name, a: a.len, out: out.len })
-            }
-            _ => {}
-        }
-        let o = out.bytes();
-        if [Some(a), b].iter().flatten().any(|s| s.bytes().start < o.end && o.start < s.bytes().end && !o.is_empty()) {
-            return Err(Error::WrongOperands { op: name, detail: "the output overlaps an input" });
-        }
+        check_record(self.id, kind, a, b, out)?;
         // Set by the registration that made `a` (a slot of this builder).
         let Some(shared) = self.owner else { return Err(Error::ForeignHandle { variant: name, what: "slots" }) };
         self.ops.push(Box::new(move |gpu: &Gpu, stream, pdl| {
@@ -213,6 +192,41 @@ impl<'a> GraphBuilder<'a> {
         let launches = self.ops.len();
         Ok(Graph { raw: Mutex::new(raw), launches, gpu: gpu.shared.clone(), _borrows: PhantomData })
     }
+}
+
+/// The record-time checks of one operation of builder `id` (what
+/// [`GraphBuilder::record`] refuses before anything is captured): slots of
+/// this builder, a writable output, equal lengths, an output that overlaps
+/// no input. Apart so the fuzz target (`crate::fuzzing`) reaches it.
+pub(crate) fn check_record<T>(id: u64, kind: OpKind, a: Slot<T>, b: Option<Slot<T>>, out: Slot<T>) -> Result<()> {
+    let name = kind.name();
+    if [Some(a), b, Some(out)].iter().flatten().any(|s| s.builder != id) {
+        return Err(Error::ForeignHandle { variant: name, what: "slots (of another graph builder)" });
+    }
+    if !out.writable {
+        return Err(Error::WrongOperands {
+            op: name,
+            detail: "the output slot is an input (register it with `output`)",
+        });
+    }
+    match b {
+        Some(b) if a.len != out.len || b.len != out.len => {
+            return Err(Error::LengthMismatch { variant: name, a: a.len, b: b.len, out: out.len });
+        }
+        None if a.len != out.len => return Err(Error::UnaryLengthMismatch { variant: name, a: a.len, out: out.len }),
+        _ => {}
+    }
+    let o = out.bytes();
+    if [Some(a), b].iter().flatten().any(|s| s.bytes().start < o.end && o.start < s.bytes().end && !o.is_empty()) {
+        return Err(Error::WrongOperands { op: name, detail: "the output overlaps an input" });
+    }
+    Ok(())
+}
+
+/// A slot from its parts, for the fuzz target only.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn fuzz_slot<T>(builder: u64, addr: u64, len: usize, writable: bool) -> Slot<T> {
+    Slot { builder, addr, len, writable, _t: PhantomData }
 }
 
 /// A captured graph of library operations; see [`Gpu::graph`]. `Send + Sync`:

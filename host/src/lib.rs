@@ -67,6 +67,9 @@ pub use capture::{Graph, GraphBuilder, Slot};
 mod context;
 mod element;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod gpu;
 mod graph;
 pub use graph::AddGraph;

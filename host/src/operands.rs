@@ -4,6 +4,10 @@
 
 use crate::buffer::{Pod, View, ViewMut};
 use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::pdl::Pdl;
+use kernels_gpu::ops::{OpKernel, OpKind};
+use kernels_gpu::Dtype;
 
 /// Below this many elements the automatic choice does not split off an unaligned
 /// head: the second launch would cost more than the narrower kernel.
@@ -76,4 +80,25 @@ pub(crate) enum AutoSplit {
     Peel(usize),
     /// The scalar kernel on everything.
     Scalar,
+}
+
+impl Gpu {
+    /// The PDL twin to launch instead of the automatic choice, when `pdl` says
+    /// so for `n` elements at operand addresses `addrs` (all 16-byte aligned:
+    /// the twins are 128-bit kernels, and a split head would be a second
+    /// launch). `None`: launch as without PDL.
+    pub(crate) fn pdl_choice(
+        &self,
+        pdl: Pdl,
+        kind: OpKind,
+        dtype: Dtype,
+        n: usize,
+        addrs: &[u64],
+    ) -> Option<&'static OpKernel> {
+        if n == 0 || !addrs.iter().all(|a| a % 16 == 0) {
+            return None;
+        }
+        let k = crate::pdl::twin(kind, dtype)?;
+        pdl.pays(self.info(), n, k.lanes()).then_some(k)
+    }
 }

@@ -302,17 +302,9 @@ impl Gpu {
                 Ok(pack.name)
             }
             AutoSplit::Scalar => {
-                // SAFETY: scalar's kernel: resolved by `scalar.name` itself.
-                unsafe {
-                    self.map_launch_raw(
-                        scalar,
-                        self.shared.func(scalar.name)?,
-                        LaunchConfig::default(),
-                        ops,
-                        raw,
-                        false,
-                    )
-                }?;
+                let (f, cfg) = (self.shared.func(scalar.name)?, LaunchConfig::default());
+                // SAFETY: scalar's kernel: `f` was resolved by `scalar.name`.
+                unsafe { self.map_launch_raw(scalar, f, cfg, ops, raw, false) }?;
                 Ok(scalar.name)
             }
         }
@@ -397,26 +389,5 @@ impl Gpu {
         // element-wise entry of the library whose table row gave `inputs`,
         // `tail`, `align`; `pdl` only for a twin, which waits first.
         unsafe { raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, raw) }
-    }
-}
-
-impl Gpu {
-    /// The PDL twin to launch instead of the automatic choice, when `pdl` says
-    /// so for `n` elements at operand addresses `addrs` (all 16-byte aligned:
-    /// the twins are 128-bit kernels, and a split head would be a second
-    /// launch). `None`: launch as without PDL.
-    pub(crate) fn pdl_choice(
-        &self,
-        pdl: Pdl,
-        kind: OpKind,
-        dtype: Dtype,
-        n: usize,
-        addrs: &[u64],
-    ) -> Option<&'static OpKernel> {
-        if n == 0 || !addrs.iter().all(|a| a % 16 == 0) {
-            return None;
-        }
-        let k = crate::pdl::twin(kind, dtype)?;
-        pdl.pays(self.info(), n, k.lanes()).then_some(k)
     }
 }

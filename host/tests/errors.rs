@@ -4,7 +4,7 @@ mod common;
 
 use common::gpu;
 use gpukern::half::f16;
-use gpukern::{CountVariant, Error, Gpu, LaunchConfig, MatmulVariant, TransposeVariant, Variant};
+use gpukern::{BinaryOp, CountVariant, Error, Gpu, LaunchConfig, MatmulVariant, TransposeVariant, UnaryOp, Variant};
 
 /// Runs everywhere: without a GPU (CI) `Gpu::new` must fail cleanly with NoDevice;
 /// with one, an index past the last device must.
@@ -316,4 +316,46 @@ fn device_assert() {
     }
     assert!(e.to_string().starts_with("gpu_assert failed (last user kernel queued: `debug_probe`) at "), "{e}");
     println!("ASSERT-CHILD-OK");
+}
+
+/// A cudarc buffer of another context is refused even on a stream of this
+/// `Gpu`'s context: each operand's context is checked, not only the stream's,
+/// and nothing is written (the output's canary stays).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cudarc_buffers_of_another_context_are_refused() {
+    use cudarc::driver::CudaContext;
+    let gpu = gpu();
+    let ours = CudaContext::new(0).unwrap().new_stream().unwrap();
+    let other = CudaContext::new_non_primary(0, 0).unwrap().new_stream().unwrap();
+    let canary = [5.0f32; 64];
+    let (ax, bx, mut cx) = (
+        ours.clone_htod(&[1.0f32; 64]).unwrap(),
+        ours.clone_htod(&[2.0f32; 64]).unwrap(),
+        ours.clone_htod(&canary).unwrap(),
+    );
+    let (ao, bo, mut co) = (
+        other.clone_htod(&[1.0f32; 64]).unwrap(),
+        other.clone_htod(&[2.0f32; 64]).unwrap(),
+        other.clone_htod(&canary).unwrap(),
+    );
+    let foreign = |e: Error| matches!(e, Error::ForeignContext { device: 0, .. });
+    // One foreign operand at a time, in each position, through a view or a slice.
+    assert!(foreign(gpu.binary_cudarc(BinaryOp::Add, &ao, &bx, &mut cx, &ours).unwrap_err()));
+    assert!(foreign(gpu.binary_cudarc(BinaryOp::Add, &ax, &bo.slice(1..), &mut cx, &ours).unwrap_err()));
+    assert!(foreign(gpu.unary_cudarc(UnaryOp::Neg, &ax, &mut co, &ours).unwrap_err()));
+    assert!(foreign(gpu.unary_cudarc(UnaryOp::Neg, &ax, &mut co.slice_mut(8..), &ours).unwrap_err()));
+    assert!(foreign(gpu.axpby_cudarc(1.0, &ax, 2.0, &bo, &mut cx, &ours).unwrap_err()));
+    ours.synchronize().unwrap();
+    assert_eq!(ours.clone_dtoh(&cx).unwrap(), canary.to_vec(), "our output was written");
+    assert_eq!(other.clone_dtoh(&co).unwrap(), canary.to_vec(), "the foreign output was written");
+    // All of ours still runs: 1 + 2 everywhere.
+    gpu.binary_cudarc(BinaryOp::Add, &ax, &bx, &mut cx, &ours).unwrap();
+    assert_eq!(ours.clone_dtoh(&cx).unwrap(), vec![3.0f32; 64]);
+    common::record(
+        "cudarc_buffers_of_another_context_are_refused",
+        "each foreign operand refused, canaries kept",
+        64,
+        true,
+    );
 }

@@ -8,7 +8,10 @@
 //!   example's workspace (`examples/custom-kernels`).
 //! * `ci`: what CI runs: fmt, clippy, `build-ptx --check`, `test`, then a
 //!   kernel crate built with gpukern-build under an empty `CARGO_HOME` (a fresh
-//!   machine) and the worked example built and tested on stable Rust.
+//!   machine), the worked example built and tested on stable Rust, and every
+//!   fuzz target for 60 s.
+//! * `fuzz [--seconds N] [TARGET...]`: the cargo-fuzz targets of `fuzz/` (PTX
+//!   readers, typed-signature check, graph record checks), N seconds each.
 //! * `report [args]`: the main job, `cargo run --release --bin report -- [args]`.
 //! * `bundle [--out DIR]`: release test, bench and report executables plus the PTX
 //!   and `run.sh` in one folder that runs on a GPU machine without Rust.
@@ -22,6 +25,7 @@ use clap::{Parser, Subcommand};
 use sha2::{Digest, Sha256};
 
 mod bundle;
+mod fuzz;
 mod ptx;
 mod results;
 
@@ -55,8 +59,16 @@ enum Cmd {
         args: Vec<String>,
     },
     /// What CI runs: fmt, clippy, build-ptx --check, test, a kernel build under
-    /// an empty CARGO_HOME, the example on stable Rust.
+    /// an empty CARGO_HOME, the example on stable Rust, 60 s per fuzz target.
     Ci,
+    /// Run the cargo-fuzz targets of fuzz/ (needs cargo-fuzz).
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Targets to run (default: all).
+        targets: Vec<String>,
+    },
     /// The main job: `cargo run --release --bin report -- [ARGS]` (`cargo xtask
     /// report --help` shows the report's own options).
     #[command(disable_help_flag = true)]
@@ -91,6 +103,7 @@ fn main() -> ExitCode {
             Cmd::BuildPtx { check } => build_ptx(check),
             Cmd::Test { args } => test(&args),
             Cmd::Ci => ci(),
+            Cmd::Fuzz { seconds, targets } => fuzz::fuzz(seconds, &targets),
             Cmd::Report { args } => report(&args),
             Cmd::Bundle { out } => bundle(&out),
             Cmd::ImportResults { dirs } => import_results(&dirs),
@@ -164,7 +177,8 @@ fn ci() -> Res {
     build_ptx(true)?;
     test(&[])?;
     step("kernel build under an empty CARGO_HOME", fresh_cargo_home)?;
-    step("the example on stable Rust", stable_example)
+    step("the example on stable Rust", stable_example)?;
+    step("fuzz targets, 60 s each", || fuzz::fuzz(60, &[]))
 }
 
 /// Runs a CI step and prints its time.
