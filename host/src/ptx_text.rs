@@ -101,10 +101,13 @@ fn close(toks: &[Tok<'_>], open: usize, (l, r): (char, char)) -> Result<usize, S
     Err(format!("an unbalanced `{l}`"))
 }
 
+/// A module-scope statement: its header, and its `{ … }` body (empty for a declaration).
+type Statement<'t, 'a> = (&'t [Tok<'a>], &'t [Tok<'a>]);
+
 /// The module-scope statements of a token list: each `;`-terminated
 /// declaration, and each header with the `{ … }` body after it (as two
 /// slices: header, body with its braces).
-fn top_level<'t, 'a>(toks: &'t [Tok<'a>]) -> Result<Vec<(&'t [Tok<'a>], &'t [Tok<'a>])>, String> {
+fn top_level<'t, 'a>(toks: &'t [Tok<'a>]) -> Result<Vec<Statement<'t, 'a>>, String> {
     let (mut out, mut start, mut k) = (Vec::new(), 0, 0);
     while k < toks.len() {
         match toks[k] {

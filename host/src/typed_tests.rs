@@ -57,7 +57,7 @@ fn entry_mismatches_name_the_parameter() {
 #[test]
 fn every_kernel_elem_has_a_host_type_and_a_name() {
     use crate::typed::{HostElem, ParamOf};
-    use gpukern_device::kernel::{F16Bits, KernelElem, Scalar};
+    use gpukern_device::kernel::{F16Bits, Scalar};
     fn host<T: HostElem>() -> (u32, usize, usize) {
         (T::CODE, std::mem::size_of::<T>(), std::mem::size_of::<T::Host>())
     }
