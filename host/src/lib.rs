@@ -48,6 +48,7 @@ pub use capture::{Graph, GraphBuilder, Slot};
 mod context;
 mod element;
 mod error;
+mod owners;
 mod gpu;
 mod graph;
 pub use graph::AddGraph;
