@@ -211,6 +211,8 @@ impl<'a> ManyTable<'a> {
 pub(crate) fn launch_many_table(func: RawFn, t: &ManyTable<'_>, stream: Queue<'_>, pdl: bool) -> Result<()> {
     let Some(mem) = t.mem.as_ref().filter(|_| t.chunks != 0) else { return Ok(()) };
     stream.order(&t.uses)?;
+    // The table too: its free then waits for this launch.
+    stream.order(&[mem.as_input()])?;
     // SAFETY: the table was made by many_descs from views that outlive it (its
     // lifetime), other streams' work on them is ordered before (above), and
     // freeing their buffers waits for queued work, as for every allocation of

@@ -180,6 +180,10 @@ impl DeviceAlloc {
     pub(crate) fn track(&self) -> &Track {
         &self.track
     }
+    /// The whole allocation as an operand a launch reads (a table of raw's own).
+    pub(crate) fn as_input(&self) -> Option<Use<'_>> {
+        Use::of_range(&self.track, self.addr, self.bytes, false)
+    }
 }
 
 impl Drop for DeviceAlloc {
