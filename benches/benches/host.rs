@@ -72,7 +72,7 @@ fn benches(c: &mut Criterion) {
             let mut i = 0u64;
             host_time_on(&[&stream, &second], iters, || {
                 i += 1;
-                let s = if i % 2 == 0 { &stream } else { &second };
+                let s = if i.is_multiple_of(2) { &stream } else { &second };
                 gpu.binary(BinaryOp::Mul, &a, &b, &mut out, s).map(|_| ())
             })
         })

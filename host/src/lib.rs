@@ -48,9 +48,9 @@ pub use capture::{Graph, GraphBuilder, Slot};
 mod context;
 mod element;
 mod error;
-mod owners;
 mod gpu;
 mod graph;
+mod owners;
 pub use graph::AddGraph;
 #[cfg(feature = "cudarc")]
 mod interop;

@@ -68,7 +68,7 @@ impl<'a> AddManyPlan<'a> {
         let raw = raw::capture(&self.gpu.shared.ctx, |s| {
             (0..launches).try_for_each(|_| raw::launch_many_table(func, &self.table, s, false))
         })?;
-        Ok(AddGraph::new(raw, launches, &self.gpu, self.table.uses().to_vec()))
+        Ok(AddGraph::new(raw, launches, &self.gpu, self.table.uses(), Some(self.table.serial())))
     }
 
     /// Triples in the list (empty ones included).

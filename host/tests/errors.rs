@@ -227,7 +227,7 @@ fn alloc_launch_free_cycles_do_not_leak() {
         gpu.add_auto(&a, &a, &mut c, &s1).unwrap();
         // Every other cycle the sum is read on a second stream, and both are
         // dropped with work queued: the frees wait for it.
-        if i % 2 == 1 {
+        if !i.is_multiple_of(2) {
             let mut d = gpu.alloc::<f16>(n).unwrap();
             gpu.unary(gpukern::UnaryOp::Neg, &c, &mut d, &s2).unwrap();
         } else {

@@ -95,9 +95,10 @@ fn root_reexports(src: &Path) -> BTreeMap<String, String> {
 /// The name an item is re-exported under (`Item as Other` → `Other`).
 fn items_alias(items: &str, item: &str) -> String {
     let after = items.split(item).nth(1).unwrap_or("");
-    let alias = after.trim_start().strip_prefix("as ").map(|a| {
-        a.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>()
-    });
+    let alias = after
+        .trim_start()
+        .strip_prefix("as ")
+        .map(|a| a.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>());
     alias.filter(|a| !a.is_empty()).unwrap_or_else(|| item.to_string())
 }
 

@@ -106,7 +106,8 @@ mod tests {
     fn the_record_says_which_tests_ran_and_which_were_left() {
         let log = "=== gpukern-gpu_math\nrunning 2 tests\ntest math_sweeps_cover_exactly_their_output ... ok\n\
                    test math_exhaustive ... ignored\n=== gpukern-errors\ntest device_assert ... FAILED\n";
-        let (ran, left) = super::which_ran(log, "./run.sh test (each with --include-ignored --skip math_exhaustive; x)");
+        let (ran, left) =
+            super::which_ran(log, "./run.sh test (each with --include-ignored --skip math_exhaustive; x)");
         assert_eq!(ran, ["gpukern-gpu_math::math_sweeps_cover_exactly_their_output", "gpukern-errors::device_assert"]);
         assert_eq!(left, ["math_exhaustive"]);
     }

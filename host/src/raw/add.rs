@@ -4,7 +4,6 @@
 
 use std::ffi::c_void;
 
-
 use super::{arg, launch, need, reads, writes, AnyBits, Queue, RawFn};
 use super::{DevRead, DevWrite};
 use crate::error::{Error, Result};

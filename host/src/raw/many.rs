@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys as cu;
 use kernels_gpu::foreach::{ManyDesc, ManyInline};
@@ -179,20 +179,24 @@ pub(crate) struct ManyTable<'a> {
     chunks: u64,
     /// The views' allocations, ordered across streams at each launch.
     uses: Vec<Option<Use<'a>>>,
+    /// Held across each launch's ordering and queueing: launches of one
+    /// table (`&self`, from several threads) write the same outputs, so one
+    /// must be queued before the next records its event (`order.rs`).
+    serial: Mutex<()>,
 }
 
 /// Uploads the table of `ops` (synchronously).
 pub(crate) fn many_table<'a>(ctx: &Arc<PrimaryContext>, ops: &[ManyOperand<'a>]) -> Result<ManyTable<'a>> {
     let (descs, owners, chunks) = many_descs(ops)?;
     if chunks == 0 {
-        return Ok(ManyTable { mem: None, owners_at: 0, chunks: 0, uses: Vec::new() });
+        return Ok(ManyTable { mem: None, owners_at: 0, chunks: 0, uses: Vec::new(), serial: Mutex::new(()) });
     }
     let (image, owners_at) = many_image(&descs, &owners);
     let bytes = std::mem::size_of_val(image.as_slice());
     let mem = alloc(ctx, bytes)?;
     let ptr = mem.addr();
     let uses = ops.iter().flat_map(|op| op.uses).collect();
-    let t = ManyTable { mem: Some(mem), owners_at, chunks, uses };
+    let t = ManyTable { mem: Some(mem), owners_at, chunks, uses, serial: Mutex::new(()) };
     // SAFETY: `ptr` holds `bytes`; the host image is a live slice of that size.
     check(unsafe { cu::cuMemcpyHtoD_v2(ptr, image.as_ptr() as *const c_void, bytes) })
         .map_err(|source| Error::Driver { context: "cuMemcpyHtoD", source })?;
@@ -200,9 +204,15 @@ pub(crate) fn many_table<'a>(ctx: &Arc<PrimaryContext>, ops: &[ManyOperand<'a>])
 }
 
 impl<'a> ManyTable<'a> {
-    /// The allocations its triples lie in (for a graph of its launches).
-    pub(crate) fn uses(&self) -> &[Option<Use<'a>>] {
-        &self.uses
+    /// The allocations a launch of it touches (for a graph of its launches):
+    /// its triples' and its own table's.
+    pub(crate) fn uses(&self) -> Vec<Option<Use<'_>>> {
+        let table = self.mem.as_ref().and_then(|m| m.as_input());
+        self.uses.iter().copied().chain([table]).collect()
+    }
+    /// The lock its launches are queued under (a graph of them takes it too).
+    pub(crate) fn serial(&self) -> &Mutex<()> {
+        &self.serial
     }
 }
 
@@ -210,6 +220,7 @@ impl<'a> ManyTable<'a> {
 /// (`ADD_MANY_PDL`) on sm_90.
 pub(crate) fn launch_many_table(func: RawFn, t: &ManyTable<'_>, stream: Queue<'_>, pdl: bool) -> Result<()> {
     let Some(mem) = t.mem.as_ref().filter(|_| t.chunks != 0) else { return Ok(()) };
+    let _serial = t.serial.lock().unwrap_or_else(|p| p.into_inner());
     stream.order(&t.uses)?;
     // The table too: its free then waits for this launch.
     stream.order(&[mem.as_input()])?;

@@ -1,7 +1,6 @@
 //! Launches of the math sweeps (`kernels_gpu::math`): `(start, out, n)`,
 //! `(start, y, out, n)` and `(x, y, out, n)`.
 
-
 use super::{arg, launch, map::check_elementwise, reads, writes, DevRead, DevWrite, Queue, RawFn};
 use crate::error::Result;
 

@@ -199,7 +199,8 @@ impl Drop for DeviceAlloc {
             Err(_) => false,
         };
         // SAFETY: waits for the legacy stream's queued work (no handle).
-        let legacy = !self.track.legacy_used() || check(unsafe { cu::cuStreamSynchronize(std::ptr::null_mut()) }).is_ok();
+        let legacy =
+            !self.track.legacy_used() || check(unsafe { cu::cuStreamSynchronize(std::ptr::null_mut()) }).is_ok();
         if waited && legacy {
             // SAFETY: memory `alloc` made in this live, current context, idle
             // (waited for above), freed once.

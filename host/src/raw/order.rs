@@ -51,7 +51,13 @@ struct StreamUse {
 
 impl Track {
     pub(crate) fn new(base: u64, bytes: usize) -> Track {
-        Track { base, bytes, solo: AtomicUsize::new(UNUSED), uses: Mutex::new(Vec::new()), legacy: AtomicBool::new(false) }
+        Track {
+            base,
+            bytes,
+            solo: AtomicUsize::new(UNUSED),
+            uses: Mutex::new(Vec::new()),
+            legacy: AtomicBool::new(false),
+        }
     }
 
     /// Makes `s` wait for what it must (fast: one atomic load when `s` is the
