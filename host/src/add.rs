@@ -122,7 +122,7 @@ impl Gpu {
         a: View<'_, T>,
         b: View<'_, T>,
         mut out: ViewMut<'_, T>,
-        raw: cudarc::driver::sys::CUstream,
+        raw: raw::Queue<'_>,
         pdl: Pdl,
     ) -> Result<Variant> {
         let dtype = T::DTYPE;
@@ -214,7 +214,7 @@ impl Gpu {
         self.check_owned(name, [x.owner(), y.owner()], stream)?;
         let mut counter = self.upload(&[0u64])?;
         let grid = grid_for(x.len() as u64, 1, COUNT_BLOCK, 65_536);
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         raw::launch_mismatch_count(
             self.shared.func(name)?,
             grid,
@@ -253,7 +253,7 @@ impl Gpu {
         cfg.check(name)?;
         self.check_owned(name, [marks.owner()], stream)?;
         let grid = grid_for(marks.len() as u64, lanes, cfg.block, cfg.max_grid);
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         raw::launch_mark_visits(self.shared.func(name)?, grid, cfg.block, &mut marks, stream.raw())
     }
 
@@ -313,7 +313,7 @@ impl Gpu {
         a: &View<'_, T>,
         b: &View<'_, T>,
         out: &mut ViewMut<'_, T>,
-        stream: cudarc::driver::sys::CUstream,
+        stream: raw::Queue<'_>,
     ) -> Result<()> {
         self.launch_tiled(variant, cfg, BulkConfig::default(), a, b, out, stream)
     }
@@ -328,7 +328,7 @@ impl Gpu {
         a: &View<'_, T>,
         b: &View<'_, T>,
         out: &mut ViewMut<'_, T>,
-        stream: cudarc::driver::sys::CUstream,
+        stream: raw::Queue<'_>,
     ) -> Result<()> {
         let n = a.len();
         let size = T::DTYPE.size() as u32;
@@ -360,7 +360,7 @@ impl Gpu {
             align: variant.align(),
             pdl: false,
         };
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         raw::launch_map(&launch, a, Some(b), out, stream)
     }
 }

@@ -50,6 +50,7 @@ mod element;
 mod error;
 mod gpu;
 mod graph;
+mod owners;
 pub use graph::AddGraph;
 #[cfg(feature = "cudarc")]
 mod interop;

@@ -67,7 +67,7 @@ impl Gpu {
             grid: grid_for(n, 1, DEFAULT_BLOCK, kernels_gpu::launch::MAX_GRID_X),
             block: DEFAULT_BLOCK,
         };
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         raw::launch_math(&l, args, &mut out, stream.raw())
     }
 }

@@ -263,7 +263,7 @@ impl Gpu {
         &self,
         kind: OpKind,
         ops: Operands<'_, T>,
-        raw: cudarc::driver::sys::CUstream,
+        raw: raw::Queue<'_>,
         pdl: Pdl,
     ) -> Result<&'static str> {
         if let (OpKind::Binary(BinaryOp::Add), Some(b)) = (kind, ops.b) {
@@ -326,7 +326,7 @@ impl Gpu {
         k: &'static OpKernel,
         cfg: LaunchConfig,
         ops: Operands<'_, T>,
-        raw: cudarc::driver::sys::CUstream,
+        raw: raw::Queue<'_>,
     ) -> Result<()> {
         self.check_map(k, cfg, &ops)?;
         self.map_launch_raw(k, self.shared.func(k.name)?, cfg, ops, raw, false)
@@ -352,7 +352,7 @@ impl Gpu {
         func: raw::RawFn,
         cfg: LaunchConfig,
         mut ops: Operands<'_, T>,
-        raw: cudarc::driver::sys::CUstream,
+        raw: raw::Queue<'_>,
         pdl: bool,
     ) -> Result<()> {
         let n = ops.a.len();
@@ -373,7 +373,7 @@ impl Gpu {
             align: k.align(),
             pdl,
         };
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, raw)
     }
 }

@@ -64,6 +64,8 @@ mod sealed {
 pub struct ArgSlots<'a> {
     slots: Vec<[u8; 8]>,
     owners: Vec<&'a Arc<Shared>>,
+    /// The slices' allocations, ordered across streams at the launch.
+    uses: Vec<Option<raw::Use<'a>>>,
 }
 
 /// A device element type and the host type that holds it (sealed: the host
@@ -122,6 +124,7 @@ impl<'a, T: HostElem> HostArg<'a> for InArg<T> {
         out.slots.push(v.addr().to_ne_bytes());
         out.slots.push((v.len() as u64).to_ne_bytes());
         out.owners.push(v.owner());
+        out.uses.push(v.use_as_input());
     }
 }
 
@@ -131,6 +134,7 @@ impl<'a, T: HostElem> HostArg<'a> for OutArg<T> {
         out.slots.push(v.addr().to_ne_bytes());
         out.slots.push((v.len() as u64).to_ne_bytes());
         out.owners.push(v.owner());
+        out.uses.push(v.use_as_output());
     }
 }
 
@@ -250,7 +254,7 @@ impl Module {
     {
         let name = K::NAME;
         let bad = |detail: String| Error::CustomOp { name: name.to_string(), detail };
-        self.inner.gpu.shared.bind()?;
+        let _live = self.inner.gpu.shared.bind()?;
         let manifest = format!("gpukern_kernel_{name}");
         let Some(bytes) = self.inner.raw.read_global(&manifest)? else {
             return Err(bad(format!("the module has no manifest `{manifest}`; declare the kernel with #[kernel]")));
@@ -317,11 +321,11 @@ impl<K: KernelSig> TypedKernel<K> {
             return Err(Error::Shape { kernel: self.name, detail });
         }
         gpu.check_stream_owned(self.name, stream)?;
-        let mut out = ArgSlots { slots: Vec::with_capacity(2 * K::PARAMS.len()), owners: Vec::new() };
+        let mut out = ArgSlots { slots: Vec::with_capacity(2 * K::PARAMS.len()), owners: Vec::new(), uses: Vec::new() };
         <K::Params as HostArgs<'a>>::slots(args, &mut out);
-        let ArgSlots { mut slots, owners } = out;
+        let ArgSlots { mut slots, owners, uses } = out;
         gpu.check_buffers_owned(self.name, owners)?;
-        gpu.shared.bind()?;
+        let _live = gpu.shared.bind()?;
         gpu.shared.note_user_kernel(self.name);
         let g = raw::Geometry3 { grid: l.grid, block: l.block, shared_bytes: l.shared_bytes };
         // PDL by the stream's setting, sized by the launch's threads.
@@ -332,7 +336,7 @@ impl<K: KernelSig> TypedKernel<K> {
         // exactly these slots; each slice is a live, owned, borrowed range with
         // its length (outputs exclusively), which the macro's entry turns into
         // bounds-checked slices; the geometry and shared memory are checked.
-        raw::launch_typed(self.kernel.func, g, stream.raw(), &mut slots, pdl)
+        raw::launch_typed(self.kernel.func, g, stream.raw(), &uses, &mut slots, pdl)
     }
 }
 

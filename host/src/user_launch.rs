@@ -49,7 +49,7 @@ impl Module {
     /// Checks a raw launch's geometry and stream before the unsafe part.
     pub(crate) fn check_launch(&self, name: &str, l: &Launch, stream: &Stream) -> Result<RawFn> {
         let gpu = &self.inner.gpu;
-        gpu.shared.bind()?;
+        let _live = gpu.shared.bind()?;
         let name = intern(name);
         gpu.check_stream_owned(name, stream)?;
         check_geometry(name, l, 1024)?;
@@ -98,7 +98,7 @@ impl Module {
         let g = raw::Geometry3 { grid: l.grid, block: l.block, shared_bytes: l.shared_bytes };
         // The caller's contract is launch_slots' (this is an unsafe fn); the
         // geometry, kernel and stream were checked above.
-        raw::launch_slots(func, g, stream.raw(), &mut slots, false)
+        raw::launch_slots(func, g, stream.raw().handle(), &mut slots, false)
     }
 }
 

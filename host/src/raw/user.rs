@@ -55,19 +55,22 @@ pub(crate) fn slot_of<T: super::AnyBits>(v: &T) -> [u8; 8] {
 /// parameter list were checked at load against the slots' layout, with every
 /// slice a live, owned range and its length (outputs exclusive borrows), and
 /// the geometry and shared memory checked against the device and the kernel.
-/// Only `TypedKernel::launch` calls it, after those checks; `pdl` only for a
+/// `uses` are the slices' allocations. Only `TypedKernel::launch` calls it, after those checks; `pdl` only for a
 /// `#[kernel(pdl)]` entry whose PTX was checked to wait first, on sm_90.
 pub(crate) fn launch_typed(
     func: RawFn,
     g: Geometry3,
-    stream: cu::CUstream,
+    stream: super::Queue<'_>,
+    uses: &[Option<super::Use<'_>>],
     slots: &mut [[u8; 8]],
     pdl: bool,
 ) -> Result<()> {
+    stream.order(uses)?;
     // SAFETY: per the checks listed above: the slots match the parameters in
     // number, order and size; every address is a live range of the stream's
     // context for as long as its borrow lasts (the caller synchronises before
     // freeing, as for every launch of this crate); the kernel's slices are
-    // bounds-checked, so it touches only those ranges.
-    unsafe { launch_slots(func, g, stream, slots, pdl) }
+    // bounds-checked, so it touches only those ranges; other streams' work
+    // on them (`uses`, one per slice) is ordered before (above).
+    unsafe { launch_slots(func, g, stream.handle(), slots, pdl) }
 }
