@@ -51,6 +51,12 @@
 )]
 #![warn(missing_docs)]
 
+// The soundness of the safe barrier and warp primitives rests on the PTX ISA's
+// rules for sm_70 and later (unaligned `barrier.sync`, `.sync` collectives in
+// divergent code); older targets give them the `.aligned` restrictions.
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_70")))]
+compile_error!("gpukern-device needs sm_70 or later: build with `-C target-cpu=sm_70` (gpukern-build does)");
+
 // The host build of `math` (its `fma`/`sqrt`, and `math::check`) uses std.
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;

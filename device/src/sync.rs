@@ -7,18 +7,31 @@
 //! * [`sync_threads`]: the block barrier; [`thread_fence`] and
 //!   [`thread_fence_block`]: memory fences.
 
-use core::arch::nvptx;
-
-/// `bar.sync 0` (`__syncthreads()`): waits until every thread of the block has
-/// arrived, and orders the block's shared- and global-memory accesses around it.
+/// `barrier.sync 0` (`__syncthreads()`): waits until every non-exited thread of
+/// the block has arrived, and orders the block's shared- and global-memory
+/// accesses around it.
 ///
-/// Every thread of the block must reach the same call (uniform control flow); a
-/// barrier some threads skip hangs or corrupts the block. That is a logic error,
-/// not undefined behaviour of Rust, so the function is safe.
+/// Safe in any control flow. This is `barrier.sync` *without* `.aligned`
+/// (PTX's `bar.sync` means `barrier.sync.aligned`, undefined unless every
+/// thread of the block executes the same instruction). On sm_70 and later (the
+/// crate refuses older targets) the PTX ISA defines the unaligned barrier for
+/// divergent threads: arrival is counted per thread, from any instruction, and
+/// a thread that has exited counts as arrived. So a barrier some threads skip
+/// can make the block wait for ever (the host then waits on the launch), or
+/// can complete with threads at different barriers, but it never makes a
+/// memory access undefined: accesses to shared memory are `unsafe` anyway, and
+/// their `// SAFETY:` comment is where the barrier placement is argued.
+///
+/// The unaligned form is also the one the compiler cannot break: rustc may
+/// duplicate an inline `asm!` into two branches (it has no `convergent`), which
+/// would turn a uniform `.aligned` barrier into a divergent one. On a warp
+/// that is converged, ptxas's code for it is the same `BAR.SYNC` behind one
+/// uniform branch.
 #[inline(always)]
 pub fn sync_threads() {
-    // SAFETY: a barrier; callers keep it in uniform control flow (see above).
-    unsafe { nvptx::_syncthreads() }
+    // SAFETY: a barrier, defined in any control flow on sm_70+ (see above); it
+    // reads and writes no memory of Rust's, it only orders (so no `nomem`).
+    unsafe { core::arch::asm!("barrier.sync 0;", options(nostack, preserves_flags)) }
 }
 
 /// The block's dynamic shared memory (its size set at launch), as `*mut T`,
@@ -73,7 +86,8 @@ pub fn thread_fence_block() {
 /// * the contents start undefined, and threads of the block share them: writes
 ///   and reads of different threads must be separated by
 ///   [`sync_threads`]; accesses through the pointer are `unsafe`;
-/// * the invoking crate enables `asm_experimental_arch` (inline PTX).
+/// * the invoking crate enables `asm_experimental_arch` (inline PTX) and, as
+///   every kernel crate, `abi_ptx` (see the README's kernel-crate template);
 ///
 /// (A statement-position form cannot work: `global_asm!` is an item that Rust
 /// accepts only at module scope.)
