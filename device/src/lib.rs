@@ -44,7 +44,8 @@
         asm_experimental_arch,
         gpu_intrinsics,
         gpu_launch_sized_workgroup_mem,
-        core_intrinsics
+        core_intrinsics,
+        link_llvm_intrinsics
     ),
     // core::intrinsics is how the dynamic shared-memory intrinsic is reached.
     allow(internal_features)

@@ -22,16 +22,24 @@
 /// memory access undefined: accesses to shared memory are `unsafe` anyway, and
 /// their `// SAFETY:` comment is where the barrier placement is argued.
 ///
-/// The unaligned form is also the one the compiler cannot break: rustc may
-/// duplicate an inline `asm!` into two branches (it has no `convergent`), which
-/// would turn a uniform `.aligned` barrier into a divergent one. On a warp
-/// that is converged, ptxas's code for it is the same `BAR.SYNC` behind one
-/// uniform branch.
+/// The unaligned form is also the one the compiler cannot break: a compiler
+/// pass that duplicates a barrier into two branches would turn a uniform
+/// `.aligned` barrier into a divergent one. On a converged warp, ptxas's code
+/// for it is the same `BAR.SYNC`, behind at most one uniform branch.
 #[inline(always)]
 pub fn sync_threads() {
-    // SAFETY: a barrier, defined in any control flow on sm_70+ (see above); it
-    // reads and writes no memory of Rust's, it only orders (so no `nomem`).
-    unsafe { core::arch::asm!("barrier.sync 0;", options(nostack, preserves_flags)) }
+    // SAFETY: a barrier, defined in any control flow on sm_70+ (see above).
+    unsafe { barrier_cta_sync_all(0) }
+}
+
+// LLVM's intrinsic rather than an `asm!`: it is `convergent`, so LLVM neither
+// duplicates it into branches nor moves it across them (an `asm!` barrier was
+// tail-duplicated: more barriers in the PTX, and more code), and it prints
+// `barrier.sync 0;`, the unaligned form.
+#[allow(improper_ctypes)]
+unsafe extern "llvm-intrinsic" {
+    #[link_name = "llvm.nvvm.barrier.cta.sync.all"]
+    fn barrier_cta_sync_all(id: u32);
 }
 
 /// The block's dynamic shared memory (its size set at launch), as `*mut T`,
