@@ -66,13 +66,7 @@ fn geom() -> Geom {
     let (b, _) = crate::thread::block_dim_xy();
     let warp = t / 32;
     let lanes = (b - warp * 32).min(32);
-    Geom {
-        lane: t % 32,
-        warp,
-        warps: b.div_ceil(32),
-        lanes,
-        mask: LaneMask::lanes(lanes),
-    }
+    Geom { lane: t % 32, warp, warps: b.div_ceil(32), lanes, mask: LaneMask::lanes(lanes) }
 }
 
 /// Inclusive scan over the lanes present of this warp (Kogge-Stone over

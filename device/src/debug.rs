@@ -215,8 +215,8 @@ pub unsafe fn printf_raw(format: &'static str, args: *const u8) {
 #[cfg(target_arch = "nvptx64")]
 mod device {
     use super::{AssertRecord, ASSERT_DONE, ASSERT_WRITING};
-    use core::ffi::CStr;
     use core::arch::nvptx;
+    use core::ffi::CStr;
     use core::sync::atomic::{AtomicU32, Ordering};
 
     /// The address of this module's assert record, written by the host when it

@@ -331,9 +331,18 @@ fn device_assert_prints_its_line() {
         let want = text.lines().find_map(|l| l.strip_prefix("EXPECTED-LINE: ")).map(str::to_owned);
         let printed: Vec<&str> = text.lines().filter(|l| l.starts_with("gpu_assert failed: block (")).collect();
         let exact = want.as_deref().is_some_and(|w| printed.contains(&w));
-        let well_formed = printed.iter().all(|l| l.ends_with(&format!("kernels-gpu/src/debug.rs:{}: {MESSAGE}", line_of(&want))));
-        common::record("device_assert_prints_its_line", "the printed gpu_assert line, exact", printed.len(), ok && exact);
-        assert!(ok && exact && well_formed && !printed.is_empty(), "expected {want:?} among {printed:#?}; child:\n{text}");
+        let well_formed =
+            printed.iter().all(|l| l.ends_with(&format!("kernels-gpu/src/debug.rs:{}: {MESSAGE}", line_of(&want))));
+        common::record(
+            "device_assert_prints_its_line",
+            "the printed gpu_assert line, exact",
+            printed.len(),
+            ok && exact,
+        );
+        assert!(
+            ok && exact && well_formed && !printed.is_empty(),
+            "expected {want:?} among {printed:#?}; child:\n{text}"
+        );
         return;
     }
     let gpu = Gpu::new(0).unwrap();

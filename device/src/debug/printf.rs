@@ -99,7 +99,9 @@ impl Spec {
                 b'p' if !wide && !short => conv::PTR,
                 b'c' if !wide && !short => conv::CHAR,
                 b'n' => panic!("gpu_printf!: `%n` is refused (it writes through a pointer)"),
-                _ => panic!("gpu_printf!: unsupported conversion (use d i u x X o c s p f F e E g G a A, with h hh l ll z j t)"),
+                _ => panic!(
+                    "gpu_printf!: unsupported conversion (use d i u x X o c s p f F e E g G a A, with h hh l ll z j t)"
+                ),
             };
             if spec.count == MAX_ARGS {
                 panic!("gpu_printf!: at most 12 conversions");
