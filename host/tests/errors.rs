@@ -327,3 +327,60 @@ fn device_assert() {
     assert!(e.to_string().starts_with("gpu_assert failed (last user kernel queued: `debug_probe`) at "), "{e}");
     println!("ASSERT-CHILD-OK");
 }
+
+/// `gpu_assert!`'s printed line is exact (issue 30: `%.*s`, which CUDA's
+/// vprintf lacks, printed garbage): the child prints, from the host's
+/// `Error::KernelAssert` record, the line the first failing thread must have
+/// printed; the parent finds that line, character for character, in the
+/// child's stdout, and checks every printed assert line has the same form.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_assert_prints_its_line() {
+    const MESSAGE: &str = "debug_probe: an element is not below the limit";
+    if !in_child() {
+        let (ok, text) = run_alone("device_assert_prints_its_line");
+        let want = text.lines().find_map(|l| l.strip_prefix("EXPECTED-LINE: ")).map(str::to_owned);
+        let printed: Vec<&str> = text.lines().filter(|l| l.starts_with("gpu_assert failed: block (")).collect();
+        let exact = want.as_deref().is_some_and(|w| printed.contains(&w));
+        let well_formed =
+            printed.iter().all(|l| l.ends_with(&format!("kernels-gpu/src/debug.rs:{}: {MESSAGE}", line_of(&want))));
+        common::record(
+            "device_assert_prints_its_line",
+            "the printed gpu_assert line, exact",
+            printed.len(),
+            ok && exact,
+        );
+        assert!(
+            ok && exact && well_formed && !printed.is_empty(),
+            "expected {want:?} among {printed:#?}; child:\n{text}"
+        );
+        return;
+    }
+    let gpu = Gpu::new(0).unwrap();
+    let stream = gpu.stream().unwrap();
+    let x: Vec<u32> = (0..4096).collect();
+    let dx = gpu.upload(&x).unwrap();
+    let m = gpu.load_module(gpukern::PTX).unwrap();
+    let l = gpukern::Launch { grid: (4, 1, 1), block: (256, 1, 1), shared_bytes: 0 };
+    let args = [gpukern::Arg::Ptr(dx.device_addr()), gpukern::Arg::U64(4096), gpukern::Arg::U32(100)];
+    // SAFETY: debug_probe takes (x: *const u32, n: u64, limit: u32) and reads
+    // x[..n], which `dx` holds and outlives the synchronisation.
+    unsafe { m.launch("debug_probe", l, &args, &stream) }.unwrap();
+    match stream.synchronize().unwrap_err() {
+        Error::KernelAssert(a) => {
+            assert_eq!(a.message, MESSAGE);
+            let ([b0, b1, b2], [t0, t1, t2]) = (a.block, a.thread);
+            println!(
+                "EXPECTED-LINE: gpu_assert failed: block ({b0}, {b1}, {b2}) thread ({t0}, {t1}, {t2}): {}:{}: {}",
+                a.file, a.line, a.message
+            );
+        }
+        e => panic!("expected KernelAssert, got {e:?}"),
+    }
+}
+
+/// The line number in an expected assert line (`…:LINE: message`), or 0.
+fn line_of(want: &Option<String>) -> u32 {
+    let w = want.as_deref().unwrap_or("");
+    w.rsplit_once(": debug_probe").and_then(|(head, _)| head.rsplit(':').next()?.parse().ok()).unwrap_or(0)
+}
