@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # GPU bundle runner: needs an NVIDIA driver, no Rust. Made by `cargo xtask bundle`.
 #
-#   ./run.sh test [OUT]        all tests, GPU ones included (--include-ignored);
-#                              writes OUT/tests.log, OUT/cases.jsonl, OUT/verify.json
+#   ./run.sh test [OUT]        all tests, GPU ones included (--include-ignored),
+#                              but the exhaustive math sweep (below): fits one
+#                              10-minute device call on an H100; writes
+#                              OUT/tests.log, OUT/cases.jsonl, OUT/verify.json
+#   ./run.sh exhaustive [OUT]  the exhaustive math sweep (gpu_math's
+#                              math_exhaustive: every f32 input of every
+#                              function, minutes); OUT/exhaustive.log,
+#                              OUT/exhaustive-cases.jsonl, OUT/verify-exhaustive.json
 #   ./run.sh bench [OUT]       the Criterion benches (cargo bench's executable)
 #   ./run.sh examples [OUT]    every example (the cudarc one included); OUT/examples.log
 #   ./run.sh report [ARGS]     the bandwidth report (see ./report --help)
@@ -14,6 +20,10 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cmd=${1:-help}
 shift || true
+
+# The tests `test` leaves to `exhaustive`, as libtest arguments: each name
+# here runs only there (the verify records list both sides).
+exhaustive_skips=(--skip math_exhaustive)
 
 run_tests() { # $1 = out dir, rest = extra args for every test binary
     local out=$1; shift
@@ -35,10 +45,26 @@ test)
     out=${1:-$here/out}; mkdir -p "$out"
     rm -f "$out/cases.jsonl"
     export GPUKERN_CASES="$out/cases.jsonl"
-    run_tests "$out" 2>&1 | tee "$out/tests.log"
+    run_tests "$out" "${exhaustive_skips[@]}" 2>&1 | tee "$out/tests.log"
     rc=${PIPESTATUS[0]}
     "$here/report" verify-record --cases "$out/cases.jsonl" --log "$out/tests.log" \
-        --command "./run.sh test (each test binary with --include-ignored)" --out "$out/verify.json" || rc=1
+        --command "./run.sh test (each test binary with --include-ignored ${exhaustive_skips[*]}; those run in ./run.sh exhaustive)" \
+        --out "$out/verify.json" || rc=1
+    exit $rc
+    ;;
+exhaustive)
+    out=${1:-$here/out}; mkdir -p "$out"
+    rm -f "$out/exhaustive-cases.jsonl"
+    export GPUKERN_CASES="$out/exhaustive-cases.jsonl"
+    # Only the names `test` skips, each in the binary that has it.
+    names=()
+    for ((i = 1; i < ${#exhaustive_skips[@]}; i += 2)); do names+=("${exhaustive_skips[i]}"); done
+    { echo "=== gpukern-gpu_math"
+      cd "$here" && "$here/tests/gpukern-gpu_math" --include-ignored --exact "${names[@]}"; } 2>&1 | tee "$out/exhaustive.log"
+    rc=${PIPESTATUS[0]}
+    "$here/report" verify-record --cases "$out/exhaustive-cases.jsonl" --log "$out/exhaustive.log" \
+        --command "./run.sh exhaustive (gpukern-gpu_math --include-ignored --exact ${names[*]}: the tests ./run.sh test skips)" \
+        --out "$out/verify-exhaustive.json" || rc=1
     exit $rc
     ;;
 bench)
@@ -73,7 +99,7 @@ sanitize)
     out=${1:-$here/out}; mkdir -p "$out"
     tools=${2:-memcheck,initcheck,racecheck,synccheck}
     export GPUKERN_SANITIZE=1
-    skips=(--skip huge_n --skip kernel_fault --skip faulting_user_kernel --skip alloc_launch_free --skip concurrent_streams --skip math_exhaustive --skip device_assert)
+    skips=(--skip huge_n --skip kernel_fault --skip faulting_user_kernel --skip alloc_launch_free --skip concurrent_streams --skip math_exhaustive --skip device_assert --skip reset_is_atomic)
     # Provenance: which GPU, driver, commit and PTX the record belongs to.
     commit=$(grep -o '"git_commit": *"[0-9a-f]*"' "$here/manifest.json" 2>/dev/null | grep -o '[0-9a-f]\{40\}')
     ptx=$(sha256sum "$here/kernels_gpu.ptx" 2>/dev/null | cut -d' ' -f1)
@@ -120,7 +146,7 @@ sanitize)
     }
     # racecheck and synccheck: the kernels with shared memory and barriers (the
     # seed-003 studies; the bulk-copy kernels with their mbarriers, in gpu_hopper; the block collectives, in gpu_block).
-    run_tool memcheck 270 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors gpukern-gpu_hopper gpukern-gpu_ops gpukern-gpu_block gpukern-gpu_math gpukern-gpu_pdl custom-kernels-app-gpu custom-kernels-app-typed custom-kernels-app-pdl" --leak-check full --padding 512
+    run_tool memcheck 270 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors gpukern-gpu_hopper gpukern-gpu_ops gpukern-gpu_block gpukern-gpu_math gpukern-gpu_pdl gpukern-gpu_order custom-kernels-app-gpu custom-kernels-app-typed custom-kernels-app-pdl" --leak-check full --padding 512
     # initcheck does not see the global writes of the bulk-copy engine: every
     # byte a cp.async.bulk shared->global store wrote reads as uninitialized to it.
     export GPUKERN_NO_BULK_STORE=1

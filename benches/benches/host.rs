@@ -6,6 +6,14 @@
 //! Only the calls are timed: every 256 calls the stream is synchronised
 //! outside the measurement, so the launch queue never fills and a call never
 //! waits for the GPU.
+//!
+//! Cross-stream ordering (`raw/order.rs`) costs one atomic load per operand
+//! while a buffer stays on one stream (`binary_mul_f32_1024`);
+//! `binary_mul_f32_1024_two_streams` alternates two streams on the same
+//! output, so every call records an event and waits for it (the slow path).
+//! Compare with a baseline saved on the commit before:
+//! `cargo bench --bench host -- --save-baseline before`, then
+//! `cargo bench --bench host -- --baseline before`.
 
 use std::time::{Duration, Instant};
 
@@ -16,7 +24,12 @@ use gpukern::{BinaryOp, Gpu, Stream, UnaryOp};
 const BATCH: u64 = 256;
 
 /// Wall time of `iters` calls of `call`, synchronising (untimed) every BATCH.
-fn host_time(stream: &Stream, iters: u64, mut call: impl FnMut() -> gpukern::Result<()>) -> Duration {
+fn host_time(stream: &Stream, iters: u64, call: impl FnMut() -> gpukern::Result<()>) -> Duration {
+    host_time_on(&[stream], iters, call)
+}
+
+/// As [`host_time`], synchronising every stream in `streams`.
+fn host_time_on(streams: &[&Stream], iters: u64, mut call: impl FnMut() -> gpukern::Result<()>) -> Duration {
     let mut total = Duration::ZERO;
     let mut left = iters;
     while left > 0 {
@@ -26,7 +39,9 @@ fn host_time(stream: &Stream, iters: u64, mut call: impl FnMut() -> gpukern::Res
             call().expect("launch");
         }
         total += t.elapsed();
-        stream.synchronize().expect("sync");
+        for s in streams {
+            s.synchronize().expect("sync");
+        }
         left -= k;
     }
     total
@@ -49,6 +64,17 @@ fn benches(c: &mut Criterion) {
     g.bench_function("binary_mul_f32_1024", |bch| {
         bch.iter_custom(|iters| {
             host_time(&stream, iters, || gpu.binary(BinaryOp::Mul, &a, &b, &mut out, &stream).map(|_| ()))
+        })
+    });
+    let second = gpu.stream().expect("stream");
+    g.bench_function("binary_mul_f32_1024_two_streams", |bch| {
+        bch.iter_custom(|iters| {
+            let mut i = 0u64;
+            host_time_on(&[&stream, &second], iters, || {
+                i += 1;
+                let s = if i.is_multiple_of(2) { &stream } else { &second };
+                gpu.binary(BinaryOp::Mul, &a, &b, &mut out, s).map(|_| ())
+            })
         })
     });
     g.bench_function("binary_add_f32_1024", |bch| {

@@ -31,6 +31,19 @@ pub fn f32_to_bf16_rne(x: f32) -> u16 {
     ((bits + round_bit_and_sticky) >> 16) as u16
 }
 
+/// sm_90's hardware rounding `cvt.rn.bf16.f32`: for every non-NaN input the
+/// same bits as [`f32_to_bf16_rne`], in one instruction (NaN stays NaN). It
+/// lives here, below `lanes` and `hopper`, because both round with it: the
+/// portable `lanes::Bf16` in sm_90 builds and `hopper::Bf16Sm90`.
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+#[inline(always)]
+pub fn f32_to_bf16_cvt(x: f32) -> u16 {
+    let r: u16;
+    // SAFETY: a register conversion (round to nearest even; NaN stays NaN).
+    unsafe { core::arch::asm!("cvt.rn.bf16.f32 {0}, {1};", out(reg16) r, in(reg32) x, options(pure, nomem, nostack)) };
+    r
+}
+
 /// The correctly rounded bfloat16 sum of two bfloat16 values.
 ///
 /// The f32 sum is rounded once to 24 bits, then once more to 8 bits. Because

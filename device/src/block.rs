@@ -6,17 +6,22 @@
 //!
 //! ```ignore
 //! // In a kernel: every thread of the block calls it, with its own value.
-//! let prefix = block::exclusive_scan(x, |a: u32, b| a + b, 0);
-//! let total = block::reduce_all(x, u32::max);
+//! // SAFETY: no thread of the block returns or branches around these calls.
+//! let prefix = unsafe { block::exclusive_scan(x, |a: u32, b| a + b, 0) };
+//! let total = unsafe { block::reduce_all(x, u32::max) };
 //! ```
 //!
-//! # Rules
+//! # Rules (the `# Safety` of every collective)
 //! * **Every thread of the block calls, with the same function and `op`**
-//!   (uniform control flow): the calls contain barriers (`bar.sync`) and
-//!   warp shuffles, and a thread that skips one hangs or corrupts the block. A
-//!   thread without data passes an identity of `op` (0 for a sum, the largest
-//!   value for a min, ...). This is a logic error, not Rust undefined behaviour, so the
-//!   functions are safe (as [`sync_threads`](crate::sync_threads) is).
+//!   (uniform control flow), and the block's threads call the same sequence
+//!   of collectives: the calls share one scratch in shared memory, ordered by
+//!   barriers (`barrier.sync`) that count threads, not call sites. A thread
+//!   that skips a call (an early `return`, a branch on the thread index) lets
+//!   the others pass a barrier before the scratch is written, or write it
+//!   while they still read it: a data race, undefined behaviour. That is why
+//!   the collectives are `unsafe fn`s. A thread without data passes an
+//!   identity of `op` (0 for a sum, the largest value for a min, ...) instead
+//!   of skipping.
 //! * The block is 1-D (`blockDim.y == blockDim.z == 1`); a last warp with
 //!   fewer than 32 threads is fine (its shuffles name only the lanes present).
 //! * `op` must be associative; it need not be commutative: values are always
@@ -32,178 +37,16 @@
 //! back-to-back calls are safe without a barrier of yours (the comment on
 //! `core_scan` says why two are enough).
 
-use core::arch::asm;
-
 use crate::sync::sync_threads;
+
+mod value;
+pub use value::{BlockNum, BlockValue, LaneMask};
 
 crate::static_shared!(
     /// The managed scratch: slots 0..32 hold each warp's total, slots 32..64
     /// the running totals over warps (see `core_scan`).
     gpukern_block_scratch: [u64; 64]
 );
-
-/// A value the block collectives can move between threads: `Copy`, at most 8
-/// bytes and 8-byte aligned (a scratch slot), exchanged between lanes of a
-/// warp with `shfl.sync`.
-///
-/// `mask` is the warp's member mask: exactly the lanes that execute the call
-/// (the collectives pass the lanes present). A type of your own implements
-/// these by shuffling its 32-bit words with `u32`'s implementation, as `u64`
-/// does.
-pub trait BlockValue: Copy {
-    /// `shfl.sync.up`: the value of lane `lane - delta` (this lane's own below `delta`).
-    fn shfl_up(self, delta: u32, mask: u32) -> Self;
-    /// `shfl.sync.down`: the value of lane `lane + delta`, or this lane's own
-    /// when that is past `clamp` (the last lane to read from).
-    fn shfl_down(self, delta: u32, clamp: u32, mask: u32) -> Self;
-    /// `shfl.sync.idx`: the value of lane `src`.
-    fn shfl_idx(self, src: u32, mask: u32) -> Self;
-}
-
-/// One `shfl.sync` of 32 bits; `$mode` is up, down or idx.
-macro_rules! shfl32 {
-    ($mode:literal, $v:expr, $b:expr, $c:expr, $mask:expr) => {{
-        let r: u32;
-        // SAFETY: a register exchange between the lanes of `mask`, which the
-        // callers keep to the lanes present and calling; no memory is touched.
-        // Not `pure`: the compiler must neither drop nor merge a collective.
-        unsafe {
-            asm!(
-                concat!("shfl.sync.", $mode, ".b32 {r}, {v}, {b}, {c}, {m};"),
-                r = out(reg32) r, v = in(reg32) $v, b = in(reg32) $b, c = in(reg32) $c, m = in(reg32) $mask,
-                options(nomem, nostack, preserves_flags),
-            );
-        }
-        r
-    }};
-}
-
-impl BlockValue for u32 {
-    #[inline(always)]
-    fn shfl_up(self, delta: u32, mask: u32) -> Self {
-        shfl32!("up", self, delta, 0u32, mask)
-    }
-    #[inline(always)]
-    fn shfl_down(self, delta: u32, clamp: u32, mask: u32) -> Self {
-        shfl32!("down", self, delta, clamp, mask)
-    }
-    #[inline(always)]
-    fn shfl_idx(self, src: u32, mask: u32) -> Self {
-        shfl32!("idx", self, src, 31u32, mask)
-    }
-}
-
-/// Implements [`BlockValue`] for a 32-bit type through its bits.
-macro_rules! via_u32 {
-    ($t:ty, $to:expr, $from:expr) => {
-        impl BlockValue for $t {
-            #[inline(always)]
-            fn shfl_up(self, delta: u32, mask: u32) -> Self {
-                $from($to(self).shfl_up(delta, mask))
-            }
-            #[inline(always)]
-            fn shfl_down(self, delta: u32, clamp: u32, mask: u32) -> Self {
-                $from($to(self).shfl_down(delta, clamp, mask))
-            }
-            #[inline(always)]
-            fn shfl_idx(self, src: u32, mask: u32) -> Self {
-                $from($to(self).shfl_idx(src, mask))
-            }
-        }
-    };
-}
-
-via_u32!(i32, |x: i32| x as u32, |x: u32| x as i32);
-via_u32!(f32, f32::to_bits, f32::from_bits);
-
-/// Two 32-bit shuffles: the low word, then the high word.
-impl BlockValue for u64 {
-    #[inline(always)]
-    fn shfl_up(self, delta: u32, mask: u32) -> Self {
-        join((self as u32).shfl_up(delta, mask), ((self >> 32) as u32).shfl_up(delta, mask))
-    }
-    #[inline(always)]
-    fn shfl_down(self, delta: u32, clamp: u32, mask: u32) -> Self {
-        join((self as u32).shfl_down(delta, clamp, mask), ((self >> 32) as u32).shfl_down(delta, clamp, mask))
-    }
-    #[inline(always)]
-    fn shfl_idx(self, src: u32, mask: u32) -> Self {
-        join((self as u32).shfl_idx(src, mask), ((self >> 32) as u32).shfl_idx(src, mask))
-    }
-}
-
-#[inline(always)]
-fn join(lo: u32, hi: u32) -> u64 {
-    lo as u64 | (hi as u64) << 32
-}
-
-/// The element types with built-in sum, min and max ([`sum`], [`min`],
-/// [`max`] and their scans): u32, i32, u64 (wrapping sums) and f32.
-///
-/// f32: the sum is `add.rn.f32` in the block's tree order (see [`sum`]);
-/// min and max order `-0.0` below `+0.0` and ignore a NaN operand (as
-/// `fminf`/`fmaxf`): the result is NaN only when every value is.
-pub trait BlockNum: BlockValue {
-    /// Identity of the sum (`0`; `+0.0` for f32, the value thread 0 of an
-    /// exclusive sum gets).
-    const ZERO: Self;
-    /// Identity of the max: the smallest value (`-inf` for f32).
-    const LOWEST: Self;
-    /// Identity of the min: the largest value (`+inf` for f32).
-    const HIGHEST: Self;
-    /// The sum's operation.
-    fn sum_op(self, o: Self) -> Self;
-    /// The min's operation.
-    fn min_op(self, o: Self) -> Self;
-    /// The max's operation.
-    fn max_op(self, o: Self) -> Self;
-}
-
-macro_rules! int_num {
-    ($($t:ty),*) => {$(
-        impl BlockNum for $t {
-            const ZERO: Self = 0;
-            const LOWEST: Self = <$t>::MIN;
-            const HIGHEST: Self = <$t>::MAX;
-            #[inline(always)]
-            fn sum_op(self, o: Self) -> Self { self.wrapping_add(o) }
-            #[inline(always)]
-            fn min_op(self, o: Self) -> Self { Ord::min(self, o) }
-            #[inline(always)]
-            fn max_op(self, o: Self) -> Self { Ord::max(self, o) }
-        }
-    )*};
-}
-int_num!(u32, i32, u64);
-
-impl BlockNum for f32 {
-    const ZERO: Self = 0.0;
-    const LOWEST: Self = f32::NEG_INFINITY;
-    const HIGHEST: Self = f32::INFINITY;
-    #[inline(always)]
-    fn sum_op(self, o: Self) -> Self {
-        self + o
-    }
-    // Written out rather than `f32::min` (LLVM's minnum leaves the sign of an
-    // equal pair of zeros open), so every thread and the CPU reference agree
-    // bit for bit.
-    #[inline(always)]
-    fn min_op(self, o: Self) -> Self {
-        if o.is_nan() || self < o || (self == o && self.is_sign_negative()) {
-            self
-        } else {
-            o
-        }
-    }
-    #[inline(always)]
-    fn max_op(self, o: Self) -> Self {
-        if o.is_nan() || self > o || (self == o && self.is_sign_positive()) {
-            self
-        } else {
-            o
-        }
-    }
-}
 
 /// Where this thread is: its warp, its lane, and the warp's lanes present.
 #[derive(Clone, Copy)]
@@ -214,7 +57,7 @@ struct Geom {
     /// Lanes present in this warp (32 except in a partial last warp).
     lanes: u32,
     /// Member mask of those lanes.
-    mask: u32,
+    mask: LaneMask,
 }
 
 #[inline(always)]
@@ -223,13 +66,7 @@ fn geom() -> Geom {
     let (b, _) = crate::thread::block_dim_xy();
     let warp = t / 32;
     let lanes = (b - warp * 32).min(32);
-    Geom {
-        lane: t % 32,
-        warp,
-        warps: b.div_ceil(32),
-        lanes,
-        mask: if lanes == 32 { u32::MAX } else { (1 << lanes) - 1 },
-    }
+    Geom { lane: t % 32, warp, warps: b.div_ceil(32), lanes, mask: LaneMask::lanes(lanes) }
 }
 
 /// Inclusive scan over the lanes present of this warp (Kogge-Stone over
@@ -280,8 +117,12 @@ fn slot<T>(i: u32) -> *mut T {
 /// after its reads of A; and it writes B only after barrier 1 of the next
 /// call, which every reader of B reaches after its read. With one warp, no
 /// scratch and no barrier: the total is the last lane's, by `shfl.sync.idx`.
+///
+/// # Safety
+/// The public collectives' contract: every thread of the 1-D block calls, in
+/// the same sequence of collectives. The comments below rest on it.
 #[inline(always)]
-fn core_scan<T: BlockValue>(x: T, op: &impl Fn(T, T) -> T, want_total: bool) -> Scan<T> {
+unsafe fn core_scan<T: BlockValue>(x: T, op: &impl Fn(T, T) -> T, want_total: bool) -> Scan<T> {
     let g = geom();
     let warp = warp_inclusive(x, op, g);
     if g.warps == 1 {
@@ -315,24 +156,35 @@ fn core_scan<T: BlockValue>(x: T, op: &impl Fn(T, T) -> T, want_total: bool) -> 
 
 /// The combination of every thread's `x` by `op`, in thread order. The result
 /// is promised in thread 0 only (other threads get the same value today, but
-/// use [`reduce_all`] to rely on that). Every thread of the block must call
-/// (see the module's rules).
+/// use [`reduce_all`] to rely on that).
+///
+/// # Safety
+/// Every thread of the block calls, with the same `op`, in the same sequence
+/// of collectives; the block is 1-D (the module's rules).
 #[inline(always)]
-pub fn reduce<T: BlockValue>(x: T, op: impl Fn(T, T) -> T) -> T {
-    reduce_all(x, op)
+pub unsafe fn reduce<T: BlockValue>(x: T, op: impl Fn(T, T) -> T) -> T {
+    // SAFETY: the caller's contract is this one.
+    unsafe { reduce_all(x, op) }
 }
 
 /// As [`reduce`], with the result in every thread.
+///
+/// # Safety
+/// As [`reduce`].
 #[inline(always)]
-pub fn reduce_all<T: BlockValue>(x: T, op: impl Fn(T, T) -> T) -> T {
-    core_scan(x, &op, true).total
+pub unsafe fn reduce_all<T: BlockValue>(x: T, op: impl Fn(T, T) -> T) -> T {
+    // SAFETY: the caller's contract is core_scan's.
+    unsafe { core_scan(x, &op, true).total }
 }
 
-/// Thread `t` gets `x₀ op x₁ op … op x_t` (its own value included). Every
-/// thread of the block must call.
+/// Thread `t` gets `x₀ op x₁ op … op x_t` (its own value included).
+///
+/// # Safety
+/// As [`reduce`].
 #[inline(always)]
-pub fn inclusive_scan<T: BlockValue>(x: T, op: impl Fn(T, T) -> T) -> T {
-    let s = core_scan(x, &op, false);
+pub unsafe fn inclusive_scan<T: BlockValue>(x: T, op: impl Fn(T, T) -> T) -> T {
+    // SAFETY: the caller's contract is core_scan's.
+    let s = unsafe { core_scan(x, &op, false) };
     match s.before {
         Some(b) => op(b, s.warp),
         None => s.warp,
@@ -341,10 +193,14 @@ pub fn inclusive_scan<T: BlockValue>(x: T, op: impl Fn(T, T) -> T) -> T {
 
 /// Thread `t` gets `init op x₀ op … op x_{t-1}`: thread 0 gets `init`. With
 /// `init` an identity of `op` (0 for a sum), that is the plain exclusive scan;
-/// another `init` offsets every result. Every thread of the block must call.
+/// another `init` offsets every result.
+///
+/// # Safety
+/// As [`reduce`].
 #[inline(always)]
-pub fn exclusive_scan<T: BlockValue>(x: T, op: impl Fn(T, T) -> T, init: T) -> T {
-    let s = core_scan(x, &op, false);
+pub unsafe fn exclusive_scan<T: BlockValue>(x: T, op: impl Fn(T, T) -> T, init: T) -> T {
+    // SAFETY: the caller's contract is core_scan's.
+    let s = unsafe { core_scan(x, &op, false) };
     let g = geom();
     // The lane below's inclusive value: every lane present shuffles.
     let prev = s.warp.shfl_up(1, g.mask);
@@ -359,33 +215,33 @@ pub fn exclusive_scan<T: BlockValue>(x: T, op: impl Fn(T, T) -> T, init: T) -> T
     }
 }
 
-/// The block's sum, in every thread (integers wrap; an f32 sum rounds at each
-/// step of the tree: lanes in Kogge-Stone order, then the warps' totals).
-#[inline(always)]
-pub fn sum<T: BlockNum>(x: T) -> T {
-    reduce_all(x, T::sum_op)
+/// Declares the [`BlockNum`] conveniences, each a collective above with the
+/// type's own operation.
+macro_rules! conveniences {
+    ($($(#[$doc:meta])* $name:ident = |$x:ident| $body:expr;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As [`reduce`].
+        #[inline(always)]
+        pub unsafe fn $name<T: BlockNum>($x: T) -> T {
+            // SAFETY: the caller's contract is the collective's.
+            unsafe { $body }
+        }
+    )*};
 }
 
-/// The block's smallest value, in every thread (f32: see [`BlockNum`]).
-#[inline(always)]
-pub fn min<T: BlockNum>(x: T) -> T {
-    reduce_all(x, T::min_op)
-}
-
-/// The block's largest value, in every thread (f32: see [`BlockNum`]).
-#[inline(always)]
-pub fn max<T: BlockNum>(x: T) -> T {
-    reduce_all(x, T::max_op)
-}
-
-/// Inclusive prefix sum (see [`sum`] for the rounding).
-#[inline(always)]
-pub fn inclusive_sum<T: BlockNum>(x: T) -> T {
-    inclusive_scan(x, T::sum_op)
-}
-
-/// Exclusive prefix sum: thread 0 gets `T::ZERO`.
-#[inline(always)]
-pub fn exclusive_sum<T: BlockNum>(x: T) -> T {
-    exclusive_scan(x, T::sum_op, T::ZERO)
+conveniences! {
+    /// The block's sum, in every thread (integers wrap; an f32 sum rounds at
+    /// each step of the tree: lanes in Kogge-Stone order, then the warps'
+    /// totals).
+    sum = |x| reduce_all(x, T::sum_op);
+    /// The block's smallest value, in every thread (f32: see [`BlockNum`]).
+    min = |x| reduce_all(x, T::min_op);
+    /// The block's largest value, in every thread (f32: see [`BlockNum`]).
+    max = |x| reduce_all(x, T::max_op);
+    /// Inclusive prefix sum (see [`sum`] for the rounding).
+    inclusive_sum = |x| inclusive_scan(x, T::sum_op);
+    /// Exclusive prefix sum: thread 0 gets `T::ZERO`.
+    exclusive_sum = |x| exclusive_scan(x, T::sum_op, T::ZERO);
 }

@@ -5,13 +5,16 @@
 //!   host next synchronises (the driver's buffer is 1 MiB by default; what
 //!   does not fit is dropped). Arguments are promoted as C's varargs are
 //!   (`f32` → `f64`), so `%f` prints an `f32`; `%d`/`%u` take `i32`/`u32`,
-//!   `%lld`/`%llu` take `i64`/`u64`, `%p` a pointer. Nothing checks the format
-//!   against the arguments, as in C: a mismatch prints garbage, never more.
+//!   `%lld`/`%llu` take `i64`/`u64`, `%p` a pointer, `%s` a `&'static CStr`
+//!   (`c"…"`: NUL-terminated by construction). The format is checked against
+//!   the arguments at compile time ([`printf`]): a wrong type, a missing or
+//!   extra argument, `%n` or `*` is a compile error.
 //! * [`gpu_assert!`](crate::gpu_assert): when the condition is false, the
 //!   first failing thread of the launch writes the message, file, line, block
 //!   and thread into an [`AssertRecord`] the host mapped into the device's
 //!   address space (the module global `gpukern_assert_slot` holds its
-//!   address), prints the same line, and traps. The host library reads the
+//!   address), prints the same line (`gpu_assert failed: block (x, y, z)
+//!   thread (x, y, z): file:line: message`), and traps. The host library reads the
 //!   record after the fault and reports `Error::KernelAssert`. As after any
 //!   fault, the context is unusable afterwards (see `gpukern::Gpu::reset`).
 
@@ -47,75 +50,13 @@ pub const ASSERT_DONE: u32 = 2;
 
 const _: () = assert!(core::mem::size_of::<AssertRecord>() == 512);
 
-/// C's default argument promotion for one `printf` argument.
-pub trait PrintfArg {
-    /// The promoted type, as `vprintf` reads it.
-    type Out: Copy;
-    /// The promoted value.
-    fn promote(self) -> Self::Out;
-}
+use core::ffi::CStr;
 
-macro_rules! printf_args {
-    ($($t:ty => $o:ty),*) => {$(
-        impl PrintfArg for $t {
-            type Out = $o;
-            #[inline(always)]
-            fn promote(self) -> $o {
-                self as $o
-            }
-        }
-    )*};
-}
-printf_args!(f32 => f64, f64 => f64, i32 => i32, u32 => u32, i64 => i64, u64 => u64, usize => u64, isize => i64,
-    u8 => u32, i8 => i32, u16 => u32, i16 => i32);
-
-impl PrintfArg for bool {
-    type Out = i32;
-    #[inline(always)]
-    fn promote(self) -> i32 {
-        self as i32
-    }
-}
-
-impl<T> PrintfArg for *const T {
-    type Out = *const T;
-    #[inline(always)]
-    fn promote(self) -> *const T {
-        self
-    }
-}
-
-impl<T> PrintfArg for *mut T {
-    type Out = *mut T;
-    #[inline(always)]
-    fn promote(self) -> *mut T {
-        self
-    }
-}
-
-/// Declares `#[repr(C)]` argument buffers of 1..=12 fields: C lays varargs
-/// out as a struct of the promoted values, each at its natural alignment.
-macro_rules! arg_structs {
-    ($($name:ident($($t:ident),+);)*) => {$(
-        #[doc(hidden)]
-        #[repr(C)]
-        pub struct $name<$($t),+>($(pub $t),+);
-    )*};
-}
-arg_structs! {
-    Args1(A);
-    Args2(A, B);
-    Args3(A, B, C);
-    Args4(A, B, C, D);
-    Args5(A, B, C, D, E);
-    Args6(A, B, C, D, E, F);
-    Args7(A, B, C, D, E, F, G);
-    Args8(A, B, C, D, E, F, G, H);
-    Args9(A, B, C, D, E, F, G, H, I);
-    Args10(A, B, C, D, E, F, G, H, I, J);
-    Args11(A, B, C, D, E, F, G, H, I, J, K);
-    Args12(A, B, C, D, E, F, G, H, I, J, K, L);
-}
+pub mod printf;
+#[doc(hidden)]
+pub use printf::{
+    Args1, Args10, Args11, Args12, Args2, Args3, Args4, Args5, Args6, Args7, Args8, Args9, PrintfArg, Spec,
+};
 
 /// The argument buffer of a [`gpu_printf!`](crate::gpu_printf) call, by count.
 #[doc(hidden)]
@@ -160,46 +101,111 @@ macro_rules! printf_args {
 }
 
 /// `printf` with a compile-time format and up to 12 arguments (see the module
-/// docs for the conversions). Does nothing on the host build (so kernel code
-/// that prints still compiles there).
+/// docs for the conversions). The format is checked against the arguments
+/// when the kernel compiles:
+///
+/// ```
+/// use core::ffi::CStr;
+/// let (n, x, name): (u64, f32, &'static CStr) = (4, 0.5, c"probe");
+/// gpukern_device::gpu_printf!("%s: n = %llu, x = %f\n", name, n, x);
+/// ```
+///
+/// ```compile_fail
+/// // `%s` needs a NUL-terminated C string; an integer is refused.
+/// gpukern_device::gpu_printf!("%s\n", 7u64);
+/// ```
+///
+/// Does nothing on the host build (so kernel code that prints still compiles
+/// there, with the same checks).
 #[macro_export]
 macro_rules! gpu_printf {
-    ($fmt:literal $(,)?) => {
-        $crate::debug::printf_raw(concat!($fmt, "\0"), ::core::ptr::null())
-    };
-    ($fmt:literal, $($a:expr),+ $(,)?) => {{
-        let args = $crate::printf_args!($($crate::debug::PrintfArg::promote($a)),+);
-        $crate::debug::printf_raw(concat!($fmt, "\0"), &args as *const _ as *const u8)
+    ($fmt:literal $(,)?) => {{
+        const _: $crate::debug::Spec = $crate::debug::Spec::of(concat!($fmt, "\0"), 0);
+        // SAFETY: a NUL-terminated literal format with no conversion (checked
+        // above), so vprintf reads no argument.
+        unsafe { $crate::debug::printf_raw(concat!($fmt, "\0"), ::core::ptr::null()) }
     }};
+    ($fmt:literal, $($a:expr),+ $(,)?) => {{
+        const __GPUKERN_SPEC: $crate::debug::Spec =
+            $crate::debug::Spec::of(concat!($fmt, "\0"), [$(stringify!($a)),+].len());
+        let args = $crate::__printf_pack!(__GPUKERN_SPEC; []; (0usize); $($a,)+);
+        // SAFETY: a NUL-terminated literal format; each argument was promoted
+        // through `PrintfArg` for its conversion's class (checked when this
+        // compiled), laid out as C's varargs in `args`, which outlives the call;
+        // `%s` arguments are `&'static CStr`s; `%n` was refused.
+        unsafe { $crate::debug::printf_raw(concat!($fmt, "\0"), &args as *const _ as *const u8) }
+    }};
+}
+
+/// Promotes each argument through `PrintfArg<{ kind of its conversion }>`,
+/// then packs them (an internal step of [`gpu_printf!`](crate::gpu_printf)).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __printf_pack {
+    ($spec:ident; [$($done:expr,)*]; ($i:expr); ) => {
+        $crate::printf_args!($($done),*)
+    };
+    ($spec:ident; [$($done:expr,)*]; ($i:expr); $a:expr, $($rest:expr,)*) => {
+        $crate::__printf_pack!(
+            $spec;
+            [$($done,)* $crate::debug::PrintfArg::<{ $spec.kinds[$i] }>::promote($a),];
+            ($i + 1);
+            $($rest,)*
+        )
+    };
 }
 
 /// Checks a condition in a kernel: when it is false, records the message with
 /// the file and line for the host (`Error::KernelAssert`), prints it, and
-/// traps. `gpu_assert!(cond)` uses the condition's text as the message.
+/// traps. `gpu_assert!(cond)` uses the condition's text as the message; a
+/// message is a string literal (it is stored NUL-terminated, for `%s`).
 #[macro_export]
 macro_rules! gpu_assert {
-    ($cond:expr $(,)?) => {
-        $crate::gpu_assert!($cond, stringify!($cond))
-    };
-    ($cond:expr, $msg:expr $(,)?) => {
+    (@fail $cond:expr, $msg:expr) => {
         if !$cond {
-            $crate::debug::assert_failed($msg, file!(), line!())
+            $crate::debug::assert_failed(
+                const { $crate::debug::c_str(concat!($msg, "\0")) },
+                const { $crate::debug::c_str(concat!(file!(), "\0")) },
+                line!(),
+            )
         }
+    };
+    ($cond:expr $(,)?) => {
+        $crate::gpu_assert!(@fail $cond, stringify!($cond))
+    };
+    ($cond:expr, $msg:literal $(,)?) => {
+        $crate::gpu_assert!(@fail $cond, $msg)
     };
 }
 
-/// `vprintf(format, args)`: `format` ends with a NUL; `args` points at the
-/// promoted arguments laid out as C does (or is null).
+/// `s` (ending with its only NUL) as a C string; a compile error in the
+/// `const` that [`gpu_assert!`](crate::gpu_assert) evaluates it in otherwise.
+#[doc(hidden)]
+pub const fn c_str(s: &'static str) -> &'static CStr {
+    match CStr::from_bytes_with_nul(s.as_bytes()) {
+        Ok(c) => c,
+        Err(_) => panic!("gpu_assert!: the message holds a NUL byte"),
+    }
+}
+
+/// `vprintf(format, args)`, unchecked: what [`gpu_printf!`](crate::gpu_printf)
+/// calls after its compile-time checks.
+///
+/// # Safety
+/// `format` ends with a NUL; `args` is null when the format has no
+/// conversion, and otherwise points at a live buffer of the promoted
+/// arguments laid out as C's varargs (a `#[repr(C)]` struct of them), one per
+/// conversion and of the type `vprintf` reads for it; every `%s` argument
+/// points at a NUL-terminated string that lives until the host has flushed
+/// the output (a `'static` one); the format has no `%n`.
 #[inline(always)]
-pub fn printf_raw(format: &'static str, args: *const u8) {
+pub unsafe fn printf_raw(format: &'static str, args: *const u8) {
     #[cfg(target_arch = "nvptx64")]
     {
         extern "C" {
             fn vprintf(format: *const u8, args: *const u8) -> i32;
         }
-        // SAFETY: the format is a NUL-terminated static string; `args` is
-        // null or points at a live buffer laid out for it (the macro's), and
-        // vprintf only reads them.
+        // SAFETY: the caller's contract is vprintf's.
         unsafe { vprintf(format.as_ptr(), args) };
     }
     #[cfg(not(target_arch = "nvptx64"))]
@@ -210,6 +216,7 @@ pub fn printf_raw(format: &'static str, args: *const u8) {
 mod device {
     use super::{AssertRecord, ASSERT_DONE, ASSERT_WRITING};
     use core::arch::nvptx;
+    use core::ffi::CStr;
     use core::sync::atomic::{AtomicU32, Ordering};
 
     /// The address of this module's assert record, written by the host when it
@@ -222,9 +229,10 @@ mod device {
     static ASSERT_CLAIM: AtomicU32 = AtomicU32::new(0);
 
     /// Copies `s` into `dst` as a NUL-terminated string, truncated to fit.
-    fn copy_str(dst: &mut [u8], s: &str) {
+    fn copy_str(dst: &mut [u8], s: &CStr) {
+        let s = s.to_bytes();
         let n = s.len().min(dst.len() - 1);
-        dst[..n].copy_from_slice(&s.as_bytes()[..n]);
+        dst[..n].copy_from_slice(&s[..n]);
         dst[n] = 0;
     }
 
@@ -232,7 +240,7 @@ mod device {
     /// stdout, then `trap`.
     #[cold]
     #[inline(never)]
-    pub fn assert_failed(message: &str, file: &str, line: u32) -> ! {
+    pub fn assert_failed(message: &'static CStr, file: &'static CStr, line: u32) -> ! {
         // SAFETY: a plain read of the module global the host wrote before launch.
         let slot = unsafe { core::ptr::read_volatile(&raw const ASSERT_SLOT) };
         // SAFETY: special registers.
@@ -262,19 +270,18 @@ mod device {
                 }
             }
         }
+        // Plain `%s` of NUL-terminated strings: CUDA's vprintf has no `%.*s`.
         crate::gpu_printf!(
-            "gpu_assert failed: block (%u, %u, %u) thread (%u, %u, %u): %.*s:%u: %.*s\n",
+            "gpu_assert failed: block (%u, %u, %u) thread (%u, %u, %u): %s:%u: %s\n",
             block[0],
             block[1],
             block[2],
             thread[0],
             thread[1],
             thread[2],
-            file.len() as i32,
-            file.as_ptr(),
+            file,
             line,
-            message.len() as i32,
-            message.as_ptr()
+            message
         );
         // SAFETY: trap ends the kernel; the host sees the fault at its next sync.
         unsafe { nvptx::trap() }
@@ -287,6 +294,7 @@ pub use device::assert_failed;
 /// On the host build a failed assert panics with the same message, so a
 /// kernel's code can be run and tested on the CPU.
 #[cfg(not(target_arch = "nvptx64"))]
-pub fn assert_failed(message: &str, file: &str, line: u32) -> ! {
-    panic!("gpu_assert failed at {file}:{line}: {message}")
+pub fn assert_failed(message: &'static CStr, file: &'static CStr, line: u32) -> ! {
+    let (m, f) = (message.to_str().unwrap_or("(not UTF-8)"), file.to_str().unwrap_or("(not UTF-8)"));
+    panic!("gpu_assert failed at {f}:{line}: {m}")
 }

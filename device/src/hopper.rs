@@ -216,10 +216,7 @@ impl Elem for Bf16Sm90 {
     }
     #[inline(always)]
     fn narrow(x: f32) -> u16 {
-        let r: u16;
-        // SAFETY: a register conversion (round to nearest even; NaN stays NaN).
-        unsafe { asm!("cvt.rn.bf16.f32 {0}, {1};", out(reg16) r, in(reg32) x, options(pure, nomem, nostack)) };
-        r
+        crate::bits::f32_to_bf16_cvt(x)
     }
     #[inline(always)]
     fn zip_word(x: u32, y: u32, f: impl Fn(u16, u16) -> u16) -> u32 {

@@ -44,12 +44,19 @@
         asm_experimental_arch,
         gpu_intrinsics,
         gpu_launch_sized_workgroup_mem,
-        core_intrinsics
+        core_intrinsics,
+        link_llvm_intrinsics
     ),
     // core::intrinsics is how the dynamic shared-memory intrinsic is reached.
     allow(internal_features)
 )]
 #![warn(missing_docs)]
+
+// The soundness of the safe barrier and warp primitives rests on the PTX ISA's
+// rules for sm_70 and later (unaligned `barrier.sync`, `.sync` collectives in
+// divergent code); older targets give them the `.aligned` restrictions.
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_70")))]
+compile_error!("gpukern-device needs sm_70 or later: build with `-C target-cpu=sm_70` (gpukern-build does)");
 
 // The host build of `math` (its `fma`/`sqrt`, and `math::check`) uses std.
 #[cfg(not(target_arch = "nvptx64"))]

@@ -7,18 +7,39 @@
 //! * [`sync_threads`]: the block barrier; [`thread_fence`] and
 //!   [`thread_fence_block`]: memory fences.
 
-use core::arch::nvptx;
-
-/// `bar.sync 0` (`__syncthreads()`): waits until every thread of the block has
-/// arrived, and orders the block's shared- and global-memory accesses around it.
+/// `barrier.sync 0` (`__syncthreads()`): waits until every non-exited thread of
+/// the block has arrived, and orders the block's shared- and global-memory
+/// accesses around it.
 ///
-/// Every thread of the block must reach the same call (uniform control flow); a
-/// barrier some threads skip hangs or corrupts the block. That is a logic error,
-/// not undefined behaviour of Rust, so the function is safe.
+/// Safe in any control flow. This is `barrier.sync` *without* `.aligned`
+/// (PTX's `bar.sync` means `barrier.sync.aligned`, undefined unless every
+/// thread of the block executes the same instruction). On sm_70 and later (the
+/// crate refuses older targets) the PTX ISA defines the unaligned barrier for
+/// divergent threads: arrival is counted per thread, from any instruction, and
+/// a thread that has exited counts as arrived. So a barrier some threads skip
+/// can make the block wait for ever (the host then waits on the launch), or
+/// can complete with threads at different barriers, but it never makes a
+/// memory access undefined: accesses to shared memory are `unsafe` anyway, and
+/// their `// SAFETY:` comment is where the barrier placement is argued.
+///
+/// The unaligned form is also the one the compiler cannot break: a compiler
+/// pass that duplicates a barrier into two branches would turn a uniform
+/// `.aligned` barrier into a divergent one. On a converged warp, ptxas's code
+/// for it is the same `BAR.SYNC`, behind at most one uniform branch.
 #[inline(always)]
 pub fn sync_threads() {
-    // SAFETY: a barrier; callers keep it in uniform control flow (see above).
-    unsafe { nvptx::_syncthreads() }
+    // SAFETY: a barrier, defined in any control flow on sm_70+ (see above).
+    unsafe { barrier_cta_sync_all(0) }
+}
+
+// LLVM's intrinsic rather than an `asm!`: it is `convergent`, so LLVM neither
+// duplicates it into branches nor moves it across them (an `asm!` barrier was
+// tail-duplicated: more barriers in the PTX, and more code), and it prints
+// `barrier.sync 0;`, the unaligned form.
+#[allow(improper_ctypes)]
+unsafe extern "llvm-intrinsic" {
+    #[link_name = "llvm.nvvm.barrier.cta.sync.all"]
+    fn barrier_cta_sync_all(id: u32);
 }
 
 /// The block's dynamic shared memory (its size set at launch), as `*mut T`,
@@ -73,7 +94,8 @@ pub fn thread_fence_block() {
 /// * the contents start undefined, and threads of the block share them: writes
 ///   and reads of different threads must be separated by
 ///   [`sync_threads`]; accesses through the pointer are `unsafe`;
-/// * the invoking crate enables `asm_experimental_arch` (inline PTX).
+/// * the invoking crate enables `asm_experimental_arch` (inline PTX) and, as
+///   every kernel crate, `abi_ptx` (see the README's kernel-crate template);
 ///
 /// (A statement-position form cannot work: `global_asm!` is an item that Rust
 /// accepts only at module scope.)

@@ -1,10 +1,20 @@
 //! Warp-level primitives over the full warp (mask `0xffffffff`): shuffles,
 //! votes and reductions.
 //!
-//! Every function here is a collective: all 32 lanes of the warp must call it
-//! together (the same call, converged), as the `.sync` instructions with a full
-//! mask require. A call from a diverged warp is a logic error that the hardware
-//! may hang on, so these are documented preconditions, not `unsafe`.
+//! Each function is a collective meant for all 32 lanes of the warp, called
+//! together. They are safe in any control flow, because on sm_70 and later
+//! (the crate refuses older targets) the PTX ISA defines the `.sync`
+//! instructions in divergent code: the executing lane waits until every
+//! non-exited lane of the mask has executed a `shfl.sync` (`vote.sync`) with
+//! the same qualifiers and mask, and a value sourced from a lane that is not
+//! active is unspecified bits. The one undefined case, an executing lane
+//! outside the mask, cannot happen with the full mask. So a call from a
+//! diverged warp (or a partial last warp, whose missing lanes never run)
+//! gives unspecified numbers or makes the warp wait, never undefined
+//! behaviour: every result is a plain `u32`/`bool`/`f32`, valid for any bits,
+//! and no memory is touched. For results that mean something, call from
+//! converged code; [`crate::block`]'s collectives pass the lanes present
+//! instead of the full mask.
 
 use core::arch::asm;
 
@@ -13,7 +23,8 @@ use core::arch::asm;
 #[inline(always)]
 pub fn shfl_down(v: u32, delta: u32) -> u32 {
     let r: u32;
-    // SAFETY: register exchange within the warp; no memory is touched.
+    // SAFETY: register exchange within the warp, the executing lane in the
+    // full mask; defined in divergent code on sm_70+ (module docs); no memory.
     unsafe {
         asm!("shfl.sync.down.b32 {0}, {1}, {2}, 31, -1;", out(reg32) r, in(reg32) v, in(reg32) delta, options(nomem, nostack, preserves_flags));
     }

@@ -122,7 +122,7 @@ impl Gpu {
         a: View<'_, T>,
         b: View<'_, T>,
         mut out: ViewMut<'_, T>,
-        raw: cudarc::driver::sys::CUstream,
+        raw: raw::Queue<'_>,
         pdl: Pdl,
     ) -> Result<Variant> {
         let dtype = T::DTYPE;
@@ -215,7 +215,7 @@ impl Gpu {
         self.check_owned(name, [x.owner(), y.owner()], stream)?;
         let mut counter = self.upload(&[0u64])?;
         let grid = grid_for(x.len() as u64, 1, COUNT_BLOCK, 65_536);
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `name` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
@@ -259,7 +259,7 @@ impl Gpu {
         cfg.check(name)?;
         self.check_owned(name, [marks.owner()], stream)?;
         let grid = grid_for(marks.len() as u64, lanes, cfg.block, cfg.max_grid);
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `name` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
@@ -322,7 +322,7 @@ impl Gpu {
         a: &View<'_, T>,
         b: &View<'_, T>,
         out: &mut ViewMut<'_, T>,
-        stream: cudarc::driver::sys::CUstream,
+        stream: raw::Queue<'_>,
     ) -> Result<()> {
         self.launch_tiled(variant, cfg, BulkConfig::default(), a, b, out, stream)
     }
@@ -337,7 +337,7 @@ impl Gpu {
         a: &View<'_, T>,
         b: &View<'_, T>,
         out: &mut ViewMut<'_, T>,
-        stream: cudarc::driver::sys::CUstream,
+        stream: raw::Queue<'_>,
     ) -> Result<()> {
         let n = a.len();
         let size = T::DTYPE.size() as u32;
@@ -369,7 +369,7 @@ impl Gpu {
             align: variant.align(),
             pdl: false,
         };
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: `launch.func` is `variant`'s kernel, resolved by its name from this
         // Gpu's own modules; the add table's row fixes `inputs`, `tail` and `align`.
         unsafe { raw::launch_map(&launch, a, Some(b), out, stream) }

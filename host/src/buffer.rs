@@ -1,7 +1,11 @@
 //! Typed device memory: owned [`DeviceVec`]s and borrowed [`View`]/[`ViewMut`] ranges.
 //!
 //! A view borrows its buffer, so the borrow checker guarantees the memory outlives
-//! every use of the view, and that an output view never aliases an input.
+//! every use of the view, and that an output view never aliases an input. A
+//! view also carries its allocation's tracker (`raw::Track`): work queued on
+//! one stream is ordered after other streams' work on the same buffer, so a
+//! borrow that ends when a call returns is enough even while the kernel runs
+//! on (see `raw/order.rs`).
 
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
@@ -10,7 +14,7 @@ use std::sync::Arc;
 use crate::context::Shared;
 pub use crate::element::{Element, Pod};
 use crate::error::{Error, Result};
-use crate::raw::{self, DevRead, DevWrite};
+use crate::raw::{self, DevRead, DevWrite, Track};
 
 /// Resolves a range against a length, or says why it does not fit.
 pub(crate) fn bounds(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
@@ -30,9 +34,12 @@ pub(crate) fn bounds(range: impl RangeBounds<usize>, len: usize) -> Result<(usiz
     Ok((start, end))
 }
 
-/// An owned array of `T` in device memory. Freed on drop.
+/// An owned array of `T` in device memory. Freed on drop, once the work queued
+/// on it (on any stream) is done.
 ///
-/// Fresh buffers hold unspecified bits. `Send + Sync`: any thread may use it, and
+/// Fresh buffers hold unspecified bits. Work queued on one stream waits for
+/// earlier work on it queued on another, so no kernel reads what another
+/// stream may still write, or writes what it may still read. `Send + Sync`: any thread may use it, and
 /// the owning [`crate::Gpu`]'s context is made current for each operation.
 pub struct DeviceVec<T: Pod> {
     /// Freed on drop (while the context is live).
@@ -71,12 +78,12 @@ impl<T: Pod> DeviceVec<T> {
 
     /// The whole buffer, read-only.
     pub fn view(&self) -> View<'_, T> {
-        View { addr: self.addr, len: self.len, gpu: &self.gpu, _t: PhantomData }
+        View { addr: self.addr, len: self.len, gpu: &self.gpu, track: Some(self._mem.track()), _t: PhantomData }
     }
 
     /// The whole buffer, writable.
     pub fn view_mut(&mut self) -> ViewMut<'_, T> {
-        ViewMut { addr: self.addr, len: self.len, gpu: &self.gpu, _t: PhantomData }
+        ViewMut { addr: self.addr, len: self.len, gpu: &self.gpu, track: Some(self._mem.track()), _t: PhantomData }
     }
 
     /// A read-only sub-range, e.g. `buf.slice(3..)` (an unaligned start is allowed).
@@ -86,13 +93,7 @@ impl<T: Pod> DeviceVec<T> {
 
     /// A writable sub-range.
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<ViewMut<'_, T>> {
-        let (s, e) = bounds(range, self.len)?;
-        Ok(ViewMut {
-            addr: self.addr + (s * std::mem::size_of::<T>()) as u64,
-            len: e - s,
-            gpu: &self.gpu,
-            _t: PhantomData,
-        })
+        self.view_mut().into_slice(range)
     }
 
     /// Copies the whole buffer to a new host vector (waits for the copy).
@@ -123,6 +124,8 @@ pub struct View<'a, T: Pod> {
     addr: u64,
     len: usize,
     gpu: &'a Arc<Shared>,
+    /// `None` for foreign memory (`from_raw_parts`).
+    track: Option<&'a Track>,
     _t: PhantomData<&'a [T]>,
 }
 
@@ -142,11 +145,11 @@ impl<'a, T: Pod> View<'a, T> {
     /// A sub-range of this view.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<View<'a, T>> {
         let (s, e) = bounds(range, self.len)?;
-        Ok(View { addr: self.addr + (s * std::mem::size_of::<T>()) as u64, len: e - s, gpu: self.gpu, _t: PhantomData })
+        Ok(View { addr: self.addr + (s * std::mem::size_of::<T>()) as u64, len: e - s, ..*self })
     }
     /// Copies to a new host vector.
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        self.gpu.bind()?;
+        let _live = self.gpu.bind()?;
         let mut out = vec![T::ZERO; self.len];
         raw::download(&mut out, self)?;
         Ok(out)
@@ -155,45 +158,23 @@ impl<'a, T: Pod> View<'a, T> {
     pub(crate) fn owner(&self) -> &'a Arc<Shared> {
         self.gpu
     }
+    /// This view as an operand an operation reads, for as long as `'a`
+    /// (`None`: foreign memory, or empty).
+    pub(crate) fn use_as_input(&self) -> Option<raw::Use<'a>> {
+        raw::Use::of_range(self.track?, self.addr, self.len * std::mem::size_of::<T>(), false)
+    }
 
-    /// A view of a range this crate already checked.
+    /// A view of a range this crate already checked, untracked: for work
+    /// queued where ordering is done by the caller (a graph's capture, whose
+    /// buffers are ordered when the graph launches).
     ///
     /// # Safety
     /// `addr .. addr + len·size_of::<T>()` lies in memory of `gpu`'s context
-    /// that is borrowed (shared or exclusively) for all of `'a`.
+    /// that is borrowed (shared or exclusively) for all of `'a`; work queued
+    /// through the view is ordered against other streams by the caller.
     pub(crate) unsafe fn from_checked(gpu: &'a Arc<Shared>, addr: u64, len: usize) -> Self {
-        View { addr, len, gpu, _t: PhantomData }
+        View { addr, len, gpu, track: None, _t: PhantomData }
     }
-
-    /// A view of `len` elements of `T` at device address `addr`, memory this
-    /// crate did not allocate (another library's buffer, a raw allocation).
-    ///
-    /// Errors when `addr` is null or not aligned for `T`, or `len` bytes would
-    /// wrap the address space.
-    ///
-    /// # Safety
-    /// For all of `'a` and until the work queued through the view has finished:
-    /// `addr .. addr + len·size_of::<T>()` is device memory allocated in `gpu`'s
-    /// context (the device's primary context: memory of `cuMemAlloc` there, or
-    /// of cudarc, PyTorch and others that use it), stays allocated, and is not
-    /// written by anything else.
-    pub unsafe fn from_raw_parts(gpu: &'a crate::Gpu, addr: u64, len: usize) -> Result<Self> {
-        let (addr, len) = raw_range::<T>(addr, len)?;
-        Ok(View { addr, len, gpu: &gpu.shared, _t: PhantomData })
-    }
-}
-
-/// Checks a foreign device range: non-null, aligned for `T`, no wrap-around.
-fn raw_range<T>(addr: u64, len: usize) -> Result<(u64, usize)> {
-    let size = std::mem::size_of::<T>() as u64;
-    let bytes = (len as u64).checked_mul(size).and_then(|b| addr.checked_add(b));
-    if addr == 0 || !addr.is_multiple_of(std::mem::align_of::<T>() as u64) || bytes.is_none() {
-        return Err(Error::Shape {
-            kernel: "from_raw_parts",
-            detail: format!("{len} elements at {addr:#x}: null, misaligned for the element type, or wrapping"),
-        });
-    }
-    Ok((addr, len))
 }
 
 /// A writable range of device memory borrowed exclusively from a [`DeviceVec`].
@@ -201,6 +182,8 @@ pub struct ViewMut<'a, T: Pod> {
     addr: u64,
     len: usize,
     gpu: &'a Arc<Shared>,
+    /// `None` for foreign memory (`from_raw_parts`).
+    track: Option<&'a Track>,
     _t: PhantomData<&'a mut [T]>,
 }
 
@@ -219,21 +202,24 @@ impl<'a, T: Pod> ViewMut<'a, T> {
     }
     /// Reborrows as read-only.
     pub fn as_view(&self) -> View<'_, T> {
-        View { addr: self.addr, len: self.len, gpu: self.gpu, _t: PhantomData }
+        View { addr: self.addr, len: self.len, gpu: self.gpu, track: self.track, _t: PhantomData }
+    }
+    /// A reborrow for as long as `&mut self`.
+    fn reborrow(&mut self) -> ViewMut<'_, T> {
+        ViewMut { addr: self.addr, len: self.len, gpu: self.gpu, track: self.track, _t: PhantomData }
     }
     /// Reborrows as a shorter writable view (the borrow keeps `self` locked).
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<ViewMut<'_, T>> {
+        self.reborrow().into_slice(range)
+    }
+    /// Consumes the view, keeping `range` of it.
+    fn into_slice(self, range: impl RangeBounds<usize>) -> Result<ViewMut<'a, T>> {
         let (s, e) = bounds(range, self.len)?;
-        Ok(ViewMut {
-            addr: self.addr + (s * std::mem::size_of::<T>()) as u64,
-            len: e - s,
-            gpu: self.gpu,
-            _t: PhantomData,
-        })
+        Ok(ViewMut { addr: self.addr + (s * std::mem::size_of::<T>()) as u64, len: e - s, ..self })
     }
     /// Splits into two disjoint writable views at `mid`.
     pub fn split_at_mut(&mut self, mid: usize) -> Result<(ViewMut<'_, T>, ViewMut<'_, T>)> {
-        ViewMut { addr: self.addr, len: self.len, gpu: self.gpu, _t: PhantomData }.into_split_at(mid)
+        self.reborrow().into_split_at(mid)
     }
     /// Consumes the view and splits it into two disjoint views at `mid` that keep
     /// the original borrow (so both can outlive this call).
@@ -242,49 +228,46 @@ impl<'a, T: Pod> ViewMut<'a, T> {
             return Err(Error::OutOfBounds { start: mid, end: self.len, len: self.len });
         }
         let size = std::mem::size_of::<T>() as u64;
-        let head = ViewMut { addr: self.addr, len: mid, gpu: self.gpu, _t: PhantomData };
-        let tail = ViewMut { addr: self.addr + mid as u64 * size, len: self.len - mid, gpu: self.gpu, _t: PhantomData };
+        let (gpu, track) = (self.gpu, self.track);
+        let head = ViewMut { addr: self.addr, len: mid, gpu, track, _t: PhantomData };
+        let tail = ViewMut { addr: self.addr + mid as u64 * size, len: self.len - mid, gpu, track, _t: PhantomData };
         Ok((head, tail))
     }
 
     /// Overwrites from a host slice of the same length.
     pub fn copy_from(&mut self, src: &[T]) -> Result<()> {
-        self.gpu.bind()?;
+        let _live = self.gpu.bind()?;
         raw::upload(self, src)
     }
     /// Sets every element to the bit pattern `bits`.
     pub fn fill_bits(&mut self, bits: u32) -> Result<()> {
-        self.gpu.bind()?;
+        let _live = self.gpu.bind()?;
         raw::fill_bits(self, bits)
     }
     /// The `Gpu` handle whose context owns the memory.
     pub(crate) fn owner(&self) -> &'a Arc<Shared> {
         self.gpu
     }
+    /// This view as an operand an operation writes, for as long as `'a`.
+    pub(crate) fn use_as_output(&self) -> Option<raw::Use<'a>> {
+        raw::Use::of_range(self.track?, self.addr, self.len * std::mem::size_of::<T>(), true)
+    }
 
-    /// A writable view of a range this crate already checked.
+    /// A writable view of a range this crate already checked, untracked (as
+    /// [`View::from_checked`]).
     ///
     /// # Safety
     /// `addr .. addr + len·size_of::<T>()` lies in memory of `gpu`'s context
     /// that is exclusively borrowed for all of `'a`, and no other live view
-    /// writes it while this one is used.
+    /// writes it while this one is used; work queued through the view is
+    /// ordered against other streams by the caller.
     pub(crate) unsafe fn from_checked(gpu: &'a Arc<Shared>, addr: u64, len: usize) -> Self {
-        ViewMut { addr, len, gpu, _t: PhantomData }
-    }
-
-    /// A writable view of `len` elements of `T` at device address `addr`, memory
-    /// this crate did not allocate. Errors as [`View::from_raw_parts`].
-    ///
-    /// # Safety
-    /// As [`View::from_raw_parts`], and nothing else reads or writes the range
-    /// for all of `'a` and until the work queued through the view has finished.
-    pub unsafe fn from_raw_parts(gpu: &'a crate::Gpu, addr: u64, len: usize) -> Result<Self> {
-        let (addr, len) = raw_range::<T>(addr, len)?;
-        Ok(ViewMut { addr, len, gpu: &gpu.shared, _t: PhantomData })
+        ViewMut { addr, len, gpu, track: None, _t: PhantomData }
     }
 }
 
-/// Things that can be read as a view: `&DeviceVec<T>`, `View<T>`, `&ViewMut<T>`.
+/// Things that can be read as a view: `&DeviceVec<T>` and `View<T>` (for a
+/// `ViewMut`, pass [`ViewMut::as_view`]).
 pub trait AsView<'a, T: Pod> {
     /// The read-only view.
     fn into_view(self) -> View<'a, T>;
@@ -321,17 +304,22 @@ impl<'a, T: Pod> AsViewMut<'a, T> for ViewMut<'a, T> {
 }
 
 // What raw may read and write: the views and buffers of this module.
-// SAFETY (all four): a view is made only from a live DeviceVec's range (or by
-// the unsafe `from_raw_parts`, whose contract says the same) and borrows it for
-// 'a, so the range stays allocated; views and buffers never change their
-// address or length; a ViewMut or `&mut DeviceVec` is the only access to its
-// range while borrowed (slices of one buffer never overlap).
+// SAFETY (all five): a view is made only from a live DeviceVec's range, with
+// its allocation's tracker (or by the unsafe `from_raw_parts`, whose contract
+// says the same and orders the memory itself; or by `from_checked`, whose
+// caller orders it), and borrows it for 'a, so the range stays allocated;
+// views and buffers never change their address, length or tracker; a ViewMut
+// or `&mut DeviceVec` is the only access to its range while borrowed (slices
+// of one buffer never overlap).
 unsafe impl<T: Pod> DevRead<T> for View<'_, T> {
     fn addr(&self) -> u64 {
         self.addr
     }
     fn len(&self) -> usize {
         self.len
+    }
+    fn track(&self) -> Option<&Track> {
+        self.track
     }
 }
 
@@ -342,6 +330,9 @@ unsafe impl<T: Pod> DevRead<T> for ViewMut<'_, T> {
     }
     fn len(&self) -> usize {
         self.len
+    }
+    fn track(&self) -> Option<&Track> {
+        self.track
     }
 }
 
@@ -355,6 +346,9 @@ unsafe impl<T: Pod> DevRead<T> for DeviceVec<T> {
     }
     fn len(&self) -> usize {
         self.len
+    }
+    fn track(&self) -> Option<&Track> {
+        Some(self._mem.track())
     }
 }
 

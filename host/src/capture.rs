@@ -66,7 +66,7 @@ impl<T> Slot<T> {
 }
 
 /// One recorded operation: queues itself on the capture stream.
-type Recorded<'a> = Box<dyn Fn(&Gpu, cudarc::driver::sys::CUstream, Pdl) -> Result<&'static str> + 'a>;
+type Recorded<'a> = Box<dyn Fn(&Gpu, raw::Queue<'static>, Pdl) -> Result<&'static str> + 'a>;
 
 /// Records operations for [`Gpu::graph`]; [`GraphBuilder::build`] captures them.
 pub struct GraphBuilder<'a> {
@@ -77,6 +77,9 @@ pub struct GraphBuilder<'a> {
     /// The registered views' owner (this `Gpu`'s), borrowed for `'a` from the
     /// first of them: the views the recorded operations rebuild name it.
     owner: Option<&'a Arc<Shared>>,
+    /// The registered buffers' allocations: the graph orders them against
+    /// other streams at each launch (the capture itself runs nothing).
+    uses: Vec<Option<raw::Use<'a>>>,
     // The registered buffers stay borrowed for `'a`, as the graph is.
     _borrows: PhantomData<&'a mut ()>,
 }
@@ -92,7 +95,8 @@ impl Gpu {
     pub fn graph<'a>(&self) -> GraphBuilder<'a> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        GraphBuilder { gpu: self.clone(), id, pdl: Pdl::Auto, ops: Vec::new(), owner: None, _borrows: PhantomData }
+        let (ops, uses) = (Vec::new(), Vec::new());
+        GraphBuilder { gpu: self.clone(), id, pdl: Pdl::Auto, ops, owner: None, uses, _borrows: PhantomData }
     }
 }
 
@@ -109,6 +113,7 @@ impl<'a> GraphBuilder<'a> {
         let v = v.into_view();
         self.gpu.check_buffers_owned("graph", [v.owner()])?;
         self.owner = Some(v.owner());
+        self.uses.push(v.use_as_input());
         Ok(Slot { builder: self.id, addr: v.addr(), len: v.len(), writable: false, _t: PhantomData })
     }
 
@@ -118,6 +123,7 @@ impl<'a> GraphBuilder<'a> {
         let v = v.into_view_mut();
         self.gpu.check_buffers_owned("graph", [v.owner()])?;
         self.owner = Some(v.owner());
+        self.uses.push(v.use_as_output());
         Ok(Slot { builder: self.id, addr: v.addr(), len: v.len(), writable: true, _t: PhantomData })
     }
 
@@ -165,7 +171,9 @@ impl<'a> GraphBuilder<'a> {
             // SAFETY: every slot's range was registered from a view borrowed
             // (the output exclusively) for `'a`, which this closure and the
             // graph do not outlive; the output range overlaps neither input,
-            // and the recorded operations run one after another in the stream.
+            // and the recorded operations run one after another in the stream;
+            // the graph's launch orders the registered buffers (`uses`)
+            // against other streams, so these views go untracked.
             let ops = unsafe {
                 Operands::<T> {
                     a: View::from_checked(shared, a.addr, a.len),
@@ -190,7 +198,8 @@ impl<'a> GraphBuilder<'a> {
             self.ops.iter().try_for_each(|op| op(gpu, stream, pdl).map(|_| ()))
         })?;
         let launches = self.ops.len();
-        Ok(Graph { raw: Mutex::new(raw), launches, gpu: gpu.shared.clone(), _borrows: PhantomData })
+        let uses = self.uses;
+        Ok(Graph { raw: Mutex::new(raw), launches, gpu: gpu.shared.clone(), uses, _borrows: PhantomData })
     }
 }
 
@@ -260,6 +269,8 @@ pub struct Graph<'a> {
     raw: Mutex<raw::RawGraph>,
     launches: usize,
     gpu: Arc<Shared>,
+    /// The registered buffers' allocations (see [`GraphBuilder`]).
+    uses: Vec<Option<raw::Use<'a>>>,
     _borrows: PhantomData<&'a mut ()>,
 }
 
@@ -270,15 +281,17 @@ impl std::fmt::Debug for Graph<'_> {
 }
 
 impl Graph<'_> {
-    /// Queues one replay of the whole graph on `stream`. Errors (nothing is
-    /// queued) when the stream belongs to another `Gpu` handle, or the device
-    /// was reset since the capture.
+    /// Queues one replay of the whole graph on `stream`, after other streams'
+    /// earlier work on its buffers. Errors (nothing is queued) when the
+    /// stream belongs to another `Gpu` handle, or the device was reset since
+    /// the capture.
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         if !Arc::ptr_eq(stream.shared(), &self.gpu) {
             return Err(Error::ForeignHandle { variant: "graph", what: "stream" });
         }
+        // Ordered under the lock: replays on two streams write the same buffers.
         let mut g = self.raw.lock().unwrap_or_else(|p| p.into_inner());
-        raw::graph_launch(&mut g, stream.raw())
+        raw::graph_launch(&mut g, stream.raw(), &self.uses)
     }
 
     /// Operations per replay.

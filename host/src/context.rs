@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use gpukern_device::debug::{AssertRecord, ASSERT_DONE, ASSERT_SLOT};
 
-use crate::raw::{Kernel, MappedHost, PrimaryContext, RawFn, RawModule};
+use crate::raw::{Kernel, Live, MappedHost, PrimaryContext, RawFn, RawModule};
 
 /// Facts about the device, read from the driver.
 #[derive(Clone, Debug, PartialEq)]
@@ -96,9 +96,11 @@ pub(crate) fn connect_asserts(m: &RawModule, record: &MappedHost) -> Result<()> 
 
 impl Shared {
     /// Makes this context current on the calling thread when it is not (no
-    /// lock: an atomic liveness check and one driver query). Refuses a
-    /// context that was reset: [`Error::DeviceReset`].
-    pub(crate) fn bind(&self) -> Result<()> {
+    /// lock: one atomic add that counts the call in and checks liveness, and
+    /// one driver query). Refuses a context that was reset, or is being
+    /// reset: [`Error::DeviceReset`]. Hold the guard across the driver calls
+    /// that follow: a reset waits for it.
+    pub(crate) fn bind(&self) -> Result<Live<'_>> {
         self.ctx.bind()
     }
 

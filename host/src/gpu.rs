@@ -172,16 +172,30 @@ impl Gpu {
     /// [`Error::DeviceReset`] and dropping it frees nothing. Load user modules
     /// again on the returned `Gpu`.
     ///
+    /// The reset is atomic with this crate's own calls, from any thread:
+    /// every call counts itself in on the device (one atomic add) around its
+    /// liveness check and driver calls; the reset first marks the device, so
+    /// that every later call is refused with [`Error::DeviceReset`], then
+    /// waits for the calls in flight to return, and only then resets. No call
+    /// of this crate reaches a destroyed stream, module or allocation, and no
+    /// drop frees an address the new context may have handed out. Errors with
+    /// [`Error::DeviceReset`] when this handle is dead already (another reset
+    /// came first).
+    ///
     /// # Safety
     /// The primary context is the one the CUDA runtime, cudarc and other
     /// libraries in this process use on this device: the reset destroys their
     /// memory, modules and streams too, and they cannot know. The caller
     /// promises that no other library's resource of this device is used after
-    /// the reset (none exists, or it is dropped unused / never touched again).
+    /// the reset (none exists, or it is dropped unused / never touched again),
+    /// and that no view made by `View::from_raw_parts`/`ViewMut::from_raw_parts`
+    /// over such memory is used after it (it would be refused, but its memory
+    /// belongs to that library). Work this crate queued before the reset is
+    /// destroyed with the context: results not yet read are lost.
     pub unsafe fn reset(&self) -> Result<Gpu> {
         let index = self.shared.info.index;
-        // SAFETY: the caller's promise covers other users of the context; this
-        // library's handles are marked dead by the reset before it happens.
+        // SAFETY: the caller's promise covers other users of the context;
+        // this library's calls are waited for and its handles refused.
         unsafe { self.shared.ctx.reset()? };
         Gpu::open(index, self.ptx.clone()).map_err(|e| match e {
             Error::Driver { context: "cuDevicePrimaryCtxRetain", source } => Error::DeviceLost { source },
@@ -216,51 +230,19 @@ impl Gpu {
 
     /// Waits for all work on this GPU; a kernel fault shows up here.
     pub fn synchronize(&self) -> Result<()> {
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         self.shared.ctx.synchronize().map_err(|e| self.shared.fault(e))
-    }
-
-    /// Refuses buffers or a stream of another `Gpu` handle: their device
-    /// pointers and stream belong to another context, where a launch would fault.
-    pub(crate) fn check_owned<'s>(
-        &self,
-        kernel: &'static str,
-        buffers: impl IntoIterator<Item = &'s Arc<Shared>>,
-        stream: &Stream,
-    ) -> Result<()> {
-        self.check_buffers_owned(kernel, buffers)?;
-        self.check_stream_owned(kernel, stream)
-    }
-
-    /// The buffer half of [`Gpu::check_owned`] (for work captured before a stream exists).
-    pub(crate) fn check_buffers_owned<'s>(
-        &self,
-        kernel: &'static str,
-        buffers: impl IntoIterator<Item = &'s Arc<Shared>>,
-    ) -> Result<()> {
-        if buffers.into_iter().any(|g| !Arc::ptr_eq(g, &self.shared)) {
-            return Err(Error::ForeignHandle { variant: kernel, what: "buffers" });
-        }
-        Ok(())
-    }
-
-    /// The stream half of [`Gpu::check_owned`].
-    pub(crate) fn check_stream_owned(&self, kernel: &'static str, stream: &Stream) -> Result<()> {
-        if !Arc::ptr_eq(stream.shared(), &self.shared) {
-            return Err(Error::ForeignHandle { variant: kernel, what: "stream" });
-        }
-        Ok(())
     }
 
     /// (free, total) device memory in bytes.
     pub fn mem_info(&self) -> Result<(usize, usize)> {
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         raw::mem_info()
     }
 
     /// Registers, local memory and limits of one kernel, from the driver.
     pub fn kernel_resources(&self, name: &'static str) -> Result<KernelResources> {
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         self.shared.kernel(name)?.resources()
     }
 
@@ -272,13 +254,13 @@ impl Gpu {
     /// As [`Gpu::blocks_per_sm`], with `shared` bytes of dynamic shared memory
     /// per block (what limits the bulk-copy kernels).
     pub fn blocks_per_sm_with_shared(&self, name: &'static str, block: u32, shared: usize) -> Result<u32> {
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         raw::occupancy(self.shared.func(name)?, block, shared)
     }
 
     /// Launches the empty kernel once (measures launch overhead).
     pub fn launch_empty(&self, stream: &Stream) -> Result<()> {
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `verify::EMPTY` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
@@ -289,11 +271,19 @@ impl Gpu {
     /// queued behind it then measure only the GPU's work, not the host's launch
     /// path (the host queues the next launches while the GPU spins).
     pub fn spin(&self, stream: &Stream, ns: u64) -> Result<()> {
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `verify::SPIN` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
         unsafe { raw::launch_spin(self.shared.func(kernels_gpu::verify::SPIN)?, ns, stream.raw()) }
+    }
+
+    /// Test support: (allocations, bytes) of device memory this process holds
+    /// through this crate now, every `Gpu` together (the leak test counts
+    /// these rather than the device's free memory, which other processes move).
+    #[cfg(feature = "test-hooks")]
+    pub fn live_allocations() -> (usize, usize) {
+        raw::live_allocations()
     }
 
     /// Test support: launches a kernel that dereferences null, to check that faults
@@ -301,7 +291,7 @@ impl Gpu {
     /// is unusable afterwards.
     #[cfg(feature = "test-hooks")]
     pub fn launch_faulting_kernel(&self, stream: &Stream) -> Result<()> {
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `ADD_F32` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
@@ -311,7 +301,9 @@ impl Gpu {
 
 /// A CUDA stream: work on it runs in order, asynchronously to the host.
 pub struct Stream {
-    inner: RawStream,
+    /// Shared with the trackers of the buffers it used (`raw/order.rs`),
+    /// which record its event when another stream must wait for it.
+    inner: Arc<RawStream>,
     gpu: Arc<Shared>,
     /// The timing events of [`Stream::time`], created at its first call.
     events: std::sync::Mutex<Option<raw::RawEvents>>,
@@ -320,8 +312,10 @@ pub struct Stream {
 }
 
 impl Stream {
-    pub(crate) fn raw(&self) -> cudarc::driver::sys::CUstream {
-        self.inner.handle()
+    /// Where raw queues work: this stream, with its operands ordered
+    /// against other streams' work on them.
+    pub(crate) fn raw(&self) -> raw::Queue<'_> {
+        raw::Queue::on(&self.inner)
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
@@ -335,7 +329,7 @@ impl Stream {
     /// Blocks until all work queued on this stream is done. A kernel fault on it is
     /// reported here as [`Error::KernelFault`].
     pub fn synchronize(&self) -> Result<()> {
-        self.gpu.bind()?;
+        let _live = self.gpu.bind()?;
         self.inner.synchronize().map_err(|e| self.gpu.fault(e))
     }
 
@@ -343,12 +337,11 @@ impl Stream {
     /// not host time). Returns milliseconds. The stream keeps its two events
     /// for the next call.
     pub fn time(&self, work: impl FnOnce(&Stream) -> Result<()>) -> Result<f32> {
-        self.gpu.bind()?;
         let mut events = self.events.lock().unwrap_or_else(|p| p.into_inner());
         if events.is_none() {
             *events = Some(raw::RawEvents::create(&self.gpu.ctx)?);
         }
-        let timed = events.as_ref().map(|ev| ev.time(self.raw(), || work(self)));
+        let timed = events.as_ref().map(|ev| ev.time(self.inner.handle(), || work(self)));
         timed.expect("created above").map_err(|e| match e {
             Error::KernelFault { kernel: None, source } => self.gpu.fault(source),
             e => e,
@@ -363,10 +356,9 @@ impl Stream {
         if !Arc::ptr_eq(other.shared(), &self.gpu) {
             return Err(Error::ForeignHandle { variant: "wait_for", what: "stream" });
         }
-        // Fresh events, not `other`'s timing pair: a join from inside
-        // `other.time` must not wait on its lock. The driver keeps the
-        // recorded state for the wait after the events are destroyed.
-        raw::RawEvents::create(&self.gpu.ctx)?.join(self.raw(), other.raw())
+        // `other`'s ordering event, not its timing pair: a join from inside
+        // `other.time` must not wait on its lock.
+        self.inner.wait_for(&other.inner)
     }
 
     /// Device-to-device copy of equal-length views, queued on this stream.
@@ -378,7 +370,8 @@ impl Stream {
             return Err(Error::ForeignHandle { variant: "copy", what: "buffers" });
         }
         // Same context as the stream, so the liveness check below covers all three.
-        self.gpu.bind()?;
+        let _live = self.gpu.bind()?;
+        // Ordered after other streams' work on either view (raw::order).
         raw::copy_async(dst, src, self.raw())
     }
 }

@@ -13,6 +13,11 @@ pub struct AddGraph<'a> {
     raw: std::sync::Mutex<raw::RawGraph>,
     launches: usize,
     gpu: std::sync::Arc<crate::gpu::Shared>,
+    /// The operands' allocations, ordered against other streams at each replay.
+    uses: Vec<Option<raw::Use<'a>>>,
+    /// The lock of the plan the graph replays, whose own launches write the
+    /// same outputs (`AddManyPlan::graph`).
+    plan: Option<&'a std::sync::Mutex<()>>,
     _operands: std::marker::PhantomData<&'a mut ()>,
 }
 
@@ -22,13 +27,22 @@ impl std::fmt::Debug for AddGraph<'_> {
     }
 }
 
-impl AddGraph<'_> {
-    pub(crate) fn new(raw: raw::RawGraph, launches: usize, gpu: &Gpu) -> Self {
+impl<'a> AddGraph<'a> {
+    /// `uses`: the allocations the graph reads and writes, for as long as
+    /// `'a`; `plan`: the lock of the plan it replays, if any.
+    pub(crate) fn new(
+        raw: raw::RawGraph,
+        launches: usize,
+        gpu: &Gpu,
+        uses: Vec<Option<raw::Use<'a>>>,
+        plan: Option<&'a std::sync::Mutex<()>>,
+    ) -> Self {
         let raw = std::sync::Mutex::new(raw);
-        AddGraph { raw, launches, gpu: gpu.shared.clone(), _operands: std::marker::PhantomData }
+        AddGraph { raw, launches, gpu: gpu.shared.clone(), uses, plan, _operands: std::marker::PhantomData }
     }
 
-    /// Queues one replay of the whole graph on `stream`.
+    /// Queues one replay of the whole graph on `stream`, after other streams'
+    /// earlier work on its operands.
     ///
     /// Errors (nothing is queued): the stream belongs to another `Gpu` handle,
     /// or the device was reset since the capture.
@@ -36,8 +50,11 @@ impl AddGraph<'_> {
         if !std::sync::Arc::ptr_eq(stream.shared(), &self.gpu) {
             return Err(Error::ForeignHandle { variant: "add_graph", what: "stream" });
         }
+        // Ordered under the lock: two replays on two streams write the same
+        // buffers, and the second must see the first's stream.
+        let _plan = self.plan.map(|p| p.lock().unwrap_or_else(|p| p.into_inner()));
         let mut g = self.raw.lock().unwrap_or_else(|p| p.into_inner());
-        raw::graph_launch(&mut g, stream.raw())
+        raw::graph_launch(&mut g, stream.raw(), &self.uses)
     }
 
     /// Adds per replay.
@@ -69,12 +86,14 @@ impl Gpu {
             self.check_args(variant, cfg, a, b, out)?;
         }
         let k = ops.len();
+        let uses =
+            ops.iter().flat_map(|(a, b, out)| [a.use_as_input(), b.use_as_input(), out.use_as_output()]).collect();
         let raw = raw::capture(&self.shared.ctx, |stream| {
             (0..launches).zip((0..k).cycle()).try_for_each(|(_, i)| {
                 let (a, b, out) = &mut ops[i];
                 self.launch_add_raw(variant, cfg, a, b, out, stream)
             })
         })?;
-        Ok(AddGraph::new(raw, launches, self))
+        Ok(AddGraph::new(raw, launches, self, uses, None))
     }
 }

@@ -146,7 +146,7 @@ impl Gpu {
                 scales,
             }
         };
-        self.map_auto(kind, ops, stream.cu_stream(), crate::Pdl::Auto)
+        self.map_auto(kind, ops, crate::raw::Queue::untracked(stream.cu_stream()), crate::Pdl::Auto)
     }
 
     /// `out = op(a, b)` on cudarc buffers (`CudaSlice`, `CudaView`,

@@ -72,6 +72,7 @@ mod error;
 pub mod fuzzing;
 mod gpu;
 mod graph;
+mod owners;
 pub use graph::AddGraph;
 #[cfg(feature = "cudarc")]
 mod interop;

@@ -56,7 +56,7 @@ impl<'a> AddManyPlan<'a> {
     /// PDL where the stream's setting says so.
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         self.gpu.check_stream_owned(self.name, stream)?;
-        self.gpu.shared.bind()?;
+        let _live = self.gpu.shared.bind()?;
         let pdl = self.gpu.many_pdl(self.dtype, self.elements, stream);
         let (name, _) = many_kernel(self.dtype, pdl);
         // SAFETY: the kernel is the one `name` names, resolved by that name from
@@ -74,7 +74,7 @@ impl<'a> AddManyPlan<'a> {
             // table fixes its parameter list as this launch passes it).
             (0..launches).try_for_each(|_| unsafe { raw::launch_many_table(func, &self.table, s, false) })
         })?;
-        Ok(AddGraph::new(raw, launches, &self.gpu))
+        Ok(AddGraph::new(raw, launches, &self.gpu, self.table.uses(), Some(self.table.serial())))
     }
 
     /// Triples in the list (empty ones included).
@@ -116,7 +116,7 @@ impl Gpu {
                 return self.add_auto(a, b, out, stream).map(|_| ());
             }
         }
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         let pdl = self.many_pdl(T::DTYPE, ops.iter().map(|t| t.0.len()).sum(), stream);
         let (table, inline) = many_kernel(T::DTYPE, pdl);
         let k = raw::ManyKernels { table: self.shared.func(table)?, inline: self.shared.func(inline)?, pdl };
@@ -133,7 +133,7 @@ impl Gpu {
     pub fn add_many_plan<'a, T: Element>(&self, ops: Vec<Triple<'a, T>>) -> Result<AddManyPlan<'a>> {
         let (name, _) = many_kernel(T::DTYPE, false);
         let operands = self.many_operands(name, &ops)?;
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         let table = raw::many_table(&self.shared.ctx, &operands)?;
         let elements = ops.iter().map(|t| t.0.len()).sum();
         Ok(AddManyPlan {
@@ -155,7 +155,7 @@ impl Gpu {
         ops.iter()
             .map(|(a, b, c)| {
                 self.check_buffers_owned(name, [a.owner(), b.owner(), c.owner()])?;
-                raw::many_operand(name, a, b, c)
+                raw::many_operand(name, a, b, c, [a.use_as_input(), b.use_as_input(), c.use_as_output()])
             })
             .collect()
     }
@@ -172,8 +172,8 @@ impl Gpu {
             });
         };
         self.check_owned(name, marks.iter().map(|m| m.owner()), stream)?;
-        let operands: Vec<raw::ManyOperand<'_>> = marks.iter().map(raw::many_marks).collect();
-        self.shared.bind()?;
+        let operands: Vec<raw::ManyOperand<'_>> = marks.iter().map(|m| raw::many_marks(m, m.use_as_output())).collect();
+        let _live = self.shared.bind()?;
         // Markers always walk a table in device memory (there is no inline marker).
         let table = raw::many_table(&self.shared.ctx, &operands)?;
         // SAFETY: the kernel is the one `name` names, resolved by that name from
@@ -209,7 +209,7 @@ impl Gpu {
         let tile_bytes = u32::try_from(tile * elem as u64)
             .map_err(|_| Error::Shape { kernel: name, detail: format!("tile of {tile} elements is too large") })?;
         let grid = kernels_gpu::bulk::grid_for(marks.len() as u64, elem, tile_bytes, cfg.block, cfg.max_grid);
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `name` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
@@ -240,7 +240,7 @@ impl Gpu {
         cfg.check(name)?;
         self.check_owned(name, [marks.owner()], stream)?;
         let grid = kernels_gpu::launch::unrolled_grid(marks.len() as u64, lanes, unroll, cfg.block, cfg.max_grid);
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `name` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
@@ -263,7 +263,7 @@ impl Gpu {
         let name = kernels_gpu::ceiling::CEILING[0];
         LaunchConfig::with_block(block).check(name)?;
         self.check_owned(name, [a.owner(), b.owner(), sink.owner()], stream)?;
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `name` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
@@ -284,7 +284,7 @@ impl Gpu {
         let name = kernels_gpu::ceiling::CEILING[1];
         LaunchConfig::with_block(block).check(name)?;
         self.check_owned(name, [c.owner()], stream)?;
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `name` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
@@ -305,7 +305,7 @@ impl Gpu {
         let name = kernels_gpu::ceiling::CEILING[2];
         LaunchConfig::with_block(block).check(name)?;
         self.check_owned(name, [a.owner(), c.owner()], stream)?;
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `name` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).

@@ -67,7 +67,7 @@ impl Gpu {
             grid: grid_for(n, 1, DEFAULT_BLOCK, kernels_gpu::launch::MAX_GRID_X),
             block: DEFAULT_BLOCK,
         };
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `l.name` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).

@@ -67,7 +67,7 @@ impl Module {
     /// The manifest of operation `name`: its kind and dtype mask.
     fn manifest(&self, name: &str) -> Result<(u32, u32)> {
         let bad = |detail: String| Error::CustomOp { name: name.to_string(), detail };
-        self.inner.gpu.shared.bind()?;
+        let _live = self.inner.gpu.shared.bind()?;
         let Some(bytes) = self.inner.raw.read_global(&format!("gpukern_ew_{name}"))? else {
             let known = match &self.inner.ops[..] {
                 [] => "it declares none".to_string(),
@@ -164,7 +164,7 @@ impl Custom {
     /// Lengths and ownership, as the built-in operations check them.
     fn check<T: Element>(&self, ops: &Operands<'_, T>, stream: &Stream) -> Result<()> {
         let (name, gpu) = (self.scalar.0.text, &self.module.gpu);
-        gpu.shared.bind()?;
+        let _live = gpu.shared.bind()?;
         ops.check_lengths(name)?;
         gpu.check_owned(name, ops.owners(), stream)
     }

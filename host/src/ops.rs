@@ -263,7 +263,7 @@ impl Gpu {
         &self,
         kind: OpKind,
         ops: Operands<'_, T>,
-        raw: cudarc::driver::sys::CUstream,
+        raw: raw::Queue<'_>,
         pdl: Pdl,
     ) -> Result<&'static str> {
         if let (OpKind::Binary(BinaryOp::Add), Some(b)) = (kind, ops.b) {
@@ -332,7 +332,7 @@ impl Gpu {
         k: &'static OpKernel,
         cfg: LaunchConfig,
         ops: Operands<'_, T>,
-        raw: cudarc::driver::sys::CUstream,
+        raw: raw::Queue<'_>,
     ) -> Result<()> {
         self.check_map(k, cfg, &ops)?;
         // SAFETY: k's kernel: resolved by `k.name` itself.
@@ -363,7 +363,7 @@ impl Gpu {
         func: raw::RawFn,
         cfg: LaunchConfig,
         mut ops: Operands<'_, T>,
-        raw: cudarc::driver::sys::CUstream,
+        raw: raw::Queue<'_>,
         pdl: bool,
     ) -> Result<()> {
         let n = ops.a.len();
@@ -384,7 +384,7 @@ impl Gpu {
             align: k.align(),
             pdl,
         };
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: `func` is `k`'s kernel (this function's contract), an
         // element-wise entry of the library whose table row gave `inputs`,
         // `tail`, `align`; `pdl` only for a twin, which waits first.

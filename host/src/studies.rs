@@ -112,7 +112,7 @@ impl Gpu {
                 shared_bytes: matmul::RB_SHARED_BYTES,
             },
         };
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `v.name()` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
@@ -139,7 +139,7 @@ impl Gpu {
         let cap = self.info().sm_count * 8;
         let grid = kernels_gpu::launch::grid_for(x.len() as u64, 1, count::COUNT_THREADS, cap);
         let g = Geometry { grid: (grid, 1), block: (count::COUNT_THREADS, 1), shared_bytes };
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `v.name()` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
@@ -170,7 +170,7 @@ impl Gpu {
         let grid = kernels_gpu::launch::grid_for(rows, 1, 256, kernels_gpu::launch::MAX_GRID_X);
         let cols = stride.min(kernels_gpu::coalesce::MAX_STRIDE + 1) as u32;
         let g = Geometry { grid: (grid, cols), block: (256, 1), shared_bytes: 0 };
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `coalesce::STRIDED_COPY` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
@@ -195,7 +195,7 @@ impl Gpu {
             block: (transpose::TILE, transpose::BLOCK_ROWS),
             shared_bytes: transpose::SHARED_BYTES[v as usize],
         };
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `v.name()` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
@@ -221,7 +221,7 @@ impl Gpu {
     pub fn scale(&self, x: View<'_, f32>, alpha: f32, mut y: ViewMut<'_, f32>, stream: &Stream) -> Result<()> {
         let name = fusion::FUSION[0];
         self.check_owned(name, [x.owner(), y.owner()], stream)?;
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         let g = Self::elementwise_geometry(x.len());
         // SAFETY: the kernel is the one `name` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
@@ -248,7 +248,7 @@ impl Gpu {
     ) -> Result<()> {
         let name = fusion::FUSION[1];
         self.check_owned(name, [a.owner(), b.owner(), d.owner()], stream)?;
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         let g = Self::elementwise_geometry(a.len());
         // SAFETY: the kernel is the one `name` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
@@ -276,7 +276,7 @@ impl Gpu {
     ) -> Result<()> {
         let name = fusion::FUSION[2];
         self.check_owned(name, [x.owner(), b.owner(), y.owner()], stream)?;
-        self.shared.bind()?;
+        let _live = self.shared.bind()?;
         let g = Self::elementwise_geometry(x.len());
         // SAFETY: the kernel is the one `name` names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose

@@ -71,6 +71,8 @@ pub struct ArgSlots<'a> {
     len: usize,
     owners: [Option<&'a Arc<Shared>>; MAX_PARAMS],
     buffers: usize,
+    /// The slices' allocations, ordered across streams at the launch.
+    uses: [Option<raw::Use<'a>>; MAX_PARAMS],
 }
 
 impl<'a> ArgSlots<'a> {
@@ -86,6 +88,12 @@ impl<'a> ArgSlots<'a> {
             *x = Some(o);
         }
         self.buffers += 1;
+    }
+    fn use_(&mut self, u: Option<raw::Use<'a>>) {
+        // One per buffer, in step with `owner`.
+        if let Some(x) = self.uses.get_mut(self.buffers.saturating_sub(1)) {
+            *x = u;
+        }
     }
 }
 
@@ -146,6 +154,7 @@ impl<'a, T: HostElem> HostArg<'a> for InArg<T> {
         out.slot(v.addr().to_ne_bytes());
         out.slot((v.len() as u64).to_ne_bytes());
         out.owner(v.owner());
+        out.use_(v.use_as_input());
     }
 }
 
@@ -155,6 +164,7 @@ impl<'a, T: HostElem> HostArg<'a> for OutArg<T> {
         out.slot(v.addr().to_ne_bytes());
         out.slot((v.len() as u64).to_ne_bytes());
         out.owner(v.owner());
+        out.use_(v.use_as_output());
     }
 }
 
@@ -232,7 +242,7 @@ impl Module {
     {
         let name = K::NAME;
         let bad = |detail: String| Error::CustomOp { name: name.to_string(), detail };
-        self.inner.gpu.shared.bind()?;
+        let _live = self.inner.gpu.shared.bind()?;
         let manifest = format!("gpukern_kernel_{name}");
         let Some(bytes) = self.inner.raw.read_global(&manifest)? else {
             return Err(bad(format!("the module has no manifest `{manifest}`; declare the kernel with #[kernel]")));
@@ -300,10 +310,16 @@ impl<K: KernelSig> TypedKernel<K> {
             return Err(Error::Shape { kernel: name, detail });
         }
         gpu.check_stream_owned(name, stream)?;
-        let mut out = ArgSlots { slots: [[0; 8]; 2 * MAX_PARAMS], len: 0, owners: [None; MAX_PARAMS], buffers: 0 };
+        let mut out = ArgSlots {
+            slots: [[0; 8]; 2 * MAX_PARAMS],
+            len: 0,
+            owners: [None; MAX_PARAMS],
+            buffers: 0,
+            uses: [None; MAX_PARAMS],
+        };
         <K::Params as HostArgs<'a>>::slots(args, &mut out);
         gpu.check_buffers_owned(name, out.owners.iter().flatten().copied())?;
-        gpu.shared.bind()?;
+        let _live = gpu.shared.bind()?;
         // One relaxed atomic store (and none when it is the same kernel again).
         gpu.shared.note_user_kernel(self.name);
         let g = raw::Geometry3 { grid: l.grid, block: l.block, shared_bytes: l.shared_bytes };
@@ -321,7 +337,7 @@ impl<K: KernelSig> TypedKernel<K> {
         // (owners checked) borrowed for the call, outputs exclusively; the
         // geometry and shared memory are within the kernel's and device's
         // limits; `pdl` only for an entry whose PTX waits first, on sm_90.
-        unsafe { raw::launch_typed(self.kernel.func, g, stream.raw(), slots, pdl) }
+        unsafe { raw::launch_typed(self.kernel.func, g, stream.raw(), &out.uses[..out.buffers.min(MAX_PARAMS)], slots, pdl) }
     }
 }
 

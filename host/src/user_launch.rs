@@ -50,7 +50,7 @@ impl Module {
     /// Checks a raw launch's geometry and stream before the unsafe part.
     pub(crate) fn check_launch(&self, name: &str, l: &Launch, stream: &Stream) -> Result<RawFn> {
         let gpu = &self.inner.gpu;
-        gpu.shared.bind()?;
+        let _live = gpu.shared.bind()?;
         let interned = intern(name);
         let name = interned.text;
         gpu.check_stream_owned(name, stream)?;
@@ -100,7 +100,7 @@ impl Module {
         let g = raw::Geometry3 { grid: l.grid, block: l.block, shared_bytes: l.shared_bytes };
         // The caller's contract is launch_slots' (this is an unsafe fn); the
         // geometry, kernel and stream were checked above.
-        raw::launch_slots(func, g, stream.raw(), &mut slots, false)
+        raw::launch_slots(func, g, stream.raw().handle(), &mut slots, false)
     }
 }
 

@@ -99,7 +99,8 @@ mod kernels {
             /// `input` holds `n` elements and `out` one per block; 1-D block.
             #[no_mangle]
             pub unsafe extern "ptx-kernel" fn $reduce(input: *const $t, out: *mut $t, n: u64) {
-                // SAFETY: per the contract above.
+                // SAFETY: per the contract above; every thread of the block
+                // calls the collective once (threads past n with the identity).
                 unsafe {
                     let (_, x) = value(input, n, $id);
                     write_block(out, $rf(x));
@@ -112,7 +113,8 @@ mod kernels {
             /// `input` and `out` hold `n` elements; 1-D block.
             #[no_mangle]
             pub unsafe extern "ptx-kernel" fn $incl(input: *const $t, out: *mut $t, n: u64) {
-                // SAFETY: per the contract above.
+                // SAFETY: per the contract above; every thread of the block
+                // calls the collective once (threads past n with the identity).
                 unsafe {
                     let (i, x) = value(input, n, $id);
                     write_own(out, i, n, $if(x));
@@ -126,7 +128,8 @@ mod kernels {
             /// `input` and `out` hold `n` elements; 1-D block.
             #[no_mangle]
             pub unsafe extern "ptx-kernel" fn $excl(input: *const $t, out: *mut $t, n: u64) {
-                // SAFETY: per the contract above.
+                // SAFETY: per the contract above; every thread of the block
+                // calls the collective once (threads past n with the identity).
                 unsafe {
                     let (i, x) = value(input, n, $id);
                     write_own(out, i, n, $ef(x));
@@ -208,7 +211,8 @@ mod kernels {
     /// `input` and `out` hold `n` elements; 1-D block.
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn block_chain_u32(input: *const u32, out: *mut u32, n: u64) {
-        // SAFETY: per the contract above.
+        // SAFETY: per the contract above; every thread of the block makes the
+        // same three collective calls (threads past n with 0).
         unsafe {
             let (i, x) = value(input, n, 0);
             let s = block::inclusive_sum(x);

@@ -168,7 +168,7 @@ fn has(name: &str, op: &str) -> usize {
 fn tiled_kernels_stage_through_shared_memory() {
     for k in ["matmul_tiled16", "matmul_regblock", "transpose_tiled", "transpose_padded", "count_eq_block"] {
         assert!(has(k, "st.shared") > 0 && has(k, "ld.shared") > 0, "{k}: no shared-memory traffic");
-        assert!(has(k, "bar.sync") > 0, "{k}: no barrier");
+        assert!(has(k, "barrier.sync") > 0, "{k}: no barrier");
     }
     for k in ["matmul_naive", "transpose_naive"] {
         assert_eq!(has(k, "ld.shared") + has(k, "st.shared"), 0, "{k} is the no-shared-memory baseline");
@@ -190,7 +190,7 @@ fn reductions_use_one_atomic_per_block_and_the_warp_variant_shuffles() {
         assert_eq!(has(k, "atom."), atomics, "{k}");
     }
     assert!(has("count_eq_warp", "shfl.sync.down.b32") >= 5, "warp reduction by shuffles");
-    assert_eq!(has("count_eq_atomic", "bar.sync"), 0);
+    assert_eq!(has("count_eq_atomic", "barrier.sync"), 0);
 }
 
 #[test]
@@ -309,7 +309,7 @@ fn bulk_kernels_load_tiles_with_the_copy_engine_and_store_128_bits() {
         } else {
             assert_eq!(stores, 0, "{name}: stores from registers");
         }
-        assert!(n("bar.sync") >= 2, "{name}: after init and before refilling a slot");
+        assert!(n("barrier.sync") >= 2, "{name}: after init and before refilling a slot");
     }
     let count90 = |name: &str, op: &str| body_in(PTX90, name).iter().filter(|l| l.starts_with(op)).count();
     assert!(count90("add_f16_bulk", "add.rn.f16x2") >= 4);

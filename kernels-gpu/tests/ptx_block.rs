@@ -50,7 +50,7 @@ fn static_shared_declares_module_scope_shared_arrays_before_use() {
 #[test]
 fn collectives_take_two_barriers_and_shuffle_with_the_warps_member_mask() {
     for (name, kind, words) in collectives() {
-        assert_eq!(count(&name, "bar.sync"), 2, "{name}: barriers 1 and 2 of the scan, no more");
+        assert_eq!(count(&name, "barrier.sync"), 2, "{name}: barriers 1 and 2 of the scan, no more");
         // Kogge-Stone within the warp, then over the warps' totals: 5 + 5
         // shuffles up per word; one more for the exclusive scan's lane below.
         let up = words * if kind == "excl" { 11 } else { 10 };
@@ -69,7 +69,7 @@ fn collectives_take_two_barriers_and_shuffle_with_the_warps_member_mask() {
         }
     }
     // Three collectives back to back: three scans' barriers and shuffles.
-    assert_eq!(count(BLOCK_CHAIN, "bar.sync"), 6);
+    assert_eq!(count(BLOCK_CHAIN, "barrier.sync"), 6);
     assert_eq!(lines_with(BLOCK_CHAIN, "shfl.sync.up.b32"), 10 + 10 + 11);
 }
 
@@ -94,5 +94,21 @@ fn static_shared_kernel_uses_its_tile_and_one_barrier() {
     assert_eq!(lines_with(BLOCK_STATIC_SHARED, "cvta.shared.u64"), 1);
     assert_eq!(lines_with(BLOCK_STATIC_SHARED, "BLOCK_TILE"), 1);
     assert_eq!(lines_with(BLOCK_STATIC_SHARED, "gpukern_block_scratch"), 0);
-    assert_eq!(count(BLOCK_STATIC_SHARED, "bar.sync"), 1);
+    assert_eq!(count(BLOCK_STATIC_SHARED, "barrier.sync"), 1);
+}
+
+/// Every block barrier of both modules is the unaligned `barrier.sync`, which
+/// the PTX ISA defines for divergent threads on sm_70+ (`gpukern_device::
+/// sync_threads` is safe in any control flow); `bar.sync` means
+/// `barrier.sync.aligned`, undefined unless the whole block executes the same
+/// instruction, and appears nowhere.
+#[test]
+fn every_barrier_is_the_unaligned_barrier_sync() {
+    for ptx in [PTX, PTX90] {
+        let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
+        assert!(lines.iter().any(|l| l.starts_with("barrier.sync")), "no barrier at all");
+        for l in &lines {
+            assert!(!l.starts_with("bar.") && !l.contains(".aligned"), "an aligned barrier: `{l}`");
+        }
+    }
 }

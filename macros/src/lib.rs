@@ -22,6 +22,16 @@
 //! manifest global `gpukern_kernel_scale` that the host checks at load.
 //! Scalars are any `KernelElem` (f32, u32, i32, u64, …).
 //!
+//! The body is safe Rust: the macro compiles it as a safe function
+//! `__gpukern_body_<name>` (`#[inline(always)]`, so the PTX is the one the
+//! body would give inside the entry), which the `unsafe extern "ptx-kernel"`
+//! entry calls after turning its pointers into slices. A raw-pointer
+//! dereference, an `unsafe fn` call (a block collective, a 128-bit load) or
+//! `static mut` access inside the body needs an `unsafe { }` block, with its
+//! `// SAFETY:` comment, as in any safe function; `#[kernel] unsafe fn` is
+//! refused. (The body is compiled for nvptx64 only, where the device crate's
+//! intrinsics exist; the host build gets the signature type.)
+//!
 //! `#[kernel(pdl)]` makes the kernel a programmatic-dependent-launch kernel in
 //! an sm_90 build: its entry starts with `gpukern_device::hopper::pdl_enter()`
 //! (wait for the stream's previous kernel, then let the next one launch) and
@@ -94,8 +104,19 @@ fn expand(f: ItemFn, pdl: bool) -> syn::Result<Tokens> {
     if !f.sig.generics.params.is_empty() || !matches!(f.sig.output, syn::ReturnType::Default) {
         return Err(syn::Error::new_spanned(&f.sig, "#[kernel]: a kernel has no generics and returns nothing"));
     }
+    if let Some(u) = &f.sig.unsafety {
+        let msg = "#[kernel]: the body is safe Rust; remove `unsafe` and write `unsafe { }` blocks (with a `// SAFETY:` comment) inside it";
+        return Err(syn::Error::new_spanned(u, msg));
+    }
+    if f.sig.constness.is_some() || f.sig.asyncness.is_some() || f.sig.abi.is_some() || f.sig.variadic.is_some() {
+        return Err(syn::Error::new_spanned(&f.sig, "#[kernel]: a kernel is a plain `fn`"));
+    }
+    let attrs: Vec<_> = f.attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
     let dev = quote!(::gpukern_device::kernel);
     let (mut params, mut markers, mut words, mut entry_args, mut binds) = (vec![], vec![], vec![], vec![], vec![]);
+    // The safe body's parameters (the user's patterns, `mut` kept) and the
+    // entry's arguments to it.
+    let (mut body_params, mut body_args) = (vec![], vec![]);
     for arg in &f.sig.inputs {
         let FnArg::Typed(pt) = arg else {
             return Err(syn::Error::new_spanned(arg, "#[kernel]: no self parameter"));
@@ -104,6 +125,7 @@ fn expand(f: ItemFn, pdl: bool) -> syn::Result<Tokens> {
             return Err(syn::Error::new_spanned(&pt.pat, "#[kernel]: parameters are plain names"));
         };
         let id = &pi.ident;
+        body_args.push(quote!(#id));
         let (ptr, len) = (format_ident!("{}__ptr", id), format_ident!("{}__len", id));
         match classify(&pt.ty) {
             Kind::In(t) => {
@@ -111,6 +133,7 @@ fn expand(f: ItemFn, pdl: bool) -> syn::Result<Tokens> {
                 markers.push(quote!(#dev::InArg<#t>));
                 words.push(quote!(#dev::input::<#t>().words()));
                 entry_args.push(quote!(#ptr: *const #t, #len: u64));
+                body_params.push(quote!(#pi: &[#t]));
                 binds.push(quote! {
                     // SAFETY: the host passes a live range of `len` elements
                     // (checked against the manifest at load), or a dangling
@@ -125,9 +148,11 @@ fn expand(f: ItemFn, pdl: bool) -> syn::Result<Tokens> {
                 markers.push(quote!(#dev::OutArg<#t>));
                 words.push(quote!(#dev::output::<#t>().words()));
                 entry_args.push(quote!(#ptr: *mut #t, #len: u64));
+                body_params.push(quote!(#pi: #dev::Out<'_, #t>));
                 binds.push(quote! {
                     // SAFETY: the host passes an exclusively borrowed range of
-                    // `len` elements that no input overlaps.
+                    // `len` elements of global memory, aligned, that no input
+                    // overlaps; the body writes it only through this `Out`.
                     let #id = unsafe { #dev::Out::<#t>::from_raw(#ptr, #len) };
                 });
             }
@@ -136,6 +161,7 @@ fn expand(f: ItemFn, pdl: bool) -> syn::Result<Tokens> {
                 markers.push(quote!(#dev::Scalar<#t>));
                 words.push(quote!(#dev::scalar::<#t>().words()));
                 entry_args.push(quote!(#id: #t));
+                body_params.push(quote!(#pi: #t));
             }
         }
     }
@@ -143,6 +169,7 @@ fn expand(f: ItemFn, pdl: bool) -> syn::Result<Tokens> {
     let manifest_len = 3 + 2 * count;
     let manifest_name = format!("gpukern_kernel_{name}");
     let entry = Ident::new(&format!("__gpukern_entry_{name}"), name.span());
+    let body_fn = Ident::new(&format!("__gpukern_body_{name}"), name.span());
     let name_str = name.to_string();
     let body = &f.block;
     // The PDL prologue and marker, in sm_90 builds of a `#[kernel(pdl)]`.
@@ -196,6 +223,14 @@ fn expand(f: ItemFn, pdl: bool) -> syn::Result<Tokens> {
 
         #pdl_marker
 
+        /// The kernel's body, as written: a safe function, so any unsafe
+        /// operation in it needs its own `unsafe` block.
+        #[cfg(target_arch = "nvptx64")]
+        #[inline(always)]
+        #[doc(hidden)]
+        #(#attrs)*
+        fn #body_fn(#(#body_params),*) #body
+
         #(#docs)*
         ///
         /// # Safety
@@ -206,7 +241,7 @@ fn expand(f: ItemFn, pdl: bool) -> syn::Result<Tokens> {
         pub unsafe extern "ptx-kernel" fn #entry(#(#entry_args),*) {
             #pdl_enter
             #(#binds)*
-            #body
+            #body_fn(#(#body_args),*)
         }
     })
 }

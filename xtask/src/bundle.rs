@@ -116,6 +116,7 @@ pub(crate) fn bundle(out: &Path) -> Res {
     // The peers: torch through Python, CUB as CUDA C++ source that run.sh compiles
     // with the GPU machine's nvcc when it has one.
     copy(&root().join("scripts/peers.py"), out.join("peers.py"))?;
+    copy(&root().join("scripts/peers_norms.py"), out.join("peers_norms.py"))?;
     copy(&root().join("scripts/cub_peer.cu"), out.join("cub_peer.cu"))?;
     copy(&root().join("scripts/cub_reduce.cu"), out.join("cub_reduce.cu"))?;
     copy(&root().join("scripts/cub_common.cuh"), out.join("cub_common.cuh"))?;

@@ -1,5 +1,6 @@
 //! The layering the ARCHITECTURE promises, checked on the sources: no import
-//! circle between the modules of `gpukern` (host) and of the benches, `raw`
+//! circle between the top-level modules of any crate (a path through a
+//! crate-root re-export counts as an import of the module behind it), `raw`
 //! (the unsafe edge) imports nothing of the safe layer above it, and no Rust
 //! file of the repository is over 400 lines.
 
@@ -29,32 +30,106 @@ fn module_of(src: &Path, file: &Path) -> String {
     first.trim_end_matches(".rs").to_string()
 }
 
+/// The top-level names a path after a prefix reaches: `x` in `crate::x::…`,
+/// or each of `a`, `b` in `crate::{a::…, b}`.
+fn first_segments(rest: &str) -> Vec<String> {
+    let ident = |t: &str| t.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
+    let Some(inner) = rest.strip_prefix('{') else { return vec![ident(rest)] };
+    let (mut depth, mut parts, mut start) = (0, Vec::new(), 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                parts.push(ident(&inner[start..i]));
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(ident(&inner[start..i]));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.into_iter().filter(|p| !p.is_empty()).collect()
+}
+
+/// The source without comment lines: a doc link to the module that measures
+/// a table is a pointer for the reader, not an import.
+fn code_of(file: &Path) -> String {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The crate root's re-exports (`pub use module::Item;`, `pub use
+/// module::{A, B};`): item name → the module that defines it, so that a path
+/// `crate::Item` counts as an import of that module.
+fn root_reexports(src: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let root = ["lib.rs", "main.rs"].iter().map(|f| src.join(f)).find(|p| p.exists());
+    let Some(root) = root else { return out };
+    let code = code_of(&root);
+    for stmt in code.split(';') {
+        let stmt = stmt.trim();
+        let Some(path) = ["pub use ", "pub(crate) use "].iter().find_map(|p| stmt.rsplit_once(p).map(|(_, r)| r))
+        else {
+            continue;
+        };
+        let path = path.trim_start_matches("crate::").trim_start_matches("self::");
+        let Some((module, items)) = path.split_once("::") else { continue };
+        if !(src.join(format!("{module}.rs")).exists() || src.join(module).is_dir()) {
+            continue; // another crate's items
+        }
+        for item in first_segments(items) {
+            let name = items_alias(items, &item);
+            out.insert(name, module.to_string());
+        }
+    }
+    out
+}
+
+/// The name an item is re-exported under (`Item as Other` → `Other`).
+fn items_alias(items: &str, item: &str) -> String {
+    let after = items.split(item).nth(1).unwrap_or("");
+    let alias = after
+        .trim_start()
+        .strip_prefix("as ")
+        .map(|a| a.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>());
+    alias.filter(|a| !a.is_empty()).unwrap_or_else(|| item.to_string())
+}
+
 /// Edges `module → module` from every path to a sibling module in the
 /// sources under `src` (`crate::x`, or for a folder module `crate::folder::x`
-/// and `super::x`). Comments are skipped: a doc link to the module that
-/// measures a table is a pointer for the reader, not an import.
+/// and `super::x`), and to the module behind a crate-root re-export
+/// (`crate::Gpu` is an import of `gpu` when lib.rs says `pub use gpu::Gpu`).
+/// Comments are skipped.
 fn imports(src: &Path, prefixes: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = Vec::new();
     rust_files(src, &mut files);
+    let reexports = if prefixes.contains(&"crate::") { root_reexports(src) } else { BTreeMap::new() };
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in files {
         let from = module_of(src, &f);
-        let text: String = std::fs::read_to_string(&f)
-            .unwrap()
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("//"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let hits = prefixes.iter().flat_map(|p| text.match_indices(p).map(move |(i, _)| (i, p.len())));
-        for (i, len) in hits {
+        let text = code_of(&f);
+        let hits = prefixes.iter().flat_map(|p| text.match_indices(p).map(move |(i, _)| (i, p.len(), *p)));
+        for (i, len, prefix) in hits {
             if i > 0 && text[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$') {
                 continue; // `kernels_gpu::…` or `$crate::` are other crates
             }
-            let rest = &text[i + len..];
-            let to: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-            let is_module = src.join(format!("{to}.rs")).exists() || src.join(&to).is_dir();
-            if is_module && to != from {
-                edges.entry(from.clone()).or_default().insert(to);
+            for to in first_segments(&text[i + len..]) {
+                let is_module = src.join(format!("{to}.rs")).exists() || src.join(&to).is_dir();
+                let target = match (is_module, prefix) {
+                    (true, _) => Some(to),
+                    (false, "crate::") => reexports.get(&to).cloned(),
+                    _ => None,
+                };
+                if let Some(to) = target.filter(|t| *t != from) {
+                    edges.entry(from.clone()).or_default().insert(to);
+                }
             }
         }
     }
@@ -90,16 +165,41 @@ fn circle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 }
 
 #[test]
-fn no_import_circle_in_the_host_or_the_benches() {
-    let folders: [(&str, &[&str]); 3] = [
+fn no_import_circle_in_any_crate() {
+    let folders: [(&str, &[&str]); 8] = [
         ("host/src", &["crate::"]),
+        ("device/src", &["crate::"]),
+        ("kernels-gpu/src", &["crate::"]),
+        ("build/src", &["crate::"]),
+        ("macros/src", &["crate::"]),
+        ("xtask/src", &["crate::"]),
         ("benches/src", &["crate::"]),
         ("benches/src/report", &["crate::report::", "super::"]),
     ];
-    for (krate, prefixes) in folders {
-        let edges = imports(&root().join(krate), prefixes);
-        assert_eq!(circle(&edges), None, "{krate}: modules import each other in a circle");
-    }
+    let circles: Vec<String> = folders
+        .into_iter()
+        .filter_map(|(krate, prefixes)| {
+            circle(&imports(&root().join(krate), prefixes)).map(|c| format!("{krate}: {}", c.join(" → ")))
+        })
+        .collect();
+    assert!(circles.is_empty(), "modules import each other in a circle: {circles:?}");
+}
+
+#[test]
+fn crate_root_reexports_count_as_imports() {
+    // `buffer.rs` naming `crate::Gpu` imports `gpu` (re-exported at the root):
+    // the circle `buffer → gpu → buffer` that a `crate::<module>` reader missed.
+    let dir = std::env::temp_dir().join(format!("layering-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("lib.rs"), "mod buffer;\nmod gpu;\npub use gpu::{Gpu, Stream as S};\n").unwrap();
+    std::fs::write(dir.join("gpu.rs"), "use crate::buffer::DeviceVec;\npub struct Gpu;\n").unwrap();
+    std::fs::write(dir.join("buffer.rs"), "pub fn f(_: &crate::Gpu, _: crate::S) {}\n").unwrap();
+    let edges = imports(&dir, &["crate::"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(edges.get("buffer"), Some(&BTreeSet::from(["gpu".to_string()])));
+    assert_eq!(circle(&edges), Some(vec!["buffer".into(), "gpu".into(), "buffer".into()]));
+    // Grouped paths: `crate::{a, b::c}` imports both.
+    assert_eq!(first_segments("{gpu::Gpu, buffer::{View, ViewMut}, Error};"), ["gpu", "buffer", "Error"]);
 }
 
 #[test]

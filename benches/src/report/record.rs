@@ -39,6 +39,7 @@ pub fn verify_record(cases_path: &str, log_path: &str, command: &str, out: &str)
     // rounded counts), so they are kept whole, pass or fail.
     let measured = |test: &str| cases.iter().filter(|c| c["test"] == test).cloned().collect::<Vec<Value>>();
     let failing_tests: Vec<&str> = log.lines().filter(|l| l.starts_with("test ") && l.ends_with("FAILED")).collect();
+    let (ran, left) = which_ran(&log, command);
     let record = json!({
         "gpu": gpu.info().name,
         "driver": driver_string(&gpu),
@@ -56,6 +57,11 @@ pub fn verify_record(cases_path: &str, log_path: &str, command: &str, out: &str)
         "tests_failed": failed_tests,
         "tests_ignored": ignored,
         "failing_tests": failing_tests,
+        // Which tests this run ran (binary::test), and which it left to
+        // another command (`run.sh test` skips the exhaustive sweeps, which
+        // `run.sh exhaustive` runs and records).
+        "tests_run": ran,
+        "tests_left_to_another_command": left,
         "math_exhaustive": measured("math_exhaustive"),
         "activation_rounding": measured("activation_rounding"),
     });
@@ -71,4 +77,38 @@ pub fn verify_record(cases_path: &str, log_path: &str, command: &str, out: &str)
         return Err("verification failed".into());
     }
     Ok(())
+}
+
+/// The tests a run's log shows run (`binary::test`, from the `=== binary`
+/// headers and libtest's `test name ... ok|FAILED` lines), and the names its
+/// command skipped (`--skip NAME`).
+fn which_ran(log: &str, command: &str) -> (Vec<String>, Vec<String>) {
+    let mut binary = "";
+    let mut ran = Vec::new();
+    for line in log.lines() {
+        if let Some(b) = line.strip_prefix("=== ") {
+            binary = b.trim();
+        } else if let Some(rest) = line.strip_prefix("test ") {
+            let Some((name, result)) = rest.split_once(" ... ") else { continue };
+            if result.starts_with("ok") || result.starts_with("FAILED") {
+                ran.push(format!("{binary}::{}", name.trim()));
+            }
+        }
+    }
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let left = words.windows(2).filter(|w| w[0] == "--skip").map(|w| w[1].trim_end_matches([';', ')']).to_string());
+    (ran, left.collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_record_says_which_tests_ran_and_which_were_left() {
+        let log = "=== gpukern-gpu_math\nrunning 2 tests\ntest math_sweeps_cover_exactly_their_output ... ok\n\
+                   test math_exhaustive ... ignored\n=== gpukern-errors\ntest device_assert ... FAILED\n";
+        let (ran, left) =
+            super::which_ran(log, "./run.sh test (each with --include-ignored --skip math_exhaustive; x)");
+        assert_eq!(ran, ["gpukern-gpu_math::math_sweeps_cover_exactly_their_output", "gpukern-errors::device_assert"]);
+        assert_eq!(left, ["math_exhaustive"]);
+    }
 }

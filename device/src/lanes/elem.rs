@@ -160,12 +160,13 @@ bits16_elem!(Bf16, 0x7f80, bf16_to_f32, bf16_narrow);
 /// `cvt.rn.bf16.f32` (one instruction; for every non-NaN input the same bits
 /// as the integer rounding, and NaN stays NaN), elsewhere the integer rounding
 /// (sm_70 has no bf16 conversion; the host). So a user's bf16 operation built
-/// for sm_90 rounds as cheaply as the library's `hopper::Bf16Sm90` lanes.
+/// for sm_90 rounds as cheaply as the library's `hopper::Bf16Sm90` lanes
+/// (both through `bits::f32_to_bf16_cvt`).
 #[inline(always)]
 fn bf16_narrow(x: f32) -> u16 {
     #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
     {
-        <crate::hopper::Bf16Sm90 as Elem>::narrow(x)
+        crate::bits::f32_to_bf16_cvt(x)
     }
     #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
     {

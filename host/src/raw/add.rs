@@ -4,9 +4,7 @@
 
 use std::ffi::c_void;
 
-use cudarc::driver::sys as cu;
-
-use super::{arg, launch, need, AnyBits, RawFn};
+use super::{arg, launch, need, reads, writes, AnyBits, Queue, RawFn};
 use super::{DevRead, DevWrite};
 use crate::error::{Error, Result};
 
@@ -23,7 +21,7 @@ pub(crate) unsafe fn launch_mismatch_count<T: AnyBits>(
     x: &impl DevRead<T>,
     y: &impl DevRead<T>,
     counter: &mut impl DevWrite<u64>,
-    stream: cu::CUstream,
+    stream: Queue<'_>,
 ) -> Result<()> {
     if x.len() != y.len() || counter.len() != 1 {
         return Err(Error::CopyLength { host: x.len(), device: y.len() });
@@ -31,6 +29,7 @@ pub(crate) unsafe fn launch_mismatch_count<T: AnyBits>(
     if x.is_empty() {
         return Ok(());
     }
+    stream.order(&[reads(x), reads(y), writes(counter)])?;
     let (mut px, mut py, mut pn, mut pc) = (x.addr(), y.addr(), x.len() as u64, counter.addr());
     let mut params = [
         &mut px as *mut u64 as *mut c_void,
@@ -40,7 +39,7 @@ pub(crate) unsafe fn launch_mismatch_count<T: AnyBits>(
     ];
     // SAFETY: the counters take (ptr, ptr, u64, ptr); x and y are live for n
     // elements, counter is one exclusively borrowed u64 (8-byte aligned by cuMemAlloc).
-    unsafe { launch(func, grid, block, stream, &mut params) }
+    unsafe { launch(func, grid, block, stream.handle(), &mut params) }
 }
 
 /// Launches a visit marker `(marks, n)` over all of `marks`.
@@ -53,17 +52,18 @@ pub(crate) unsafe fn launch_mark_visits(
     grid: u32,
     block: u32,
     marks: &mut impl DevWrite<i32>,
-    stream: cu::CUstream,
+    stream: Queue<'_>,
 ) -> Result<()> {
     if marks.is_empty() || grid == 0 {
         return Ok(());
     }
+    stream.order(&[writes(marks)])?;
     let (mut pm, mut pn) = (marks.addr(), marks.len() as u64);
     let mut params = [arg(&mut pm), arg(&mut pn)];
     // SAFETY: the markers take (ptr, u64); marks is exclusively borrowed, holds n
     // 4-byte aligned elements (views of i32 buffers always are), and the walk
     // touches indices < n only.
-    unsafe { launch(func, grid, block, stream, &mut params) }
+    unsafe { launch(func, grid, block, stream.handle(), &mut params) }
 }
 
 /// Launches the empty kernel (no parameters).
@@ -71,9 +71,9 @@ pub(crate) unsafe fn launch_mark_visits(
 /// # Safety
 /// `func` is a kernel of the stream's context that takes no parameters and
 /// touches no memory (`kernels_gpu::verify::EMPTY`).
-pub(crate) unsafe fn launch_empty(func: RawFn, stream: cu::CUstream) -> Result<()> {
+pub(crate) unsafe fn launch_empty(func: RawFn, stream: Queue<'_>) -> Result<()> {
     // SAFETY: the empty kernel takes no parameters and touches no memory.
-    unsafe { launch(func, 1, 1, stream, &mut []) }
+    unsafe { launch(func, 1, 1, stream.handle(), &mut []) }
 }
 
 /// Launches the spin kernel for `ns` nanoseconds (one thread).
@@ -81,11 +81,11 @@ pub(crate) unsafe fn launch_empty(func: RawFn, stream: cu::CUstream) -> Result<(
 /// # Safety
 /// `func` is a kernel of the stream's context that takes one `u64` and
 /// touches no memory (`kernels_gpu::verify::SPIN`).
-pub(crate) unsafe fn launch_spin(func: RawFn, ns: u64, stream: cu::CUstream) -> Result<()> {
+pub(crate) unsafe fn launch_spin(func: RawFn, ns: u64, stream: Queue<'_>) -> Result<()> {
     let mut pns = ns;
     let mut params = [&mut pns as *mut u64 as *mut c_void];
     // SAFETY: the spin kernel takes one u64 and touches no memory.
-    unsafe { launch(func, 1, 1, stream, &mut params) }
+    unsafe { launch(func, 1, 1, stream.handle(), &mut params) }
 }
 
 /// Test-only: launches an add kernel on a null output so that it faults, to check
@@ -95,7 +95,7 @@ pub(crate) unsafe fn launch_spin(func: RawFn, ns: u64, stream: cu::CUstream) -> 
 /// `func` is an add kernel `(a, b, c, n)` of the stream's context; it is
 /// launched on null pointers so that it faults in the device, as the test wants.
 #[cfg(feature = "test-hooks")]
-pub(crate) unsafe fn launch_faulting(func: RawFn, stream: cu::CUstream) -> Result<()> {
+pub(crate) unsafe fn launch_faulting(func: RawFn, stream: Queue<'_>) -> Result<()> {
     let (mut pa, mut pb, mut pc, mut pn) = (0u64, 0u64, 0u64, 1024u64);
     let mut params = [
         &mut pa as *mut u64 as *mut c_void,
@@ -105,7 +105,7 @@ pub(crate) unsafe fn launch_faulting(func: RawFn, stream: cu::CUstream) -> Resul
     ];
     // SAFETY: a null device pointer faults inside the kernel (an illegal-address
     // error in the CUDA context); no host memory is involved.
-    unsafe { launch(func, 4, 256, stream, &mut params) }
+    unsafe { launch(func, 4, 256, stream.handle(), &mut params) }
 }
 
 /// The ceiling kernels' operands (`u32` words, 16-byte aligned).
@@ -128,7 +128,7 @@ pub(crate) unsafe fn launch_ceiling(
     func: RawFn,
     block: u32,
     op: Ceiling<'_>,
-    stream: cu::CUstream,
+    stream: Queue<'_>,
 ) -> Result<()> {
     let (addrs, n): (Vec<u64>, usize) = match &op {
         Ceiling::Read { a, b, sink, .. } => {
@@ -159,6 +159,11 @@ pub(crate) unsafe fn launch_ceiling(
         return Ok(());
     }
     let mut pn = n as u64;
+    match &op {
+        Ceiling::Read { a, b, sink, .. } => stream.order(&[reads(*a), reads(*b), writes(&**sink)])?,
+        Ceiling::Fill { c, .. } => stream.order(&[writes(&**c)])?,
+        Ceiling::Copy { a, c } => stream.order(&[reads(*a), writes(&**c)])?,
+    }
     // SAFETY (all arms): parameter lists match ceiling.rs; every view holds n
     // words, 16-byte aligned (checked above); outputs are exclusive borrows; the
     // sink holds one word.
@@ -170,17 +175,17 @@ pub(crate) unsafe fn launch_ceiling(
                     func,
                     grid,
                     block,
-                    stream,
+                    stream.handle(),
                     &mut [arg(&mut pa), arg(&mut pb), arg(&mut pn), arg(&mut ps), arg(&mut key)],
                 )
             }
             Ceiling::Fill { c, mut value } => {
                 let mut pc = c.addr();
-                launch(func, grid, block, stream, &mut [arg(&mut pc), arg(&mut pn), arg(&mut value)])
+                launch(func, grid, block, stream.handle(), &mut [arg(&mut pc), arg(&mut pn), arg(&mut value)])
             }
             Ceiling::Copy { a, c } => {
                 let (mut pa, mut pc) = (a.addr(), c.addr());
-                launch(func, grid, block, stream, &mut [arg(&mut pa), arg(&mut pc), arg(&mut pn)])
+                launch(func, grid, block, stream.handle(), &mut [arg(&mut pa), arg(&mut pc), arg(&mut pn)])
             }
         }
     }
@@ -198,7 +203,7 @@ pub(crate) unsafe fn launch_mark_tiles(
     tile: u64,
     lanes: u32,
     marks: &mut impl DevWrite<i32>,
-    stream: cu::CUstream,
+    stream: Queue<'_>,
 ) -> Result<()> {
     if tile == 0 || !tile.is_multiple_of(lanes as u64) {
         return Err(Error::Shape {
@@ -209,10 +214,11 @@ pub(crate) unsafe fn launch_mark_tiles(
     if marks.is_empty() || grid == 0 {
         return Ok(());
     }
+    stream.order(&[writes(marks)])?;
     let (mut pm, mut pn, mut pt) = (marks.addr(), marks.len() as u64, tile);
     let mut params = [arg(&mut pm), arg(&mut pn), arg(&mut pt)];
     // SAFETY: the markers take (ptr, u64, u64); marks is exclusively borrowed and
     // holds n aligned i32; the walk touches indices < n only; tile is a non-zero
     // multiple of the pack width, as the walk assumes.
-    unsafe { launch(func, grid, block, stream, &mut params) }
+    unsafe { launch(func, grid, block, stream.handle(), &mut params) }
 }

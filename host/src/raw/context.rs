@@ -1,4 +1,5 @@
-//! The primary context and the liveness of every handle made in it.
+//! The primary context, the liveness of every handle made in it, and the
+//! reset that ends it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,15 +11,21 @@ use super::check;
 use super::driver::{device, driver};
 use crate::error::{DriverError, Error, Result};
 
-/// Reset counts per device ordinal, shared by every context handle of the
-/// device: a handle made before the latest reset of its device is dead (its
-/// memory, modules and streams were destroyed with the context). Looked up
-/// once per context handle, so liveness checks take no lock.
-fn generation_of(index: usize) -> Arc<AtomicU64> {
-    static RESETS: OnceLock<Mutex<HashMap<usize, Arc<AtomicU64>>>> = OnceLock::new();
-    let mut m = RESETS.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+/// One word per device ordinal, shared by every context handle of the
+/// device: the generation in the high 32 bits (even: live; odd: a reset is
+/// under way; each reset adds 2), the calls in flight in the low 32 bits. A
+/// call counts itself in with one `fetch_add` (no lock) and is refused when
+/// the generation is not its handle's; a reset makes the generation odd, waits
+/// for the calls in flight to leave, then resets. So no call of this crate
+/// can pass its liveness check and then reach a destroyed handle.
+fn state_of(index: usize) -> Arc<AtomicU64> {
+    static STATES: OnceLock<Mutex<HashMap<usize, Arc<AtomicU64>>>> = OnceLock::new();
+    let mut m = STATES.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
     m.entry(index).or_default().clone()
 }
+
+const CALLS: u64 = (1 << 32) - 1;
+const GENERATION: u64 = 1 << 32;
 
 /// A retained primary context of one device; released on drop. Every raw
 /// resource (memory, module, stream, events, graph) holds an `Arc` of the
@@ -27,8 +34,9 @@ fn generation_of(index: usize) -> Arc<AtomicU64> {
 pub(crate) struct PrimaryContext {
     dev: cu::CUdevice,
     ctx: cu::CUcontext,
-    /// The device's reset count, and its value when this was retained.
-    resets: Arc<AtomicU64>,
+    /// The device's word (see [`state_of`]), and the generation this was
+    /// retained in.
+    state: Arc<AtomicU64>,
     born: u64,
 }
 // SAFETY: a context handle may be made current on any thread; the fields
@@ -37,42 +45,57 @@ unsafe impl Send for PrimaryContext {}
 // SAFETY: as above.
 unsafe impl Sync for PrimaryContext {}
 
+/// A call in flight on a live context: while it exists, no reset of the
+/// device can begin (a reset waits for it to drop). Held across the liveness
+/// check and every driver call that uses a handle of the context.
+#[must_use = "the context is only guaranteed live while the guard is held"]
+pub(crate) struct Live<'a>(&'a AtomicU64);
+
+impl Drop for Live<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
 impl PrimaryContext {
     /// Retains the primary context of device `index` (shared with cudarc and the
     /// runtime API in the same process) and makes it current.
     pub(crate) fn retain(index: usize) -> Result<Arc<PrimaryContext>> {
         let dev = device(index)?;
-        let resets = generation_of(index);
-        let born = resets.load(Ordering::Acquire);
+        let state = state_of(index);
+        let born = state.load(Ordering::Acquire) >> 32;
+        if born % 2 == 1 {
+            return Err(Error::DeviceReset { what: "Gpu (the device is being reset)" });
+        }
         let mut ctx: cu::CUcontext = std::ptr::null_mut();
         // SAFETY: writes one handle; released in Drop.
         check(unsafe { cu::cuDevicePrimaryCtxRetain(&mut ctx, dev) }).map_err(driver("cuDevicePrimaryCtxRetain"))?;
-        let p = Arc::new(PrimaryContext { dev, ctx, resets, born });
-        p.bind()?;
+        let p = Arc::new(PrimaryContext { dev, ctx, state, born });
+        drop(p.bind()?);
         Ok(p)
     }
 
-    /// False once the device was reset after this was retained.
-    pub(crate) fn is_live(&self) -> bool {
-        self.resets.load(Ordering::Acquire) == self.born
-    }
-
-    /// Makes this context the calling thread's current one, if it is not
-    /// already (one cheap query instead of a set on every call; another
-    /// library may have changed it, so nothing is cached). Refuses a context
-    /// that was reset: [`Error::DeviceReset`].
-    pub(crate) fn bind(&self) -> Result<()> {
-        if !self.is_live() {
+    /// Counts a call in and makes this context the calling thread's current
+    /// one, if it is not already (one cheap query instead of a set on every
+    /// call; another library may have changed it, so nothing is cached).
+    /// Refuses a context that was reset, or is being reset:
+    /// [`Error::DeviceReset`]. Hold the guard until the driver calls that use
+    /// the context's handles have returned.
+    pub(crate) fn bind(&self) -> Result<Live<'_>> {
+        let before = self.state.fetch_add(1, Ordering::Acquire);
+        let live = Live(&self.state);
+        if before >> 32 != self.born {
             return Err(Error::DeviceReset { what: "Gpu" });
         }
         let mut current: cu::CUcontext = std::ptr::null_mut();
         // SAFETY: writes one handle.
         check(unsafe { cu::cuCtxGetCurrent(&mut current) }).map_err(driver("cuCtxGetCurrent"))?;
-        if current == self.ctx {
-            return Ok(());
+        if current != self.ctx {
+            // SAFETY: a live context handle (retained by self; no reset can
+            // begin while `live` is held).
+            check(unsafe { cu::cuCtxSetCurrent(self.ctx) }).map_err(driver("cuCtxSetCurrent"))?;
         }
-        // SAFETY: a live context handle (retained by self, not reset).
-        check(unsafe { cu::cuCtxSetCurrent(self.ctx) }).map_err(driver("cuCtxSetCurrent"))
+        Ok(live)
     }
 
     /// Waits for all work of the calling thread's current context (this one,
@@ -82,10 +105,16 @@ impl PrimaryContext {
         check(unsafe { cu::cuCtxSynchronize() })
     }
 
-    /// Marks every handle of the device dead, then destroys every allocation,
-    /// module and stream of the primary context. Whether the device can then
-    /// be used again is the driver's call: driver 580 keeps an illegal-address
-    /// fault for the rest of the process.
+    /// Marks every handle of the device dead, waits for the calls of this
+    /// crate in flight on it to return, then destroys every allocation, module
+    /// and stream of the primary context. Refused ([`Error::DeviceReset`])
+    /// when this handle is dead already (another reset came first). Whether
+    /// the device can then be used again is the driver's call: driver 580
+    /// keeps an illegal-address fault for the rest of the process.
+    ///
+    /// Must not be called while the calling thread holds a [`Live`] guard of
+    /// the device (it would wait for itself); no closure this crate runs
+    /// holds one.
     ///
     /// # Safety
     /// The primary context is shared with every other user of the device in
@@ -93,12 +122,30 @@ impl PrimaryContext {
     /// modules and streams are destroyed too, behind their backs. The caller
     /// promises that no such resource is used again after this call.
     pub(crate) unsafe fn reset(&self) -> Result<()> {
-        // This library's handles die first, so none of them frees or uses a
-        // handle the driver may hand out again.
-        self.resets.fetch_add(1, Ordering::AcqRel);
-        // SAFETY: resets the device's primary context; other users' resources
+        // From even (live) to odd (resetting), only from this handle's own
+        // generation: every later call of any handle is refused from here.
+        let mut word = self.state.load(Ordering::Acquire);
+        loop {
+            if word >> 32 != self.born {
+                return Err(Error::DeviceReset { what: "Gpu" });
+            }
+            match self.state.compare_exchange_weak(word, word + GENERATION, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(now) => word = now,
+            }
+        }
+        // Calls that passed their check before the mark finish first (a
+        // refused one leaves at once).
+        while self.state.load(Ordering::Acquire) & CALLS != 0 {
+            std::thread::yield_now();
+        }
+        // SAFETY: resets the device's primary context; no call of this crate
+        // is in flight on it, none can start, and other users of the context
         // are the caller's promise.
-        check(unsafe { cu::cuDevicePrimaryCtxReset_v2(self.dev) }).map_err(driver("cuDevicePrimaryCtxReset"))
+        let r = check(unsafe { cu::cuDevicePrimaryCtxReset_v2(self.dev) }).map_err(driver("cuDevicePrimaryCtxReset"));
+        // Even again: contexts retained from now on are live, older ones dead.
+        self.state.fetch_add(GENERATION, Ordering::AcqRel);
+        r
     }
 
     #[cfg(feature = "cudarc")]

@@ -80,7 +80,7 @@ unsafe impl Sync for RawModule {}
 impl RawModule {
     /// JIT-loads PTX text into `ctx`.
     pub(crate) fn load(ctx: &Arc<PrimaryContext>, ptx: &str) -> Result<RawModule> {
-        ctx.bind()?;
+        let _live = ctx.bind()?;
         let text = CString::new(ptx).map_err(|_| {
             Error::PtxLoad(DriverError {
                 code: 218,
@@ -111,7 +111,7 @@ impl RawModule {
     pub(crate) fn write_global_u64(&self, name: &str, value: u64) -> Result<bool> {
         let Ok(c) = CString::new(name) else { return Ok(false) };
         let (mut ptr, mut bytes): (cu::CUdeviceptr, usize) = (0, 0);
-        self.ctx.bind()?;
+        let _live = self.ctx.bind()?;
         // SAFETY: a live module; writes an address and a size.
         let r = unsafe { cu::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, self.module, c.as_ptr()) };
         if r == cu::CUresult::CUDA_ERROR_NOT_FOUND || (r == cu::CUresult::CUDA_SUCCESS && bytes != 8) {
@@ -128,6 +128,7 @@ impl RawModule {
     pub(crate) fn read_global(&self, name: &str) -> Result<Option<Vec<u8>>> {
         let Ok(c) = CString::new(name) else { return Ok(None) };
         let (mut ptr, mut bytes): (cu::CUdeviceptr, usize) = (0, 0);
+        let _live = self.ctx.bind()?;
         // SAFETY: a live module; writes an address and a size.
         let r = unsafe { cu::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, self.module, c.as_ptr()) };
         if r == cu::CUresult::CUDA_ERROR_NOT_FOUND {
@@ -144,32 +145,44 @@ impl RawModule {
 
 impl Drop for RawModule {
     fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
+        if let Ok(_live) = self.ctx.bind() {
             // SAFETY: a module of this live, current context, unloaded once.
             let _ = unsafe { cu::cuModuleUnload(self.module) };
         }
     }
 }
 
-/// A stream; destroyed on drop while its context is live.
+/// A stream; destroyed on drop while its context is live. Carries one event,
+/// recorded when another stream must wait for the work queued here so far
+/// ([`RawStream::wait_for`], the cross-stream ordering of `order.rs`).
 pub(crate) struct RawStream {
     stream: cu::CUstream,
+    mark: cu::CUevent,
     ctx: Arc<PrimaryContext>,
 }
-// SAFETY: streams may be used from any thread with their context current.
+// SAFETY: streams and events may be used from any thread with their context
+// current; the driver synchronises queueing and recording.
 unsafe impl Send for RawStream {}
-// SAFETY: as above; the driver synchronises queueing.
+// SAFETY: as above.
 unsafe impl Sync for RawStream {}
 
 impl RawStream {
     /// A new blocking stream (ordered with the legacy default stream, which the
     /// synchronous copies and fills use).
-    pub(crate) fn create(ctx: &Arc<PrimaryContext>) -> Result<RawStream> {
-        ctx.bind()?;
+    pub(crate) fn create(ctx: &Arc<PrimaryContext>) -> Result<Arc<RawStream>> {
+        let _live = ctx.bind()?;
+        let mut mark: cu::CUevent = std::ptr::null_mut();
+        let no_timing = cu::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+        // SAFETY: writes one handle.
+        check(unsafe { cu::cuEventCreate(&mut mark, no_timing) }).map_err(driver("cuEventCreate"))?;
         let mut s: cu::CUstream = std::ptr::null_mut();
         // SAFETY: writes one handle; flags 0 is CU_STREAM_DEFAULT (blocking).
-        check(unsafe { cu::cuStreamCreate(&mut s, 0) }).map_err(driver("cuStreamCreate"))?;
-        Ok(RawStream { stream: s, ctx: ctx.clone() })
+        if let Err(e) = check(unsafe { cu::cuStreamCreate(&mut s, 0) }) {
+            // SAFETY: created above, destroyed once.
+            unsafe { cu::cuEventDestroy_v2(mark) };
+            return Err(Error::Driver { context: "cuStreamCreate", source: e });
+        }
+        Ok(Arc::new(RawStream { stream: s, mark, ctx: ctx.clone() }))
     }
     /// The driver's handle, for queueing work.
     pub(crate) fn handle(&self) -> cu::CUstream {
@@ -180,13 +193,29 @@ impl RawStream {
         // SAFETY: a live stream.
         check(unsafe { cu::cuStreamSynchronize(self.stream) })
     }
+    /// Makes the work queued on this stream from now on wait for the work
+    /// queued on `other` so far: `other`'s event recorded now, then waited
+    /// for. Two threads may record the same event at once; each wait then
+    /// takes a record at least as late as its own, which covers what it needs.
+    pub(crate) fn wait_for(&self, other: &RawStream) -> Result<()> {
+        let _live = self.ctx.bind()?;
+        // SAFETY: a live event and stream of this context (both streams are
+        // of one device's primary context: the callers check owners).
+        check(unsafe { cu::cuEventRecord(other.mark, other.stream) }).map_err(driver("cuEventRecord"))?;
+        // SAFETY: as above; the wait takes the event's state at this call.
+        check(unsafe { cu::cuStreamWaitEvent(self.stream, other.mark, 0) }).map_err(driver("cuStreamWaitEvent"))
+    }
 }
 
 impl Drop for RawStream {
     fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
-            // SAFETY: a stream of this live context, destroyed once.
-            let _ = unsafe { cu::cuStreamDestroy_v2(self.stream) };
+        if let Ok(_live) = self.ctx.bind() {
+            // SAFETY: a stream and an event of this live context, destroyed
+            // once (the driver finishes queued work first).
+            unsafe {
+                cu::cuStreamDestroy_v2(self.stream);
+                cu::cuEventDestroy_v2(self.mark);
+            }
         }
     }
 }
@@ -200,7 +229,7 @@ unsafe impl Send for RawEvents {}
 
 impl RawEvents {
     pub(crate) fn create(ctx: &Arc<PrimaryContext>) -> Result<RawEvents> {
-        ctx.bind()?;
+        let _live = ctx.bind()?;
         let (mut start, mut stop): (cu::CUevent, cu::CUevent) = (std::ptr::null_mut(), std::ptr::null_mut());
         // SAFETY: each writes one handle.
         check(unsafe { cu::cuEventCreate(&mut start, 0) }).map_err(driver("cuEventCreate"))?;
@@ -214,10 +243,15 @@ impl RawEvents {
     }
 
     /// Device time between the two events queued around `work` on `stream`, in ms.
+    /// No call is counted in while `work` runs (it may be anything).
     pub(crate) fn time(&self, stream: cu::CUstream, work: impl FnOnce() -> Result<()>) -> Result<f32> {
-        // SAFETY: live events and stream.
-        check(unsafe { cu::cuEventRecord(self.0, stream) }).map_err(driver("cuEventRecord"))?;
+        {
+            let _live = self.2.bind()?;
+            // SAFETY: live events and stream.
+            check(unsafe { cu::cuEventRecord(self.0, stream) }).map_err(driver("cuEventRecord"))?;
+        }
         work()?;
+        let _live = self.2.bind()?;
         // SAFETY: as above.
         check(unsafe { cu::cuEventRecord(self.1, stream) }).map_err(driver("cuEventRecord"))?;
         // SAFETY: a recorded event.
@@ -228,20 +262,11 @@ impl RawEvents {
         check(unsafe { cu::cuEventElapsedTime_v2(&mut ms, self.0, self.1) }).map_err(driver("cuEventElapsedTime"))?;
         Ok(ms)
     }
-
-    /// Makes `waiter` wait for the work queued on `signaller` so far (the
-    /// first event recorded there, then `cuStreamWaitEvent`).
-    pub(crate) fn join(&self, waiter: cu::CUstream, signaller: cu::CUstream) -> Result<()> {
-        // SAFETY: a live event and streams of its context.
-        check(unsafe { cu::cuEventRecord(self.0, signaller) }).map_err(driver("cuEventRecord"))?;
-        // SAFETY: as above; the wait takes the event's state at this call.
-        check(unsafe { cu::cuStreamWaitEvent(waiter, self.0, 0) }).map_err(driver("cuStreamWaitEvent"))
-    }
 }
 
 impl Drop for RawEvents {
     fn drop(&mut self) {
-        if self.2.bind().is_ok() {
+        if let Ok(_live) = self.2.bind() {
             // SAFETY: events of this live context, destroyed once.
             unsafe {
                 cu::cuEventDestroy_v2(self.0);

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys as cu;
 
-use super::{check, PrimaryContext};
+use super::{check, PrimaryContext, Queue, Use};
 use crate::error::{Error, Result};
 
 /// An instantiated CUDA graph; destroyed on drop while its context is live.
@@ -23,9 +23,9 @@ unsafe impl Send for RawGraph {}
 
 impl Drop for RawGraph {
     fn drop(&mut self) {
-        if self.ctx.bind().is_err() {
+        let Ok(_live) = self.ctx.bind() else {
             return; // reset: the driver destroyed them with the context
-        }
+        };
         // SAFETY: both handles were created by `capture` in this live context
         // and are destroyed once; errors are ignored so dropping never panics.
         unsafe {
@@ -42,8 +42,12 @@ impl Drop for RawGraph {
 /// The capture stream is a private non-blocking stream: a blocking stream in
 /// capture would make every legacy-stream operation of other threads (the
 /// synchronous copies and memsets) fail with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT.
-pub(crate) fn capture(ctx: &Arc<PrimaryContext>, work: impl FnOnce(cu::CUstream) -> Result<()>) -> Result<RawGraph> {
-    ctx.bind()?;
+/// The work is queued untracked ([`Queue::untracked`]): nothing runs at
+/// capture, and [`graph_launch`] orders the graph's buffers when it runs.
+/// `work` runs with a call counted in (`Live`): it queues library launches
+/// only, never a reset.
+pub(crate) fn capture(ctx: &Arc<PrimaryContext>, work: impl FnOnce(Queue<'static>) -> Result<()>) -> Result<RawGraph> {
+    let _live = ctx.bind()?;
     let driver = |context: &'static str| move |source| Error::Driver { context, source };
     let mut stream: cu::CUstream = std::ptr::null_mut();
     // SAFETY: creates a stream owned by this function (1 = CU_STREAM_NON_BLOCKING).
@@ -56,13 +60,13 @@ pub(crate) fn capture(ctx: &Arc<PrimaryContext>, work: impl FnOnce(cu::CUstream)
 
 fn capture_on(
     stream: cu::CUstream,
-    work: impl FnOnce(cu::CUstream) -> Result<()>,
+    work: impl FnOnce(Queue<'static>) -> Result<()>,
 ) -> Result<(cu::CUgraph, cu::CUgraphExec)> {
     let driver = |context: &'static str| move |source| Error::Driver { context, source };
     // SAFETY: begins capture on the private stream.
     check(unsafe { cu::cuStreamBeginCapture_v2(stream, cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })
         .map_err(driver("cuStreamBeginCapture"))?;
-    let worked = work(stream);
+    let worked = work(Queue::untracked(stream));
     let mut graph: cu::CUgraph = std::ptr::null_mut();
     // SAFETY: ends the capture begun above and receives the graph handle.
     let ended = check(unsafe { cu::cuStreamEndCapture(stream, &mut graph) }).map_err(driver("cuStreamEndCapture"));
@@ -83,11 +87,14 @@ fn capture_on(
     Ok((graph, exec))
 }
 
-/// Launches an instantiated graph on a stream of its context.
-pub(crate) fn graph_launch(g: &mut RawGraph, stream: cu::CUstream) -> Result<()> {
-    g.ctx.bind()?;
+/// Launches an instantiated graph on a stream of its context, after other
+/// streams' work on the buffers it touches (`uses`, from its owner).
+pub(crate) fn graph_launch(g: &mut RawGraph, stream: Queue<'_>, uses: &[Option<Use<'_>>]) -> Result<()> {
+    let _live = g.ctx.bind()?;
+    stream.order(uses)?;
     // SAFETY: the graph is alive and exclusively borrowed (one thread); what it
-    // touches is kept alive by the borrows its owner (`AddGraph<'a>`) holds.
-    check(unsafe { cu::cuGraphLaunch(g.exec, stream) })
+    // touches is kept alive by the borrows its owner (`AddGraph<'a>`,
+    // `Graph<'a>`) holds, and ordered after other streams' work (above).
+    check(unsafe { cu::cuGraphLaunch(g.exec, stream.handle()) })
         .map_err(|source| Error::Driver { context: "cuGraphLaunch", source })
 }

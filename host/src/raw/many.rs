@@ -3,13 +3,13 @@
 
 use std::ffi::c_void;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys as cu;
 use kernels_gpu::foreach::{ManyDesc, ManyInline};
 
 use super::{alloc, arg, check, launch_overlapped, DeviceAlloc, Geometry3, PrimaryContext, RawFn};
-use super::{DevRead, DevWrite};
+use super::{DevRead, DevWrite, Queue, Use};
 use crate::error::{Error, Result};
 
 /// One triple of a foreach launch, made only from views by [`many_operand`] or
@@ -19,26 +19,31 @@ pub(crate) struct ManyOperand<'a> {
     b: u64,
     c: u64,
     n: u64,
-    _views: std::marker::PhantomData<&'a ()>,
+    /// The views' allocations, ordered across streams at each launch.
+    uses: [Option<Use<'a>>; 3],
 }
 
 /// A foreach triple from views; errors unless the three lengths agree.
+/// `uses` are the three views' allocations for as long as `'a` (the views'
+/// `use_as_input`/`use_as_output`: the borrows here are shorter).
 pub(crate) fn many_operand<'a, T>(
     name: &'static str,
-    a: &(impl DevRead<T> + 'a),
-    b: &(impl DevRead<T> + 'a),
-    c: &(impl DevWrite<T> + 'a),
+    a: &impl DevRead<T>,
+    b: &impl DevRead<T>,
+    c: &impl DevWrite<T>,
+    uses: [Option<Use<'a>>; 3],
 ) -> Result<ManyOperand<'a>> {
     if a.len() != b.len() || a.len() != c.len() {
         return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: c.len() });
     }
-    Ok(ManyOperand { a: a.addr(), b: b.addr(), c: c.addr(), n: a.len() as u64, _views: std::marker::PhantomData })
+    Ok(ManyOperand { a: a.addr(), b: b.addr(), c: c.addr(), n: a.len() as u64, uses })
 }
 
 /// A foreach "triple" for the visit marker: the marks stand in for all three.
-pub(crate) fn many_marks<'a>(marks: &(impl DevWrite<i32> + 'a)) -> ManyOperand<'a> {
+/// `uses`: the marks' allocation, as for [`many_operand`].
+pub(crate) fn many_marks<'a>(marks: &impl DevWrite<i32>, uses: Option<Use<'a>>) -> ManyOperand<'a> {
     let (addr, n) = (marks.addr(), marks.len() as u64);
-    ManyOperand { a: addr, b: addr, c: addr, n, _views: std::marker::PhantomData }
+    ManyOperand { a: addr, b: addr, c: addr, n, uses: [uses, None, None] }
 }
 
 /// The kernel's view of `ops` (empty triples left out): descriptors, the owner
@@ -135,12 +140,15 @@ pub(crate) struct ManyKernels {
 /// `k.table` and `k.inline` are the foreach add kernels of
 /// `kernels_gpu::foreach` (table and inline list; with `k.pdl`, their PDL
 /// twins, on sm_90), from a module of the stream's context.
-pub(crate) unsafe fn launch_many(k: ManyKernels, ops: &[ManyOperand<'_>], stream: cu::CUstream) -> Result<()> {
+pub(crate) unsafe fn launch_many(k: ManyKernels, ops: &[ManyOperand<'_>], stream: Queue<'_>) -> Result<()> {
     let driver = |context: &'static str| move |source| Error::Driver { context, source };
     let (descs, owners, chunks) = many_descs(ops)?;
     if chunks == 0 {
         return Ok(());
     }
+    let uses: Vec<Option<Use<'_>>> = ops.iter().flat_map(|op| op.uses).collect();
+    stream.order(&uses)?;
+    let stream = stream.handle();
     if let Some(mut list) = ManyInline::new(&descs, chunks) {
         let mut params = [arg(&mut list)];
         // SAFETY: the inline kernels take one ManyInline by value (a repr(C)
@@ -174,24 +182,43 @@ pub(crate) struct ManyTable<'a> {
     mem: Option<DeviceAlloc>,
     owners_at: usize,
     chunks: u64,
-    _views: std::marker::PhantomData<&'a ()>,
+    /// The views' allocations, ordered across streams at each launch.
+    uses: Vec<Option<Use<'a>>>,
+    /// Held across each launch's ordering and queueing: launches of one
+    /// table (`&self`, from several threads) write the same outputs, so one
+    /// must be queued before the next records its event (`order.rs`).
+    serial: Mutex<()>,
 }
 
 /// Uploads the table of `ops` (synchronously).
 pub(crate) fn many_table<'a>(ctx: &Arc<PrimaryContext>, ops: &[ManyOperand<'a>]) -> Result<ManyTable<'a>> {
     let (descs, owners, chunks) = many_descs(ops)?;
     if chunks == 0 {
-        return Ok(ManyTable { mem: None, owners_at: 0, chunks: 0, _views: std::marker::PhantomData });
+        return Ok(ManyTable { mem: None, owners_at: 0, chunks: 0, uses: Vec::new(), serial: Mutex::new(()) });
     }
     let (image, owners_at) = many_image(&descs, &owners);
     let bytes = std::mem::size_of_val(image.as_slice());
     let mem = alloc(ctx, bytes)?;
     let ptr = mem.addr();
-    let t = ManyTable { mem: Some(mem), owners_at, chunks, _views: std::marker::PhantomData };
+    let uses = ops.iter().flat_map(|op| op.uses).collect();
+    let t = ManyTable { mem: Some(mem), owners_at, chunks, uses, serial: Mutex::new(()) };
     // SAFETY: `ptr` holds `bytes`; the host image is a live slice of that size.
     check(unsafe { cu::cuMemcpyHtoD_v2(ptr, image.as_ptr() as *const c_void, bytes) })
         .map_err(|source| Error::Driver { context: "cuMemcpyHtoD", source })?;
     Ok(t)
+}
+
+impl<'a> ManyTable<'a> {
+    /// The allocations a launch of it touches (for a graph of its launches):
+    /// its triples' and its own table's.
+    pub(crate) fn uses(&self) -> Vec<Option<Use<'_>>> {
+        let table = self.mem.as_ref().and_then(|m| m.as_input());
+        self.uses.iter().copied().chain([table]).collect()
+    }
+    /// The lock its launches are queued under (a graph of them takes it too).
+    pub(crate) fn serial(&self) -> &Mutex<()> {
+        &self.serial
+    }
 }
 
 /// Launches a foreach kernel over an uploaded table; `pdl` only for a twin
@@ -200,10 +227,15 @@ pub(crate) fn many_table<'a>(ctx: &Arc<PrimaryContext>, ops: &[ManyOperand<'a>])
 /// # Safety
 /// `func` is a foreach add table kernel of `kernels_gpu::foreach` (with
 /// `pdl`, its PDL twin, on sm_90), from a module of the stream's context.
-pub(crate) unsafe fn launch_many_table(func: RawFn, t: &ManyTable<'_>, stream: cu::CUstream, pdl: bool) -> Result<()> {
+pub(crate) unsafe fn launch_many_table(func: RawFn, t: &ManyTable<'_>, stream: Queue<'_>, pdl: bool) -> Result<()> {
     let Some(mem) = t.mem.as_ref().filter(|_| t.chunks != 0) else { return Ok(()) };
+    let _serial = t.serial.lock().unwrap_or_else(|p| p.into_inner());
+    stream.order(&t.uses)?;
+    // The table too: its free then waits for this launch.
+    stream.order(&[mem.as_input()])?;
     // SAFETY: the table was made by many_descs from views that outlive it (its
-    // lifetime), and freeing their buffers waits for queued work, as for every
-    // launch of this crate.
-    unsafe { launch_many_raw(func, mem.addr(), t.owners_at, t.chunks, stream, pdl) }
+    // lifetime), other streams' work on them is ordered before (above), and
+    // freeing their buffers waits for queued work, as for every allocation of
+    // this crate.
+    unsafe { launch_many_raw(func, mem.addr(), t.owners_at, t.chunks, stream.handle(), pdl) }
 }

@@ -6,9 +6,7 @@
 
 use std::ffi::c_void;
 
-use cudarc::driver::sys as cu;
-
-use super::{arg, launch_overlapped, AnyBits, DevRead, DevWrite, Geometry3, RawFn};
+use super::{arg, launch_overlapped, reads, writes, AnyBits, DevRead, DevWrite, Geometry3, Queue, RawFn};
 use crate::error::{Error, Result};
 
 /// What an element-wise kernel takes after `(a, [b,] c, n)`.
@@ -56,7 +54,8 @@ pub(crate) struct MapLaunch {
 /// place the operands are checked: `b` is given exactly when the kernel reads
 /// one, `b` and `out` hold `n` elements too, every view meets the alignment,
 /// and a bulk kernel's tiling is valid. The walks then touch indices `< n`
-/// only, whatever the grid.
+/// only, whatever the grid. Queued after other streams' work on the
+/// operands (`order.rs`).
 ///
 /// # Safety
 /// `l.func` is an element-wise entry point declared with
@@ -71,7 +70,7 @@ pub(crate) unsafe fn launch_map<T: AnyBits, R: DevRead<T>>(
     a: &R,
     b: Option<&R>,
     out: &mut impl DevWrite<T>,
-    stream: cu::CUstream,
+    stream: Queue<'_>,
 ) -> Result<()> {
     let n = a.len();
     if (l.inputs == 2) != b.is_some() {
@@ -109,13 +108,15 @@ pub(crate) unsafe fn launch_map<T: AnyBits, R: DevRead<T>>(
         push(arg(&mut s1));
     }
     let g = Geometry3 { grid: (l.grid, 1, 1), block: (l.block, 1, 1), shared_bytes: shared };
+    stream.order(&[reads(a), b.and_then(reads), writes(out)])?;
     // SAFETY: the table or manifest that made `l` fixes the kernel's parameters
     // as (ptr, [ptr,] ptr, u64, [4-byte, 4-byte]), which `params` follows; a,
     // b and out hold n elements, aligned as the kernel needs (checked above),
     // out is exclusively borrowed (DevWrite), and the walks write indices < n
     // only; a bulk kernel gets a valid tiling and its shared memory. `l.pdl`
-    // is set only for the PDL twins, which wait before any access.
-    unsafe { launch_overlapped(l.func, g, stream, &mut params[..count], l.pdl) }
+    // is set only for the PDL twins, which wait before any access. Earlier
+    // work of other streams on a, b and out is ordered before (above).
+    unsafe { launch_overlapped(l.func, g, stream.handle(), &mut params[..count], l.pdl) }
 }
 
 /// What makes an element-wise launch over `n` elements sound, and what the

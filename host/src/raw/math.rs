@@ -1,9 +1,7 @@
 //! Launches of the math sweeps (`kernels_gpu::math`): `(start, out, n)`,
 //! `(start, y, out, n)` and `(x, y, out, n)`.
 
-use cudarc::driver::sys as cu;
-
-use super::{arg, launch, map::check_elementwise, DevRead, DevWrite, RawFn};
+use super::{arg, launch, map::check_elementwise, reads, writes, DevRead, DevWrite, Queue, RawFn};
 use crate::error::Result;
 
 /// One math launch: the kernel, its grid and block.
@@ -34,7 +32,7 @@ pub(crate) unsafe fn launch_math<R: DevRead<f32>>(
     l: &MathLaunch,
     args: MathArgs<'_, R>,
     out: &mut impl DevWrite<f32>,
-    stream: cu::CUstream,
+    stream: Queue<'_>,
 ) -> Result<()> {
     let n = out.len();
     if let MathArgs::PowPairs { x, y } = &args {
@@ -52,25 +50,30 @@ pub(crate) unsafe fn launch_math<R: DevRead<f32>>(
     if n == 0 || l.grid == 0 {
         return Ok(());
     }
+    let inputs = match &args {
+        MathArgs::PowPairs { x, y } => [reads(*x), reads(*y)],
+        _ => [None, None],
+    };
+    stream.order(&[inputs[0], inputs[1], writes(out)])?;
     let (mut pc, mut pn) = (out.addr(), n as u64);
     match args {
         MathArgs::Sweep { mut start } => {
             let mut params = [arg(&mut start), arg(&mut pc), arg(&mut pn)];
             // SAFETY: the sweep kernels take (u32, ptr, u64) and write out[..n]
             // alone, whatever the grid; out holds n aligned f32, exclusively borrowed.
-            unsafe { launch(l.func, l.grid, l.block, stream, &mut params) }
+            unsafe { launch(l.func, l.grid, l.block, stream.handle(), &mut params) }
         }
         MathArgs::PowSweep { mut start, mut y } => {
             let mut params = [arg(&mut start), arg(&mut y), arg(&mut pc), arg(&mut pn)];
             // SAFETY: (u32, f32, ptr, u64); otherwise as above.
-            unsafe { launch(l.func, l.grid, l.block, stream, &mut params) }
+            unsafe { launch(l.func, l.grid, l.block, stream.handle(), &mut params) }
         }
         MathArgs::PowPairs { x, y } => {
             let (mut px, mut py) = (x.addr(), y.addr());
             let mut params = [arg(&mut px), arg(&mut py), arg(&mut pc), arg(&mut pn)];
             // SAFETY: (ptr, ptr, ptr, u64); x and y hold n aligned f32 (checked
             // above) and are read only; out as above, disjoint from them.
-            unsafe { launch(l.func, l.grid, l.block, stream, &mut params) }
+            unsafe { launch(l.func, l.grid, l.block, stream.handle(), &mut params) }
         }
     }
 }

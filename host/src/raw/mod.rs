@@ -9,10 +9,11 @@
 //! while the context it was made in is live.
 //!
 //! `raw` builds on `crate::error` alone: nothing above it is imported here
-//! (`host/tests/layering.rs` checks it).
+//! (`xtask/tests/layering.rs` checks it).
 
 use std::ffi::{c_void, CStr};
 use std::os::raw::c_char;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use cudarc::driver::sys as cu;
@@ -28,6 +29,7 @@ mod launch;
 mod many;
 mod map;
 mod math;
+mod order;
 mod studies;
 mod user;
 
@@ -41,6 +43,7 @@ pub(crate) use launch::*;
 pub(crate) use many::*;
 pub(crate) use map::*;
 pub(crate) use math::*;
+pub(crate) use order::{reads, writes, Queue, Track, Use};
 pub(crate) use studies::*;
 pub(crate) use user::*;
 
@@ -109,20 +112,26 @@ unsafe impl AnyBits for f64 {}
 unsafe impl AnyBits for gpukern_device::debug::AssertRecord {}
 
 /// A range of device memory raw may read: its address and its length in
-/// elements of `T`. Implemented by `buffer`'s views and buffers, whose borrows
-/// keep the memory alive while raw uses it; raw checks lengths and alignment
-/// against what each launch needs, and trusts the range itself.
+/// elements of `T`, and the tracker of the allocation it lies in. Implemented
+/// by `buffer`'s views and buffers, whose borrows keep the memory alive while
+/// raw uses it; raw checks lengths and alignment against what each launch
+/// needs, orders the launch after other streams' work on the allocation
+/// (`order.rs`), and trusts the range itself.
 ///
 /// # Safety
 /// For as long as the implementing value is borrowed, `addr()..addr() +
 /// len() * size_of::<T>()` is device memory of one live allocation in the
-/// context the work is queued in, and holds valid `T`s; both methods return
-/// the same values on every call.
+/// context the work is queued in, and holds valid `T`s; the methods return
+/// the same values on every call. `track()` is that allocation's tracker; it
+/// is `None` only for memory this crate did not allocate, whose ordering
+/// across streams the creator of the value promised (`from_raw_parts`).
 pub(crate) unsafe trait DevRead<T> {
     /// Device address of the first element.
     fn addr(&self) -> u64;
     /// Elements.
     fn len(&self) -> usize;
+    /// The allocation's tracker (`None`: foreign memory).
+    fn track(&self) -> Option<&Track>;
     /// True when empty.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -146,12 +155,28 @@ unsafe impl Send for RawFn {}
 // SAFETY: as above.
 unsafe impl Sync for RawFn {}
 
+/// Allocations of this process alive now, and their bytes (the leak test
+/// counts these, not the device's free memory, which other processes move).
+static LIVE: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+
+/// (allocations, bytes) of device memory this process holds through [`alloc`].
+#[cfg(feature = "test-hooks")]
+pub(crate) fn live_allocations() -> (usize, usize) {
+    (LIVE[0].load(AtomicOrdering::Relaxed), LIVE[1].load(AtomicOrdering::Relaxed))
+}
+
 /// An allocation of device memory, freed on drop while its context is live
 /// (after a reset the driver already freed it, and the address may belong to
 /// a newer allocation). Only [`alloc`] makes one, so every free is of memory
-/// this crate allocated, once.
+/// this crate allocated, once. The free waits for the work queued on it: on
+/// every stream that used it (the last one waits for the others, then the
+/// host for it) and, when an asynchronous legacy-stream operation (a fill,
+/// an upload) touched it, for the legacy stream; then `cuMemFree` frees idle
+/// memory. No free relies on `cuMemFree` synchronising by itself.
 pub(crate) struct DeviceAlloc {
     addr: u64,
+    bytes: usize,
+    track: Track,
     ctx: Arc<PrimaryContext>,
 }
 
@@ -160,13 +185,34 @@ impl DeviceAlloc {
     pub(crate) fn addr(&self) -> u64 {
         self.addr
     }
+    /// Which streams used the allocation.
+    pub(crate) fn track(&self) -> &Track {
+        &self.track
+    }
+    /// The whole allocation as an operand a launch reads (a table of raw's own).
+    pub(crate) fn as_input(&self) -> Option<Use<'_>> {
+        Use::of_range(&self.track, self.addr, self.bytes, false)
+    }
 }
 
 impl Drop for DeviceAlloc {
     fn drop(&mut self) {
-        // A context broken by a fault may refuse; dropping never panics.
-        if self.ctx.bind().is_ok() {
-            // SAFETY: memory `alloc` made in this live, current context, freed once.
+        LIVE[0].fetch_sub(1, AtomicOrdering::Relaxed);
+        LIVE[1].fetch_sub(self.bytes, AtomicOrdering::Relaxed);
+        // A context broken by a fault may refuse; dropping never panics. A
+        // free that cannot wait (a fault) leaks rather than free in-use memory.
+        let Ok(_live) = self.ctx.bind() else { return };
+        let waited = match self.track.last_stream() {
+            Ok(Some(last)) => last.synchronize().is_ok(),
+            Ok(None) => true,
+            Err(_) => false,
+        };
+        // SAFETY: waits for the legacy stream's queued work (no handle).
+        let legacy =
+            !self.track.legacy_used() || check(unsafe { cu::cuStreamSynchronize(std::ptr::null_mut()) }).is_ok();
+        if waited && legacy {
+            // SAFETY: memory `alloc` made in this live, current context, idle
+            // (waited for above), freed once.
             let _ = unsafe { cu::cuMemFree_v2(self.addr) };
         }
     }
@@ -185,13 +231,13 @@ pub(crate) struct MappedHost {
 // SAFETY: plain memory owned by this value; reads and writes go through
 // volatile copies of plain data.
 unsafe impl Send for MappedHost {}
-// SAFETY: as above; `read` copies out and `clear` writes zeros, both whole.
+// SAFETY: as above; `read` copies out whole, and nothing else touches it.
 unsafe impl Sync for MappedHost {}
 
 impl MappedHost {
     /// `bytes` of zeroed, mapped host memory in `ctx`.
     pub(crate) fn new(ctx: &Arc<PrimaryContext>, bytes: usize) -> Result<MappedHost> {
-        ctx.bind()?;
+        let _live = ctx.bind()?;
         let mut host: *mut c_void = std::ptr::null_mut();
         // SAFETY: writes one pointer; DEVICEMAP maps it into the device.
         check(unsafe { cu::cuMemHostAlloc(&mut host, bytes, cu::CU_MEMHOSTALLOC_DEVICEMAP) })
@@ -222,7 +268,7 @@ impl MappedHost {
 
 impl Drop for MappedHost {
     fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
+        if let Ok(_live) = self.ctx.bind() {
             // SAFETY: memory cuMemHostAlloc made in this live context, freed once.
             let _ = unsafe { cu::cuMemFreeHost(self.host as *mut c_void) };
         }
@@ -231,7 +277,7 @@ impl Drop for MappedHost {
 
 /// Allocates `bytes` of device memory in `ctx`.
 pub(crate) fn alloc(ctx: &Arc<PrimaryContext>, bytes: usize) -> Result<DeviceAlloc> {
-    ctx.bind()?;
+    let _live = ctx.bind()?;
     let mut ptr: cu::CUdeviceptr = 0;
     // SAFETY: writes one device pointer.
     check(unsafe { cu::cuMemAlloc_v2(&mut ptr, bytes.max(1)) }).map_err(|source| {
@@ -241,7 +287,9 @@ pub(crate) fn alloc(ctx: &Arc<PrimaryContext>, bytes: usize) -> Result<DeviceAll
             Error::Driver { context: "cuMemAlloc", source }
         }
     })?;
-    Ok(DeviceAlloc { addr: ptr, ctx: ctx.clone() })
+    LIVE[0].fetch_add(1, AtomicOrdering::Relaxed);
+    LIVE[1].fetch_add(bytes, AtomicOrdering::Relaxed);
+    Ok(DeviceAlloc { addr: ptr, bytes, track: Track::new(ptr, bytes), ctx: ctx.clone() })
 }
 
 /// Host to device copy of a whole view.
@@ -250,6 +298,10 @@ pub(crate) fn upload<T: AnyBits>(dst: &mut impl DevWrite<T>, src: &[T]) -> Resul
         return Err(Error::CopyLength { host: src.len(), device: dst.len() });
     }
     let bytes = std::mem::size_of_val(src);
+    // The copy's last DMA may still run when it returns (pageable memory).
+    if let Some(t) = dst.track() {
+        t.note_legacy();
+    }
     // SAFETY: dst is a live device range of exactly `bytes`; src is a host slice of it.
     check(unsafe { cu::cuMemcpyHtoD_v2(dst.addr(), src.as_ptr() as *const c_void, bytes) })
         .map_err(|source| Error::Driver { context: "cuMemcpyHtoD", source })
@@ -271,20 +323,26 @@ pub(crate) fn download<T: AnyBits>(dst: &mut [T], src: &impl DevRead<T>) -> Resu
 pub(crate) fn copy_async<T: AnyBits>(
     dst: &mut impl DevWrite<T>,
     src: &impl DevRead<T>,
-    stream: cu::CUstream,
+    stream: Queue<'_>,
 ) -> Result<()> {
     if dst.len() != src.len() {
         return Err(Error::CopyLength { host: src.len(), device: dst.len() });
     }
     let bytes = dst.len() * std::mem::size_of::<T>();
-    // SAFETY: both are live device ranges of `bytes`; `&mut` on dst excludes overlap.
-    check(unsafe { cu::cuMemcpyDtoDAsync_v2(dst.addr(), src.addr(), bytes, stream) })
+    stream.order(&[reads(src), writes(dst)])?;
+    // SAFETY: both are live device ranges of `bytes`; `&mut` on dst excludes
+    // overlap; other streams' work on them is ordered before (above).
+    check(unsafe { cu::cuMemcpyDtoDAsync_v2(dst.addr(), src.addr(), bytes, stream.handle()) })
         .map_err(|source| Error::Driver { context: "cuMemcpyDtoDAsync", source })
 }
 
 /// Fills a view with one bit pattern (of the element's width).
 pub(crate) fn fill_bits<T: AnyBits>(dst: &mut impl DevWrite<T>, bits: u32) -> Result<()> {
     let n = dst.len();
+    // Asynchronous on the legacy stream: the free waits for it.
+    if let Some(t) = dst.track() {
+        t.note_legacy();
+    }
     // SAFETY: dst is a live device range of n elements of T's width.
     let r = unsafe {
         match std::mem::size_of::<T>() {

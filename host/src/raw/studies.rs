@@ -1,9 +1,8 @@
 //! Launches of the seed-003 study kernels (matmul, count, strided copy, transpose, fusion).
 
-use cudarc::driver::sys as cu;
 use kernels_gpu::coalesce;
 
-use super::{arg, launch_2d, need, Geometry, RawFn};
+use super::{arg, launch_2d, need, reads, writes, Geometry, Queue, RawFn};
 use super::{DevRead, DevWrite};
 use crate::error::{Error, Result};
 
@@ -21,7 +20,7 @@ pub(crate) unsafe fn launch_matmul(
     b: &impl DevRead<f32>,
     c: &mut impl DevWrite<f32>,
     (m, n, k): (u32, u32, u32),
-    stream: cu::CUstream,
+    stream: Queue<'_>,
 ) -> Result<()> {
     let (m64, n64, k64) = (m as u64, n as u64, k as u64);
     need(name, "a", a.len(), m64 * k64)?;
@@ -30,13 +29,14 @@ pub(crate) unsafe fn launch_matmul(
     if m == 0 || n == 0 {
         return Ok(());
     }
+    stream.order(&[reads(a), reads(b), writes(c)])?;
     let (mut pa, mut pb, mut pc, mut pm, mut pn, mut pk) = (a.addr(), b.addr(), c.addr(), m, n, k);
     let mut params = [arg(&mut pa), arg(&mut pb), arg(&mut pc), arg(&mut pm), arg(&mut pn), arg(&mut pk)];
     // SAFETY: (ptr, ptr, ptr, u32, u32, u32) matches every matmul kernel; the views
     // hold what an m×k by k×n product reads and writes; c is exclusive. The
     // kernels guard every index against m, n, k, and the caller's geometry gives
     // them the shared memory they declare.
-    unsafe { launch_2d(func, g, stream, &mut params) }
+    unsafe { launch_2d(func, g, stream.handle(), &mut params) }
 }
 
 /// Count launch `(x, n, key, counter)`.
@@ -50,17 +50,18 @@ pub(crate) unsafe fn launch_count_eq(
     x: &impl DevRead<i32>,
     key: i32,
     counter: &mut impl DevWrite<u64>,
-    stream: cu::CUstream,
+    stream: Queue<'_>,
 ) -> Result<()> {
     need("count_eq", "counter", counter.len(), 1)?;
     if x.is_empty() {
         return Ok(());
     }
+    stream.order(&[reads(x), writes(counter)])?;
     let (mut px, mut pn, mut pk, mut pc) = (x.addr(), x.len() as u64, key, counter.addr());
     let mut params = [arg(&mut px), arg(&mut pn), arg(&mut pk), arg(&mut pc)];
     // SAFETY: (ptr, u64, i32, ptr) matches the count kernels; x holds n elements;
     // the counter is one exclusive, 8-byte aligned u64.
-    unsafe { launch_2d(func, g, stream, &mut params) }
+    unsafe { launch_2d(func, g, stream.handle(), &mut params) }
 }
 
 /// Strided copy launch `(src, dst, n, stride)`; checks lengths and that `stride`
@@ -75,7 +76,7 @@ pub(crate) unsafe fn launch_strided_copy(
     src: &impl DevRead<f32>,
     dst: &mut impl DevWrite<f32>,
     stride: u64,
-    stream: cu::CUstream,
+    stream: Queue<'_>,
 ) -> Result<()> {
     let n = src.len() as u64;
     if dst.len() != src.len() {
@@ -99,10 +100,11 @@ pub(crate) unsafe fn launch_strided_copy(
     if n == 0 {
         return Ok(());
     }
+    stream.order(&[reads(src), writes(dst)])?;
     let (mut ps, mut pd, mut pn, mut pst) = (src.addr(), dst.addr(), n, stride);
     let mut params = [arg(&mut ps), arg(&mut pd), arg(&mut pn), arg(&mut pst)];
     // SAFETY: (ptr, ptr, u64, u64); every index the kernel forms is < n.
-    unsafe { launch_2d(func, g, stream, &mut params) }
+    unsafe { launch_2d(func, g, stream.handle(), &mut params) }
 }
 
 /// Transpose launch `(input, output, rows, cols)`.
@@ -117,7 +119,7 @@ pub(crate) unsafe fn launch_transpose(
     input: &impl DevRead<f32>,
     output: &mut impl DevWrite<f32>,
     (rows, cols): (u32, u32),
-    stream: cu::CUstream,
+    stream: Queue<'_>,
 ) -> Result<()> {
     let total = rows as u64 * cols as u64;
     need(name, "input", input.len(), total)?;
@@ -125,10 +127,11 @@ pub(crate) unsafe fn launch_transpose(
     if total == 0 {
         return Ok(());
     }
+    stream.order(&[reads(input), writes(output)])?;
     let (mut pi, mut po, mut pr, mut pc) = (input.addr(), output.addr(), rows, cols);
     let mut params = [arg(&mut pi), arg(&mut po), arg(&mut pr), arg(&mut pc)];
     // SAFETY: (ptr, ptr, u32, u32); indices are guarded by rows and cols.
-    unsafe { launch_2d(func, g, stream, &mut params) }
+    unsafe { launch_2d(func, g, stream.handle(), &mut params) }
 }
 
 /// One operand list of a fused/unfused element-wise kernel.
@@ -151,7 +154,7 @@ pub(crate) unsafe fn launch_elementwise(
     func: RawFn,
     g: Geometry,
     op: Elementwise<'_>,
-    stream: cu::CUstream,
+    stream: Queue<'_>,
 ) -> Result<()> {
     let lens: Vec<usize> = match &op {
         Elementwise::Scale { x, y, .. } => vec![x.len(), y.len()],
@@ -165,20 +168,25 @@ pub(crate) unsafe fn launch_elementwise(
         return Ok(());
     }
     let mut n = lens[0] as u64;
+    match &op {
+        Elementwise::Scale { x, y, .. } => stream.order(&[reads(*x), writes(&**y)])?,
+        Elementwise::AddScale { a, b, d, .. } => stream.order(&[reads(*a), reads(*b), writes(&**d)])?,
+        Elementwise::Saxpy { x, b, y, .. } => stream.order(&[reads(*x), reads(*b), writes(&**y)])?,
+    }
     // SAFETY (all arms): parameter lists match the kernels in kernels-gpu's
     // fusion.rs; every view holds n elements; outputs are exclusive borrows.
     unsafe {
         match op {
             Elementwise::Scale { x, mut alpha, y } => {
                 let (mut px, mut py) = (x.addr(), y.addr());
-                launch_2d(func, g, stream, &mut [arg(&mut px), arg(&mut alpha), arg(&mut py), arg(&mut n)])
+                launch_2d(func, g, stream.handle(), &mut [arg(&mut px), arg(&mut alpha), arg(&mut py), arg(&mut n)])
             }
             Elementwise::AddScale { a, b, mut alpha, d } => {
                 let (mut pa, mut pb, mut pd) = (a.addr(), b.addr(), d.addr());
                 launch_2d(
                     func,
                     g,
-                    stream,
+                    stream.handle(),
                     &mut [arg(&mut pa), arg(&mut pb), arg(&mut alpha), arg(&mut pd), arg(&mut n)],
                 )
             }
@@ -187,7 +195,7 @@ pub(crate) unsafe fn launch_elementwise(
                 launch_2d(
                     func,
                     g,
-                    stream,
+                    stream.handle(),
                     &mut [arg(&mut alpha), arg(&mut px), arg(&mut pb), arg(&mut py), arg(&mut n)],
                 )
             }

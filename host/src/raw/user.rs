@@ -74,16 +74,20 @@ pub(crate) fn slot_of<T: super::AnyBits>(v: &T) -> [u8; 8] {
 /// stream's context that stays allocated and unaliased by other work (outputs
 /// written by nothing else) until the kernel finishes; the geometry and
 /// shared memory are within the kernel's and the device's limits; `pdl` only
-/// for an entry whose PTX was checked to wait first, on sm_90.
+/// for an entry whose PTX was checked to wait first, on sm_90. `uses` are
+/// the slices' allocations, ordered after other streams' work on them.
 pub(crate) unsafe fn launch_typed(
     func: RawFn,
     g: Geometry3,
-    stream: cu::CUstream,
+    stream: super::Queue<'_>,
+    uses: &[Option<super::Use<'_>>],
     slots: &mut [[u8; 8]],
     pdl: bool,
 ) -> Result<()> {
+    stream.order(uses)?;
     // SAFETY: the caller's contract is launch_slots' for this kernel: the
     // slots match its parameters, its slices are bounds-checked in the body,
-    // so it touches only the ranges given.
-    unsafe { launch_slots(func, g, stream, slots, pdl) }
+    // so it touches only the ranges given; other streams' work on them
+    // (`uses`, one per slice) is ordered before (above).
+    unsafe { launch_slots(func, g, stream.handle(), slots, pdl) }
 }
