@@ -204,7 +204,8 @@ impl Gpu {
     /// the device. Blocks until the count is known.
     pub fn count_mismatches<T: Element>(&self, x: View<'_, T>, y: View<'_, T>, stream: &Stream) -> Result<u64> {
         if x.len() != y.len() {
-            return Err(Error::CopyLength { host: x.len(), device: y.len() });
+            let detail = format!("x has {} elements, y {}", x.len(), y.len());
+            return Err(Error::Shape { kernel: "count_mismatches", detail });
         }
         let name = match T::DTYPE {
             Dtype::F32 => COUNT_MISMATCH[0],

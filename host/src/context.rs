@@ -128,6 +128,24 @@ impl Shared {
         }
     }
 
+    /// `e` as the fault it reports, when it is one: a failed wait
+    /// (`KernelFault` without a kernel, from raw) or a driver call refused
+    /// because an earlier kernel faulted (the sticky codes, e.g.
+    /// `CUDA_ERROR_ILLEGAL_ADDRESS`), which other threads meet first in
+    /// their own calls. Other errors pass through.
+    pub(crate) fn fault_of(&self, e: Error) -> Error {
+        // The errors after which the context is unusable: ILLEGAL_ADDRESS
+        // (700), LAUNCH_TIMEOUT (702), ASSERT (710), HARDWARE_STACK_ERROR
+        // (714), ILLEGAL_INSTRUCTION (715), MISALIGNED_ADDRESS (716),
+        // INVALID_ADDRESS_SPACE (717), INVALID_PC (718), LAUNCH_FAILED (719).
+        let sticky = |code: u32| matches!(code, 700 | 702 | 710 | 714..=719);
+        match e {
+            Error::KernelFault { kernel: None, source } => self.fault(source),
+            Error::Driver { source, .. } if sticky(source.code) => self.fault(source),
+            e => e,
+        }
+    }
+
     /// A synchronisation failure as [`Error::KernelFault`], naming the last
     /// user kernel, or as [`Error::KernelAssert`] when a `gpu_assert!` left its
     /// record.

@@ -80,9 +80,14 @@ pub enum Error {
     #[error("view {start}..{end} is out of bounds for a buffer of {len} elements")]
     OutOfBounds { start: usize, end: usize, len: usize },
 
-    /// A host slice and a device buffer of different lengths were copied.
-    #[error("copy between {host} host elements and {device} device elements: lengths differ")]
-    CopyLength { host: usize, device: usize },
+    /// A copy's source and destination differ in length (`direction`: host
+    /// to device, device to host, device to device).
+    #[error("{direction} copy: the source has {src} elements, the destination {dst}; they must be equal")]
+    CopyLength { direction: &'static str, src: usize, dst: usize },
+
+    /// The host could not allocate (page-locked memory for a `PinnedVec`).
+    #[error("out of host memory allocating {bytes} bytes")]
+    HostOutOfMemory { bytes: usize },
 
     /// No usable CUDA device or driver.
     #[error("no CUDA device: {0}")]

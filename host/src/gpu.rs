@@ -351,20 +351,6 @@ impl Stream {
         // `other.time` must not wait on its lock.
         self.inner.wait_for(&other.inner)
     }
-
-    /// Device-to-device copy of equal-length views, queued on this stream.
-    ///
-    /// Errors (nothing is queued): lengths differ; a view or the stream
-    /// belongs to another `Gpu` handle, or to a device that was reset since.
-    pub fn copy<T: Pod>(&self, dst: &mut crate::ViewMut<'_, T>, src: &crate::View<'_, T>) -> Result<()> {
-        if !Arc::ptr_eq(dst.owner(), &self.gpu) || !Arc::ptr_eq(src.owner(), &self.gpu) {
-            return Err(Error::ForeignHandle { variant: "copy", what: "buffers" });
-        }
-        // Same context as the stream, so the liveness check below covers all three.
-        let _live = self.gpu.bind()?;
-        // Ordered after other streams' work on either view (raw::order).
-        raw::copy_async(dst, src, self.raw())
-    }
 }
 
 impl Stream {

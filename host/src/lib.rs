@@ -46,12 +46,15 @@ mod buffer;
 mod capture;
 pub use capture::{Graph, GraphBuilder, Slot};
 mod context;
+mod copy;
 mod element;
 mod error;
 mod gpu;
 mod graph;
 mod owners;
+mod pinned;
 pub use graph::AddGraph;
+pub use pinned::{HostDst, HostMut, HostRef, HostSrc, PinnedVec};
 #[cfg(feature = "cudarc")]
 mod interop;
 mod many;
@@ -77,7 +80,7 @@ pub use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp};
 pub use kernels_gpu::Dtype;
 pub use many::{AddManyPlan, Triple};
 pub use module::{CustomBinary, CustomPattern, CustomUnary, Module};
-pub use studies::{CountVariant, MatmulVariant, TransposeVariant};
+pub use studies::{CountVariant, MatmulVariant, Studies, TransposeVariant};
 pub use tuning::{AutoPlan, BulkConfig};
 pub use typed::{ArgSlots, HostArg, HostArgs, HostElem, ParamList, ParamOf, TypedKernel};
 

@@ -10,6 +10,31 @@ use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::raw::{self, Elementwise, Geometry};
 
+/// The studies, sweeps and bench helpers of this crate (the seed-003
+/// families, the visit markers, mismatch counters, ceiling kernels, math
+/// sweeps, the add variants by name, the plain driver copies): what the
+/// tests, the report and the benches measure, kept apart from the library's
+/// operations on [`Gpu`]. `gpu.studies().matmul(...)`. It dereferences to
+/// its [`Gpu`].
+#[derive(Clone, Copy, Debug)]
+pub struct Studies<'g> {
+    gpu: &'g Gpu,
+}
+
+impl std::ops::Deref for Studies<'_> {
+    type Target = Gpu;
+    fn deref(&self) -> &Gpu {
+        self.gpu
+    }
+}
+
+impl Gpu {
+    /// The studies and bench helpers of this `Gpu` ([`Studies`]).
+    pub fn studies(&self) -> Studies<'_> {
+        Studies { gpu: self }
+    }
+}
+
 /// Largest `gridDim.y`.
 const MAX_GRID_Y: u32 = 65_535;
 

@@ -62,7 +62,10 @@ fn argument_errors_name_the_variant_and_values() {
     assert_eq!(e.to_string(), "view 50..101 is out of bounds for a buffer of 100 elements");
 
     let e = out.copy_from(&[0.0f32; 3]).unwrap_err();
-    assert_eq!(e.to_string(), "copy between 3 host elements and 100 device elements: lengths differ");
+    assert_eq!(
+        e.to_string(),
+        "host to device copy: the source has 3 elements, the destination 100; they must be equal"
+    );
 
     let e = gpu.add_host(&[f16::ONE; 3], &[f16::ONE; 4]).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { a: 3, b: 4, .. }), "{e:?}");
@@ -184,7 +187,7 @@ fn kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly() {
     assert!(matches!(e, Error::DeviceReset { .. }), "{e:?}");
     // A copy between dead buffers is refused before it reaches the driver
     // (their addresses may belong to new allocations now).
-    let e = stream.copy(&mut old_dst.view_mut(), &old_src.view()).unwrap_err();
+    let e = stream.copy(&old_src, &mut old_dst).unwrap_err();
     assert!(matches!(e, Error::DeviceReset { .. }), "{e:?}");
     match reset {
         Ok(fresh) => {
@@ -256,12 +259,12 @@ fn foreign_copies_and_graphs_are_refused() {
     let src = gpu.upload(&[1.5f32; 256]).unwrap();
     let mut dst = gpu.upload(&[0.0f32; 256]).unwrap();
     let foreign = other.upload(&[9.0f32; 256]).unwrap();
-    let e = stream.copy(&mut dst.view_mut(), &foreign.view()).unwrap_err();
+    let e = stream.copy(&foreign, &mut dst).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { what: "buffers", .. }), "{e:?}");
-    let e = other_stream.copy(&mut dst.view_mut(), &src.view()).unwrap_err();
+    let e = other_stream.copy(&src, &mut dst).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { what: "buffers", .. }), "{e:?}");
     assert_eq!(dst.to_vec().unwrap(), vec![0.0; 256], "nothing was copied");
-    stream.copy(&mut dst.view_mut(), &src.view()).unwrap();
+    stream.copy(&src, &mut dst).unwrap();
     stream.synchronize().unwrap();
     assert_eq!(dst.to_vec().unwrap(), vec![1.5; 256]);
 

@@ -12,6 +12,7 @@
 
 pub mod auto;
 pub mod chains;
+pub mod copies;
 pub mod cpu;
 pub mod launch;
 pub mod lead;
@@ -313,6 +314,13 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     // Chains of dependent operations: PDL and graphs against torch.
     let chains = chains::section(&gpu, o, &mut failures)?;
 
+    // Our copies beside the plain driver copies.
+    eprintln!("copies: host to device, device to host, device to device ...");
+    let copies = copies::measure(&gpu, o.max_log2)?;
+    for r in copies.iter().filter(|r| !r.verified) {
+        failures.push(format!("copy {} ({}) of {} bytes: differs from its source", r.direction, r.memory, r.bytes));
+    }
+
     // Roofline: 1 FLOP per element; bytes per element 3 * size.
     let roofline = roofline::rows(&o.dtypes, copy, info.peak_fp32_add_gflops());
 
@@ -383,6 +391,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         custom,
         custom_sum,
         chains,
+        copies,
         ceiling,
         tuning,
         peer_matmul,

@@ -20,7 +20,8 @@ pub(crate) fn launch_mismatch_count<T: AnyBits>(
     stream: Queue<'_>,
 ) -> Result<()> {
     if x.len() != y.len() || counter.len() != 1 {
-        return Err(Error::CopyLength { host: x.len(), device: y.len() });
+        let detail = format!("x has {} elements, y {}, the counter {} (needs 1)", x.len(), y.len(), counter.len());
+        return Err(Error::Shape { kernel: "count_mismatches", detail });
     }
     if x.is_empty() {
         return Ok(());
