@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use gpukern::reference::ReferenceAdd;
-use gpukern::{BulkConfig, Dtype, Gpu, LaunchConfig, Stream, Variant};
+use gpukern::{BulkConfig, Dtype, Gpu, LaunchShape, Stream, Variant};
 use serde::{Deserialize, Serialize};
 
 use crate::foreach::ForeachRow;
@@ -80,9 +80,9 @@ pub fn tune<T: ReferenceAdd>(gpu: &Gpu, w: &mut Workload<T>, sizes: &[usize], st
             0
         };
         let per_sm = gpu.blocks_per_sm_with_shared(v.name(), block, shared).map_err(e)?;
-        let cfg = LaunchConfig {
+        let cfg = LaunchShape {
             block,
-            max_grid: if persistent { (per_sm * sms).max(1) } else { LaunchConfig::default().max_grid },
+            max_grid: if persistent { (per_sm * sms).max(1) } else { LaunchShape::default().max_grid },
         };
         let pick = if v.is_bulk() { Pick::Bulk(v, bulk) } else { Pick::Variant(v) };
         let Some(&first) = sizes.first() else { continue };

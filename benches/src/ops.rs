@@ -12,7 +12,7 @@
 
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
-use gpukern::{AutoPlan, BinaryOp, DeviceVec, Dtype, Gpu, LaunchConfig, OpKind, OpPattern, Stream, UnaryOp};
+use gpukern::{AutoPlan, BinaryOp, DeviceVec, Dtype, Gpu, LaunchShape, OpKind, OpPattern, Stream, UnaryOp};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -122,7 +122,7 @@ fn launch<T: gpukern::Element>(
         }
         None => kernels_gpu::launch::DEFAULT_BLOCK,
     };
-    let cfg = LaunchConfig::with_block(block);
+    let cfg = LaunchShape::with_block(block);
     let b = (kind.inputs() == 2).then_some(b);
     gpu.apply(kind, pattern.map(|p| (p, cfg)), a, b, out, SCALES, s)
 }

@@ -3,7 +3,7 @@
 //! verified and timed on them.
 
 use gpukern::reference::ReferenceAdd;
-use gpukern::{BulkConfig, DeviceVec, Element, Gpu, LaunchConfig, Stream, Variant};
+use gpukern::{BulkConfig, DeviceVec, Element, Gpu, LaunchShape, Stream, Variant};
 
 use crate::{add_bytes, first_mismatch_par, median, random_inputs, reference_par, SPIN_NS};
 
@@ -69,7 +69,7 @@ impl<T: ReferenceAdd> Workload<T> {
         &mut self,
         gpu: &Gpu,
         pick: impl Into<Pick>,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         set: usize,
         stream: &Stream,
@@ -90,7 +90,7 @@ impl<T: ReferenceAdd> Workload<T> {
         &mut self,
         gpu: &Gpu,
         v: impl Into<Pick> + Copy,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         stream: &Stream,
     ) -> gpukern::Result<Result<(), usize>> {
@@ -121,7 +121,7 @@ impl<T: ReferenceAdd> Workload<T> {
         &mut self,
         gpu: &Gpu,
         v: impl Into<Pick> + Copy,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         reps: usize,
         warmup: usize,
@@ -140,7 +140,7 @@ impl<T: ReferenceAdd> Workload<T> {
         &mut self,
         gpu: &Gpu,
         v: impl Into<Pick> + Copy,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         reps: usize,
         stream: &Stream,
@@ -169,7 +169,7 @@ impl<T: ReferenceAdd> Workload<T> {
         stream.set_pdl(pdl);
         let mut burst = |i: usize, s: &Stream| -> gpukern::Result<()> {
             (0..BURST)
-                .try_for_each(|k| self.launch(gpu, Pick::Auto, LaunchConfig::default(), n, (i * BURST + k) % sets, s))
+                .try_for_each(|k| self.launch(gpu, Pick::Auto, LaunchShape::default(), n, (i * BURST + k) % sets, s))
         };
         // The host's time to queue a burst, measured on the second one (the
         // first may pay one-time driver costs); the spin covers three times it,
@@ -199,7 +199,7 @@ impl<T: ReferenceAdd> Workload<T> {
         &mut self,
         gpu: &Gpu,
         v: impl Into<Pick> + Copy,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         sets: usize,
         reps: usize,
@@ -230,7 +230,7 @@ impl<T: ReferenceAdd> Workload<T> {
         gpu: &Gpu,
         p: Pick,
         q: Pick,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         reps: usize,
         stream: &Stream,
@@ -261,7 +261,7 @@ impl<T: ReferenceAdd> Workload<T> {
         &mut self,
         gpu: &Gpu,
         v: impl Into<Pick> + Copy,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         batch: usize,
         reps: usize,
@@ -291,7 +291,7 @@ impl<T: ReferenceAdd> Workload<T> {
         &mut self,
         gpu: &Gpu,
         v: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         batch: usize,
         reps: usize,

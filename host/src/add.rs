@@ -12,7 +12,7 @@ use crate::operands::{Operands, PEEL_MIN_ELEMENTS};
 use crate::pdl::Pdl;
 use crate::raw::{self, MapLaunch, Tail};
 use crate::tuning::{AutoPlan, BulkConfig};
-use crate::variant::{LaunchConfig, Variant};
+use crate::variant::{LaunchShape, Variant};
 
 impl Gpu {
     /// Queues `out = a + b` with an explicit variant and default launch settings.
@@ -27,14 +27,14 @@ impl Gpu {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
-        self.add_with(variant, LaunchConfig::default(), a, b, out, stream)
+        self.add_with(variant, LaunchShape::default(), a, b, out, stream)
     }
 
     /// As [`Gpu::add`], with explicit launch settings.
     pub fn add_with<'a, T: Element>(
         &self,
         variant: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         a: impl AsView<'a, T>,
         b: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
@@ -54,7 +54,7 @@ impl Gpu {
     pub fn add_bulk_with<'a, T: Element>(
         &self,
         variant: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         bulk: BulkConfig,
         a: impl AsView<'a, T>,
         b: impl AsView<'a, T>,
@@ -94,7 +94,7 @@ impl Gpu {
     /// pack per thread per tile).
     pub fn add_auto_with<'a, T: Element>(
         &self,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         a: impl AsView<'a, T>,
         b: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
@@ -105,7 +105,7 @@ impl Gpu {
 
     fn add_auto_inner<'a, T: Element>(
         &self,
-        user: Option<LaunchConfig>,
+        user: Option<LaunchShape>,
         a: impl AsView<'a, T>,
         b: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
@@ -118,7 +118,7 @@ impl Gpu {
     /// The automatic add on a stream already checked to belong to this context.
     pub(crate) fn add_auto_raw<T: Element>(
         &self,
-        user: Option<LaunchConfig>,
+        user: Option<LaunchShape>,
         a: View<'_, T>,
         b: View<'_, T>,
         mut out: ViewMut<'_, T>,
@@ -137,13 +137,13 @@ impl Gpu {
             .filter(|k| k.name.strip_suffix("_pdl") == Some(plan.variant.name()));
         if let Some(k) = twin {
             // The plan's kernel behind `pdl_enter`, with the plan's block.
-            let (ops, cfg) = (Operands { a, b: Some(b), out, scales: None }, LaunchConfig::with_block(plan.block));
+            let (ops, cfg) = (Operands { a, b: Some(b), out, scales: None }, LaunchShape::with_block(plan.block));
             self.check_map(k, cfg, &ops)?;
             self.map_launch_raw(k, self.shared.func(k.name)?, cfg, ops, raw, true)?;
             return Ok(plan.variant);
         }
         let (widest, cfg, bulk) = match user {
-            None => (plan.variant, LaunchConfig::with_block(plan.block), plan.bulk),
+            None => (plan.variant, LaunchShape::with_block(plan.block), plan.bulk),
             Some(cfg) => {
                 let tile_bytes = (cfg.block.max(1) * 16).min(BulkConfig::MAX_TILE_BYTES);
                 (plan.variant, cfg, BulkConfig { tile_bytes, stages: 1 })
@@ -240,7 +240,7 @@ impl Gpu {
     pub fn mark_visits<'a>(
         &self,
         lanes: u32,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         marks: impl AsViewMut<'a, i32>,
         stream: &Stream,
     ) -> Result<()> {
@@ -261,7 +261,7 @@ impl Gpu {
     fn check_common<T: Element>(
         &self,
         variant: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         a: &View<'_, T>,
         b: &View<'_, T>,
         out: &ViewMut<'_, T>,
@@ -275,7 +275,7 @@ impl Gpu {
     pub(crate) fn check_args<T: Element>(
         &self,
         variant: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         a: &View<'_, T>,
         b: &View<'_, T>,
         out: &ViewMut<'_, T>,
@@ -298,7 +298,7 @@ impl Gpu {
     fn launch_add<T: Element>(
         &self,
         variant: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         a: &View<'_, T>,
         b: &View<'_, T>,
         out: &mut ViewMut<'_, T>,
@@ -310,7 +310,7 @@ impl Gpu {
     pub(crate) fn launch_add_raw<T: Element>(
         &self,
         variant: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         a: &View<'_, T>,
         b: &View<'_, T>,
         out: &mut ViewMut<'_, T>,
@@ -324,7 +324,7 @@ impl Gpu {
     fn launch_tiled<T: Element>(
         &self,
         variant: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         bulk: BulkConfig,
         a: &View<'_, T>,
         b: &View<'_, T>,

@@ -5,7 +5,7 @@ use crate::buffer::{Element, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::raw;
-use crate::variant::{LaunchConfig, Variant};
+use crate::variant::{LaunchShape, Variant};
 
 /// A captured sequence of adds; see [`Gpu::add_graph`]. `Send + Sync`: its
 /// replays are serialised by a mutex (CUDA graphs are not thread-safe).
@@ -72,7 +72,7 @@ impl Gpu {
     pub fn add_graph<'a, T: Element>(
         &self,
         variant: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         mut ops: Vec<(View<'a, T>, View<'a, T>, ViewMut<'a, T>)>,
         launches: usize,
     ) -> Result<AddGraph<'a>> {

@@ -92,7 +92,7 @@ pub mod sig {
     };
 }
 pub use user_launch::{Arg, Launch};
-pub use variant::{LaunchConfig, Variant};
+pub use variant::{LaunchShape, Variant};
 
 #[cfg(test)]
 mod send_sync {

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::graph::AddGraph;
 use crate::raw::{self, Ceiling};
-use crate::variant::LaunchConfig;
+use crate::variant::LaunchShape;
 
 /// One operand triple of a foreach add: `out = a + b`.
 pub type Triple<'a, T> = (View<'a, T>, View<'a, T>, ViewMut<'a, T>);
@@ -180,7 +180,7 @@ impl Gpu {
         &self,
         lanes: u32,
         tile: u64,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         marks: impl AsViewMut<'a, i32>,
         stream: &Stream,
     ) -> Result<()> {
@@ -209,7 +209,7 @@ impl Gpu {
         &self,
         lanes: u32,
         unroll: u32,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         marks: impl AsViewMut<'a, i32>,
         stream: &Stream,
     ) -> Result<()> {
@@ -241,7 +241,7 @@ impl Gpu {
     ) -> Result<()> {
         let (a, b, mut sink) = (a.into_view(), b.into_view(), sink.into_view_mut());
         let name = kernels_gpu::ceiling::CEILING[0];
-        LaunchConfig::with_block(block).check(name)?;
+        LaunchShape::with_block(block).check(name)?;
         self.check_owned(name, [a.owner(), b.owner(), sink.owner()], stream)?;
         let _live = self.shared.bind()?;
         raw::launch_ceiling(
@@ -257,7 +257,7 @@ impl Gpu {
     pub fn ceiling_fill<'a>(&self, block: u32, c: impl AsViewMut<'a, u32>, value: u32, stream: &Stream) -> Result<()> {
         let mut c = c.into_view_mut();
         let name = kernels_gpu::ceiling::CEILING[1];
-        LaunchConfig::with_block(block).check(name)?;
+        LaunchShape::with_block(block).check(name)?;
         self.check_owned(name, [c.owner()], stream)?;
         let _live = self.shared.bind()?;
         raw::launch_ceiling(name, self.shared.func(name)?, block, Ceiling::Fill { c: &mut c, value }, stream.raw())
@@ -273,7 +273,7 @@ impl Gpu {
     ) -> Result<()> {
         let (a, mut c) = (a.into_view(), c.into_view_mut());
         let name = kernels_gpu::ceiling::CEILING[2];
-        LaunchConfig::with_block(block).check(name)?;
+        LaunchShape::with_block(block).check(name)?;
         self.check_owned(name, [a.owner(), c.owner()], stream)?;
         let _live = self.shared.bind()?;
         raw::launch_ceiling(name, self.shared.func(name)?, block, Ceiling::Copy { a: &a, c: &mut c }, stream.raw())

@@ -13,7 +13,7 @@ use crate::operands::{AutoSplit, Operands};
 use crate::pdl::Pdl;
 use crate::raw::{self, MapLaunch, Tail};
 use crate::tuning::AutoPlan;
-use crate::variant::LaunchConfig;
+use crate::variant::LaunchShape;
 
 impl Gpu {
     /// Queues `out = op(a, b)` with the automatic choice: the 128-bit pack kernel
@@ -46,7 +46,7 @@ impl Gpu {
         &self,
         op: BinaryOp,
         pattern: OpPattern,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         a: impl AsView<'a, T>,
         b: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
@@ -74,7 +74,7 @@ impl Gpu {
         &self,
         op: UnaryOp,
         pattern: OpPattern,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         a: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
@@ -106,7 +106,7 @@ impl Gpu {
     pub fn axpby_with<'a, T: Element>(
         &self,
         pattern: OpPattern,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         alpha: f32,
         a: impl AsView<'a, T>,
         beta: f32,
@@ -130,7 +130,7 @@ impl Gpu {
     pub fn apply<'a, T: Element>(
         &self,
         kind: OpKind,
-        how: Option<(OpPattern, LaunchConfig)>,
+        how: Option<(OpPattern, LaunchShape)>,
         a: impl AsView<'a, T>,
         b: Option<View<'a, T>>,
         out: impl AsViewMut<'a, T>,
@@ -210,8 +210,8 @@ impl Gpu {
     /// threads: the grid capped at one wave of resident threads
     /// ([`AutoPlan::activation_max_grid`]) for the activations that
     /// [`AutoPlan::caps_grid`] names, one pack per thread for the rest.
-    fn op_config(&self, kind: OpKind, dtype: Dtype, block: u32) -> LaunchConfig {
-        let mut cfg = LaunchConfig::with_block(block);
+    fn op_config(&self, kind: OpKind, dtype: Dtype, block: u32) -> LaunchShape {
+        let mut cfg = LaunchShape::with_block(block);
         if matches!(kind, OpKind::Unary(op) if AutoPlan::caps_grid(op, dtype)) {
             let info = self.info();
             cfg.max_grid = AutoPlan::activation_max_grid(info.sm_count, info.max_threads_per_sm, block);
@@ -298,7 +298,7 @@ impl Gpu {
                 Ok(pack.name)
             }
             AutoSplit::Scalar => {
-                self.map_launch_raw(scalar, self.shared.func(scalar.name)?, LaunchConfig::default(), ops, raw, false)?;
+                self.map_launch_raw(scalar, self.shared.func(scalar.name)?, LaunchShape::default(), ops, raw, false)?;
                 Ok(scalar.name)
             }
         }
@@ -310,7 +310,7 @@ impl Gpu {
         &self,
         kind: OpKind,
         pattern: OpPattern,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         ops: Operands<'_, T>,
         stream: &Stream,
     ) -> Result<&'static str> {
@@ -324,7 +324,7 @@ impl Gpu {
     pub(crate) fn map_launch<T: Element>(
         &self,
         k: &'static OpKernel,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         ops: Operands<'_, T>,
         raw: raw::Queue<'_>,
     ) -> Result<()> {
@@ -337,7 +337,7 @@ impl Gpu {
     pub(crate) fn check_map<T: Element>(
         &self,
         k: &'static OpKernel,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         ops: &Operands<'_, T>,
     ) -> Result<()> {
         cfg.check(k.name)?;
@@ -350,7 +350,7 @@ impl Gpu {
         &self,
         k: &'static OpKernel,
         func: raw::RawFn,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         mut ops: Operands<'_, T>,
         raw: raw::Queue<'_>,
         pdl: bool,

@@ -4,7 +4,7 @@ mod common;
 
 use common::gpu;
 use gpukern::half::f16;
-use gpukern::{CountVariant, Error, Gpu, LaunchConfig, MatmulVariant, TransposeVariant, Variant};
+use gpukern::{CountVariant, Error, Gpu, LaunchShape, MatmulVariant, TransposeVariant, Variant};
 
 /// Runs everywhere: without a GPU (CI) `Gpu::new` must fail cleanly with NoDevice;
 /// with one, an index past the last device must.
@@ -51,11 +51,10 @@ fn argument_errors_name_the_variant_and_values() {
     assert_eq!(e.to_string(), "add_f16: works on f16 data, but the buffers hold f32");
 
     for block in [0, 1025] {
-        let e = gpu.add_with(Variant::F32, LaunchConfig::with_block(block), &a, &a, &mut out, &stream).unwrap_err();
+        let e = gpu.add_with(Variant::F32, LaunchShape::with_block(block), &a, &a, &mut out, &stream).unwrap_err();
         assert_eq!(e.to_string(), format!("add_f32: block size {block} is out of range (1..=1024 threads)"));
     }
-    let e =
-        gpu.add_with(Variant::F32, LaunchConfig { block: 256, max_grid: 0 }, &a, &a, &mut out, &stream).unwrap_err();
+    let e = gpu.add_with(Variant::F32, LaunchShape { block: 256, max_grid: 0 }, &a, &a, &mut out, &stream).unwrap_err();
     assert_eq!(e.to_string(), "add_f32: grid limit 0 is out of range (1..=2147483647 blocks)");
 
     let e = a.slice(50..101).map(|_| ()).unwrap_err();
@@ -97,7 +96,7 @@ fn argument_errors_name_the_variant_and_values() {
         assert!(matches!(e, Error::ForeignHandle { what: w, .. } if *w == what), "{i}: {e:?}");
     }
     let mut marks = gpu.alloc::<i32>(10).unwrap();
-    let e = other.mark_visits(1, LaunchConfig::default(), &mut marks, &other_stream).unwrap_err();
+    let e = other.mark_visits(1, LaunchShape::default(), &mut marks, &other_stream).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { variant: "mark_visits_1", what: "buffers" }), "{e:?}");
     let mut counter = gpu.alloc::<u64>(1).unwrap();
     let ints = gpu.alloc::<i32>(10).unwrap();
@@ -268,11 +267,11 @@ fn foreign_copies_and_graphs_are_refused() {
     stream.synchronize().unwrap();
     assert_eq!(dst.to_vec().unwrap(), vec![1.5; 256]);
 
-    let e = gpu.add_graph::<f32>(Variant::F32x4, LaunchConfig::default(), Vec::new(), 4).unwrap_err();
+    let e = gpu.add_graph::<f32>(Variant::F32x4, LaunchShape::default(), Vec::new(), 4).unwrap_err();
     assert!(matches!(e, Error::Shape { .. }), "{e:?}");
     let mut out = gpu.alloc::<f32>(256).unwrap();
     let ops = vec![(src.view(), src.view(), out.view_mut())];
-    let graph = gpu.add_graph(Variant::F32x4, LaunchConfig::default(), ops, 2).unwrap();
+    let graph = gpu.add_graph(Variant::F32x4, LaunchShape::default(), ops, 2).unwrap();
     let e = graph.launch(&other_stream).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { what: "stream", .. }), "{e:?}");
     graph.launch(&stream).unwrap();

@@ -8,7 +8,7 @@ use common::{
 };
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
-use gpukern::{Dtype, Error, LaunchConfig, Variant};
+use gpukern::{Dtype, Error, LaunchShape, Variant};
 use rand::SeedableRng;
 
 macro_rules! variant_tests {
@@ -16,7 +16,7 @@ macro_rules! variant_tests {
         #[test]
         #[ignore = "needs a CUDA GPU"]
         fn $test() {
-            check_variant(stringify!($test), $v, LaunchConfig::default());
+            check_variant(stringify!($test), $v, LaunchShape::default());
         }
     )*};
 }
@@ -68,7 +68,7 @@ fn graph_replay_is_bit_exact() {
     out.fill_bits(common::POISONS[0]).unwrap();
     {
         let ops = vec![(da.view(), db.view(), out.view_mut())];
-        let graph = gpu.add_graph(Variant::F16x8Pack, LaunchConfig::default(), ops, 10).unwrap();
+        let graph = gpu.add_graph(Variant::F16x8Pack, LaunchShape::default(), ops, 10).unwrap();
         assert_eq!(graph.launches(), 10);
         graph.launch(&stream).unwrap();
         graph.launch(&stream).unwrap();
@@ -93,11 +93,11 @@ fn auto_choice_is_bit_exact_for_every_dtype() {
 #[ignore = "needs a CUDA GPU"]
 fn odd_blocks_and_capped_grids_cover_every_element() {
     let cfgs = [
-        LaunchConfig { block: 1, max_grid: 3 },
-        LaunchConfig { block: 32, max_grid: 1 },
-        LaunchConfig { block: 100, max_grid: 7 },
-        LaunchConfig::with_block(1024),
-        LaunchConfig::with_block(96),
+        LaunchShape { block: 1, max_grid: 3 },
+        LaunchShape { block: 32, max_grid: 1 },
+        LaunchShape { block: 100, max_grid: 7 },
+        LaunchShape::with_block(1024),
+        LaunchShape::with_block(96),
     ];
     let mut failures = Vec::new();
     for v in Variant::ALL.into_iter().filter(|&v| common::runs_here("odd_blocks_and_capped_grids", v)) {
@@ -189,12 +189,12 @@ fn grid_stride_walk_visits_every_index_exactly_once() {
     let gpu = gpu();
     let stream = gpu.stream().unwrap();
     let cfgs = [
-        LaunchConfig::default(),
-        LaunchConfig { block: 1, max_grid: 1 },
-        LaunchConfig { block: 1, max_grid: 3 },
-        LaunchConfig { block: 32, max_grid: 1 },
-        LaunchConfig { block: 100, max_grid: 7 },
-        LaunchConfig::with_block(1024),
+        LaunchShape::default(),
+        LaunchShape { block: 1, max_grid: 1 },
+        LaunchShape { block: 1, max_grid: 3 },
+        LaunchShape { block: 32, max_grid: 1 },
+        LaunchShape { block: 100, max_grid: 7 },
+        LaunchShape::with_block(1024),
     ];
     let sizes = [0usize, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 127, 128, 129, 255, 256, 257, 4095, 4096, 4097, 100_003];
     let mut band = gpu.alloc::<i32>(100_003 + 2 * CANARY).unwrap();
@@ -212,14 +212,14 @@ fn grid_stride_walk_visits_every_index_exactly_once() {
     let n = 4097;
     band.fill_bits(0).unwrap();
     for _ in 0..2 {
-        gpu.mark_visits(8, LaunchConfig::default(), band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
+        gpu.mark_visits(8, LaunchShape::default(), band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
     }
     stream.synchronize().unwrap();
     assert_eq!(marks_problem(&band.to_vec().unwrap(), n).as_deref(), Some("element 0 visited 2 times"));
     // Bad settings are errors, not launches.
-    let e = gpu.mark_visits(3, LaunchConfig::default(), band.view_mut(), &stream).unwrap_err();
+    let e = gpu.mark_visits(3, LaunchShape::default(), band.view_mut(), &stream).unwrap_err();
     assert_eq!(e.to_string(), "mark_visits: lanes = 3; must be 1, 2, 4 or 8");
-    let e = gpu.mark_visits(1, LaunchConfig::with_block(0), band.view_mut(), &stream).unwrap_err();
+    let e = gpu.mark_visits(1, LaunchShape::with_block(0), band.view_mut(), &stream).unwrap_err();
     assert!(matches!(e, Error::BlockSize { variant: "mark_visits_1", .. }), "{e}");
 }
 
@@ -232,12 +232,12 @@ fn unrolled_walk_visits_every_index_exactly_once() {
     let gpu = gpu();
     let stream = gpu.stream().unwrap();
     let cfgs = [
-        LaunchConfig::default(),
-        LaunchConfig { block: 1, max_grid: 1 },
-        LaunchConfig { block: 32, max_grid: 3 },
-        LaunchConfig { block: 100, max_grid: 7 },
-        LaunchConfig::with_block(128),
-        LaunchConfig::with_block(1024),
+        LaunchShape::default(),
+        LaunchShape { block: 1, max_grid: 1 },
+        LaunchShape { block: 32, max_grid: 3 },
+        LaunchShape { block: 100, max_grid: 7 },
+        LaunchShape::with_block(128),
+        LaunchShape::with_block(1024),
     ];
     let sizes = [0usize, 1, 3, 4, 7, 8, 9, 15, 17, 255, 2047, 2048, 2049, 4095, 4096, 4097, 8193, 65_541, 100_003];
     let mut band = gpu.alloc::<i32>(100_003 + 2 * CANARY).unwrap();
@@ -255,11 +255,11 @@ fn unrolled_walk_visits_every_index_exactly_once() {
     band.fill_bits(0).unwrap();
     for _ in 0..2 {
         let marks = band.slice_mut(CANARY..CANARY + 4097).unwrap();
-        gpu.mark_visits_unrolled(8, 2, LaunchConfig::default(), marks, &stream).unwrap();
+        gpu.mark_visits_unrolled(8, 2, LaunchShape::default(), marks, &stream).unwrap();
     }
     stream.synchronize().unwrap();
     assert_eq!(marks_problem(&band.to_vec().unwrap(), 4097).as_deref(), Some("element 0 visited 2 times"));
-    let e = gpu.mark_visits_unrolled(8, 3, LaunchConfig::default(), band.view_mut(), &stream).unwrap_err();
+    let e = gpu.mark_visits_unrolled(8, 3, LaunchShape::default(), band.view_mut(), &stream).unwrap_err();
     assert_eq!(e.to_string(), "mark_visits_unrolled: lanes = 8, unroll = 3; must be 4 or 8, and 2 or 4");
 }
 
@@ -274,7 +274,7 @@ fn concurrent_streams_on_one_context() {
                 let here = Variant::ALL.into_iter().filter(|&v| common::runs_here("concurrent_streams", v));
                 for (i, v) in here.cycle().skip(t).take(30).enumerate() {
                     let n = 100_000 + 37 * i + t;
-                    let r = check_explicit(v, LaunchConfig::default(), n, Data::Random);
+                    let r = check_explicit(v, LaunchShape::default(), n, Data::Random);
                     record("concurrent_streams", &format!("thread {t} {v}"), n, r.is_ok());
                     r.unwrap();
                 }

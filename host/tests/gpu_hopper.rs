@@ -10,7 +10,7 @@ use common::{
 };
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
-use gpukern::{BulkConfig, CountVariant, Error, LaunchConfig, Triple, Variant, View, ViewMut};
+use gpukern::{BulkConfig, CountVariant, Error, LaunchShape, Triple, Variant, View, ViewMut};
 use rand::{Rng, SeedableRng};
 
 /// Tilings from the smallest legal tile up to tiles larger than some inputs.
@@ -30,10 +30,10 @@ fn bulk_tilings_and_grids_are_bit_exact() {
         return;
     }
     let cfgs = [
-        LaunchConfig::default(),
-        LaunchConfig { block: 32, max_grid: 1 },
-        LaunchConfig { block: 1024, max_grid: 7 },
-        LaunchConfig { block: 96, max_grid: 3 },
+        LaunchShape::default(),
+        LaunchShape { block: 32, max_grid: 1 },
+        LaunchShape { block: 1024, max_grid: 7 },
+        LaunchShape { block: 96, max_grid: 3 },
     ];
     // Under compute-sanitizer: two launch settings (one capped grid), fewer sizes.
     let cfgs = if common::sanitizing() { &cfgs[..2] } else { &cfgs[..] };
@@ -55,7 +55,7 @@ fn bulk_tilings_and_grids_are_bit_exact() {
                     failures.extend(r.err());
                 }
             }
-            let r = check_launch(v, Launch::Bulk(v, LaunchConfig::default(), bulk), 3 * t + 17, Data::Special);
+            let r = check_launch(v, Launch::Bulk(v, LaunchShape::default(), bulk), 3 * t + 17, Data::Special);
             record("bulk_tilings", &format!("{v} {bulk:?} special"), 3 * t + 17, r.is_ok());
             failures.extend(r.err());
         }
@@ -72,7 +72,7 @@ fn bulk_settings_are_checked() {
     let (a, b) = (gpu.alloc::<f32>(1024).unwrap(), gpu.alloc::<f32>(1024).unwrap());
     let mut c = gpu.alloc::<f32>(1024).unwrap();
     let run = |v: Variant, bulk: BulkConfig, c: &mut gpukern::DeviceVec<f32>| {
-        gpu.add_bulk_with(v, LaunchConfig::default(), bulk, &a, &b, c, &stream)
+        gpu.add_bulk_with(v, LaunchShape::default(), bulk, &a, &b, c, &stream)
     };
     if !hopper() {
         let e = run(Variant::F32Bulk, BulkConfig::default(), &mut c).unwrap_err();
@@ -91,7 +91,7 @@ fn bulk_settings_are_checked() {
     let e = gpu
         .add_bulk_with(
             Variant::F32Bulk,
-            LaunchConfig::default(),
+            LaunchShape::default(),
             BulkConfig::default(),
             a.slice(1..).unwrap(),
             b.slice(1..).unwrap(),
@@ -110,10 +110,10 @@ fn tiled_walk_visits_every_index_exactly_once() {
     let gpu = gpu();
     let stream = gpu.stream().unwrap();
     let cfgs = [
-        LaunchConfig::default(),
-        LaunchConfig { block: 1, max_grid: 1 },
-        LaunchConfig { block: 32, max_grid: 3 },
-        LaunchConfig { block: 1024, max_grid: 7 },
+        LaunchShape::default(),
+        LaunchShape { block: 1, max_grid: 1 },
+        LaunchShape { block: 32, max_grid: 3 },
+        LaunchShape { block: 1024, max_grid: 7 },
     ];
     let sizes = [0usize, 1, 3, 4, 7, 8, 9, 11, 12, 13, 2047, 2048, 2049, 16_387, 100_003];
     let mut band = gpu.alloc::<i32>(100_003 + 2 * CANARY).unwrap();
@@ -135,11 +135,11 @@ fn tiled_walk_visits_every_index_exactly_once() {
     band.fill_bits(0).unwrap();
     for _ in 0..2 {
         let marks = band.slice_mut(CANARY..CANARY + 4097).unwrap();
-        gpu.mark_visits_tiles(8, 2048, LaunchConfig::default(), marks, &stream).unwrap();
+        gpu.mark_visits_tiles(8, 2048, LaunchShape::default(), marks, &stream).unwrap();
     }
     stream.synchronize().unwrap();
     assert_eq!(marks_problem(&band.to_vec().unwrap(), 4097).as_deref(), Some("element 0 visited 2 times"));
-    let e = gpu.mark_visits_tiles(4, 6, LaunchConfig::default(), band.view_mut(), &stream).unwrap_err();
+    let e = gpu.mark_visits_tiles(4, 6, LaunchShape::default(), band.view_mut(), &stream).unwrap_err();
     assert!(e.to_string().contains("multiple of 4"), "{e}");
 }
 
@@ -160,7 +160,7 @@ fn huge_n_tiled_walk_visits_every_index_exactly_once() {
     let mut failures = Vec::new();
     for (lanes, tile) in [(4u32, 2048u64), (8, 4096)] {
         band.fill_bits(0).unwrap();
-        let cfg = LaunchConfig { block: 256, max_grid: 1000 };
+        let cfg = LaunchShape { block: 256, max_grid: 1000 };
         gpu.mark_visits_tiles(lanes, tile, cfg, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
         stream.synchronize().unwrap();
         let once =

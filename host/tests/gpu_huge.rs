@@ -7,7 +7,7 @@ mod common;
 use common::{canaries_hold, gpu, record, CANARY};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
-use gpukern::{CountVariant, LaunchConfig, Variant};
+use gpukern::{CountVariant, LaunchShape, Variant};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
@@ -16,7 +16,7 @@ const HUGE_SIZES: [usize; 3] = [(1 << 31) - 1, (1 << 31) + 1, (1 << 32) + (1 << 
 
 /// One thread per block and no cap below the hardware's: for n ≥ 2^31 the grid
 /// of a one-element-per-thread walk is clamped at 2^31−1 blocks.
-const CLAMPED: LaunchConfig = LaunchConfig { block: 1, max_grid: kernels_gpu::launch::MAX_GRID_X };
+const CLAMPED: LaunchShape = LaunchShape { block: 1, max_grid: kernels_gpu::launch::MAX_GRID_X };
 
 /// One huge-n test at a time: each needs tens of GB of device and host memory.
 static HUGE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -97,7 +97,7 @@ fn huge<T: ReferenceAdd>() {
     for &n in &sizes {
         let runs = Variant::of_dtype(T::DTYPE)
             .filter(|&v| common::runs_here("huge_n", v))
-            .map(|v| (v, LaunchConfig::default()));
+            .map(|v| (v, LaunchShape::default()));
         for (v, cfg) in runs.chain([(Variant::scalar(T::DTYPE), CLAMPED)]) {
             for poison in common::POISONS {
                 band.fill_bits(poison).unwrap();
@@ -217,7 +217,7 @@ fn huge_n_unrolled_walk_visits_every_index_exactly_once() {
     let mut failures = Vec::new();
     for (lanes, unroll) in [(4u32, 2u32), (8, 4)] {
         band.fill_bits(0).unwrap();
-        let cfg = LaunchConfig { block: 256, max_grid: 1000 };
+        let cfg = LaunchShape { block: 256, max_grid: 1000 };
         gpu.mark_visits_unrolled(lanes, unroll, cfg, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
         stream.synchronize().unwrap();
         let once =

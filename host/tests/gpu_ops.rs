@@ -8,14 +8,14 @@ mod common;
 use common::{canaries_hold, gpu, inputs, record, Data, CANARY, POISONS, SIZES};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
-use gpukern::{BinaryOp, Dtype, Error, LaunchConfig, OpKind, OpPattern, UnaryOp};
+use gpukern::{BinaryOp, Dtype, Error, LaunchShape, OpKind, OpPattern, UnaryOp};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 /// How a case launches.
 #[derive(Clone, Copy, Debug)]
 enum How {
-    Explicit(OpPattern, LaunchConfig),
+    Explicit(OpPattern, LaunchShape),
     Auto,
 }
 
@@ -95,11 +95,8 @@ fn check_dyn(dtype: Dtype, kind: OpKind, how: How, n: usize, data: Data, offsets
 fn every_pattern(kind: OpKind) {
     let test = format!("op_{}", kind.name());
     let mut failures = Vec::new();
-    let cfgs = [
-        LaunchConfig { block: 1, max_grid: 3 },
-        LaunchConfig { block: 100, max_grid: 7 },
-        LaunchConfig::with_block(1024),
-    ];
+    let cfgs =
+        [LaunchShape { block: 1, max_grid: 3 }, LaunchShape { block: 100, max_grid: 7 }, LaunchShape::with_block(1024)];
     for dtype in Dtype::ALL {
         for pattern in OpPattern::ALL {
             let Some(k) = kernels_gpu::ops::op_kernel(kind, dtype, pattern) else { continue };
@@ -110,7 +107,7 @@ fn every_pattern(kind: OpKind) {
             // Under the sanitizer, a subset around the lane and block edges.
             let sizes = SIZES.iter().filter(|&&n| !common::sanitizing() || [0, 1, 7, 9, 17, 257, 4097].contains(&n));
             for (&n, data) in sizes.flat_map(|n| [(n, Data::Random), (n, Data::Special)]) {
-                let how = How::Explicit(pattern, LaunchConfig::default());
+                let how = How::Explicit(pattern, LaunchShape::default());
                 let r = check_dyn(dtype, kind, how, n, data, [0; 3]);
                 record(&test, &format!("{dtype:?} {pattern:?} {data:?}"), n, r.is_ok());
                 failures.extend(r.err());
@@ -125,7 +122,7 @@ fn every_pattern(kind: OpKind) {
         }
         // The scalar kernels take any element alignment.
         for offsets in [[1, 2, 3], [3, 0, 1]] {
-            let how = How::Explicit(OpPattern::Scalar, LaunchConfig::default());
+            let how = How::Explicit(OpPattern::Scalar, LaunchShape::default());
             let r = check_dyn(dtype, kind, how, 1001, Data::Random, offsets);
             record(&test, &format!("{dtype:?} Scalar offsets={offsets:?}"), 1001, r.is_ok());
             failures.extend(r.err());
@@ -208,7 +205,7 @@ fn bad_operands_are_errors() {
     let stream = gpu.stream().unwrap();
     let (a, b) = (gpu.upload(&[1.0f32; 64]).unwrap(), gpu.upload(&[2.0f32; 64]).unwrap());
     let mut out = gpu.upload(&[7.0f32; 64]).unwrap();
-    let cfg = LaunchConfig::default();
+    let cfg = LaunchShape::default();
     let e = gpu
         .binary_with(
             BinaryOp::Mul,
@@ -238,7 +235,7 @@ fn bad_operands_are_errors() {
     assert!(matches!(e, Error::WrongOperands { op: "neg", .. }), "a unary kind with b: {e:?}");
     let e = gpu.binary_host(BinaryOp::Div, &[1.0f32; 3], &[1.0f32; 4]).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
-    let bad_cfg = LaunchConfig { block: 0, ..cfg };
+    let bad_cfg = LaunchShape { block: 0, ..cfg };
     let e = gpu.binary_with(BinaryOp::Sub, OpPattern::Scalar, bad_cfg, &a, &b, &mut out, &stream).unwrap_err();
     assert!(!matches!(e, Error::KernelFault { .. }), "{e:?}");
     let other = gpukern::Gpu::new(0).unwrap();
@@ -285,15 +282,15 @@ fn huge<T: ReferenceOps>() {
     let stream = gpu.stream().unwrap();
     let (da, db) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
     let mut band = gpu.alloc::<T>(n + 2 * CANARY).unwrap();
-    let clamped = LaunchConfig { block: 1, max_grid: kernels_gpu::launch::MAX_GRID_X };
+    let clamped = LaunchShape { block: 1, max_grid: kernels_gpu::launch::MAX_GRID_X };
     let mut runs = vec![
-        (OpKind::Binary(BinaryOp::Sub), OpPattern::Pack, LaunchConfig::default()),
-        (OpKind::Unary(UnaryOp::Relu), OpPattern::Pack, LaunchConfig::default()),
-        (OpKind::Axpby, OpPattern::Pack, LaunchConfig::default()),
+        (OpKind::Binary(BinaryOp::Sub), OpPattern::Pack, LaunchShape::default()),
+        (OpKind::Unary(UnaryOp::Relu), OpPattern::Pack, LaunchShape::default()),
+        (OpKind::Axpby, OpPattern::Pack, LaunchShape::default()),
         (OpKind::Binary(BinaryOp::Mul), OpPattern::Scalar, clamped),
     ];
     if T::DTYPE == Dtype::Bf16 && gpu.info().has_sm90() {
-        runs.push((OpKind::Axpby, OpPattern::PackSm90, LaunchConfig::default()));
+        runs.push((OpKind::Axpby, OpPattern::PackSm90, LaunchShape::default()));
     }
     let mut failures = Vec::new();
     for (kind, pattern, cfg) in runs {

@@ -11,7 +11,7 @@ mod common;
 use common::{gpu, inputs, record, sanitizing, Data, CANARY};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
-use gpukern::{BinaryOp, DeviceVec, Gpu, LaunchConfig, OpKind, OpPattern, Pdl, Result, Stream, UnaryOp};
+use gpukern::{BinaryOp, DeviceVec, Gpu, LaunchShape, OpKind, OpPattern, Pdl, Result, Stream, UnaryOp};
 use rand::SeedableRng;
 
 /// The chain's steps, in order (16): every kind, activations included, so
@@ -90,7 +90,7 @@ fn queue<T: gpukern::Element>(gpu: &Gpu, mode: Mode, x: &mut Bands<T>, b: &Devic
     // Mixed's own work: a spare band (alive until the chain is done) and a
     // second stream.
     let (mut spare, side) = (gpu.alloc::<T>(x.n)?, gpu.stream()?);
-    let cfg = LaunchConfig::default();
+    let cfg = LaunchShape::default();
     for (i, &k) in STEPS.iter().enumerate() {
         let (head, tail) = x.bands.split_at_mut(i + 1);
         step(gpu, k, head[i].slice(r.clone())?, bv, tail[0].slice_mut(r.clone())?, s)?;

@@ -31,7 +31,7 @@ pub mod sweeps;
 use std::time::Instant;
 
 use gpukern::half::{bf16, f16};
-use gpukern::{Dtype, Gpu, LaunchConfig};
+use gpukern::{Dtype, Gpu, LaunchShape};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -117,7 +117,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     let gpu = open_gpu(o.device)?;
     let info = gpu.info().clone();
     let peak = info.peak_gbps();
-    let cfg = LaunchConfig::with_block(o.block);
+    let cfg = LaunchShape::with_block(o.block);
     let stream = gpu.stream().map_err(|e| e.to_string())?;
     eprintln!(
         "device {}: {} (sm_{}{}, {} SMs, L2 {} MiB, peak {:.0} GB/s)",

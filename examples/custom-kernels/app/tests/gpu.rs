@@ -82,7 +82,7 @@ fn handles_check_the_manifest_and_the_operands() {
     let mut out = gpu.alloc::<f32>(64).unwrap();
     let e = silu.run(&a, out.slice_mut(..60).unwrap(), [0.0; 2], &stream).unwrap_err();
     assert!(matches!(e, Error::UnaryLengthMismatch { a: 64, out: 60, .. }), "{e:?}");
-    let cfg = gpukern::LaunchConfig::default();
+    let cfg = gpukern::LaunchShape::default();
     let e = silu
         .run_with(
             gpukern::CustomPattern::Pack,
