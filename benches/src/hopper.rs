@@ -79,7 +79,7 @@ pub fn tune<T: ReferenceAdd>(gpu: &Gpu, w: &mut Workload<T>, sizes: &[usize], st
         } else {
             0
         };
-        let per_sm = gpu.blocks_per_sm_with_shared(v.name(), block, shared).map_err(e)?;
+        let per_sm = gpu.studies().blocks_per_sm_with_shared(v.name(), block, shared).map_err(e)?;
         let cfg = LaunchShape {
             block,
             max_grid: if persistent { (per_sm * sms).max(1) } else { LaunchShape::default().max_grid },
@@ -152,12 +152,14 @@ pub fn ceiling(gpu: &Gpu, words: usize, stream: &Stream) -> Res<Vec<CeilingRow>>
     };
     let w4 = 4 * words as u64;
     for block in [128u32, 256, 512, 1024] {
-        let ms = crate::time_op(gpu, stream, 20, 3, |s| gpu.ceiling_read(block, &a, &b, &mut sink, 0x9e37_79b9, s))
-            .map_err(e)?;
+        let ms = crate::time_op(gpu, stream, 20, 3, |s| {
+            gpu.studies().ceiling_read(block, &a, &b, &mut sink, 0x9e37_79b9, s)
+        })
+        .map_err(e)?;
         push("read", "ceiling_read", block, 2 * w4, ms);
-        let ms = crate::time_op(gpu, stream, 20, 3, |s| gpu.ceiling_fill(block, &mut c, 7, s)).map_err(e)?;
+        let ms = crate::time_op(gpu, stream, 20, 3, |s| gpu.studies().ceiling_fill(block, &mut c, 7, s)).map_err(e)?;
         push("write", "ceiling_fill", block, w4, ms);
-        let ms = crate::time_op(gpu, stream, 20, 3, |s| gpu.ceiling_copy(block, &a, &mut c, s)).map_err(e)?;
+        let ms = crate::time_op(gpu, stream, 20, 3, |s| gpu.studies().ceiling_copy(block, &a, &mut c, s)).map_err(e)?;
         push("copy", "ceiling_copy", block, 2 * w4, ms);
     }
     let ms = crate::time_op(gpu, stream, 20, 3, |s| s.copy(&a, &mut c)).map_err(e)?;

@@ -240,38 +240,6 @@ impl Gpu {
         raw::mem_info()
     }
 
-    /// Registers, local memory and limits of one kernel, from the driver.
-    pub fn kernel_resources(&self, name: &'static str) -> Result<KernelResources> {
-        let _live = self.shared.bind()?;
-        self.shared.kernel(name)?.resources()
-    }
-
-    /// Resident blocks per SM for `name` at `block` threads (driver occupancy API).
-    pub fn blocks_per_sm(&self, name: &'static str, block: u32) -> Result<u32> {
-        self.blocks_per_sm_with_shared(name, block, 0)
-    }
-
-    /// As [`Gpu::blocks_per_sm`], with `shared` bytes of dynamic shared memory
-    /// per block (what limits the bulk-copy kernels).
-    pub fn blocks_per_sm_with_shared(&self, name: &'static str, block: u32, shared: usize) -> Result<u32> {
-        let _live = self.shared.bind()?;
-        raw::occupancy(self.shared.func(name)?, block, shared)
-    }
-
-    /// Launches the empty kernel once (measures launch overhead).
-    pub fn launch_empty(&self, stream: &Stream) -> Result<()> {
-        let _live = self.shared.bind()?;
-        raw::launch_empty(self.shared.func(kernels_gpu::verify::EMPTY)?, stream.raw())
-    }
-
-    /// Queues a one-thread kernel that busy-waits `ns` nanoseconds. Timing events
-    /// queued behind it then measure only the GPU's work, not the host's launch
-    /// path (the host queues the next launches while the GPU spins).
-    pub fn spin(&self, stream: &Stream, ns: u64) -> Result<()> {
-        let _live = self.shared.bind()?;
-        raw::launch_spin(self.shared.func(kernels_gpu::verify::SPIN)?, ns, stream.raw())
-    }
-
     /// Test support: (allocations, bytes) of device memory this process holds
     /// through this crate now, every `Gpu` together (the leak test counts
     /// these rather than the device's free memory, which other processes move).

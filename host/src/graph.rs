@@ -5,6 +5,7 @@ use crate::buffer::{Element, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::raw;
+use crate::studies::Studies;
 use crate::variant::{LaunchShape, Variant};
 
 /// A captured sequence of adds; see [`Gpu::add_graph`]. `Send + Sync`: its
@@ -63,7 +64,7 @@ impl<'a> AddGraph<'a> {
     }
 }
 
-impl Gpu {
+impl Studies<'_> {
     /// Captures `launches` back-to-back adds into a CUDA graph, launch `i` working
     /// on operand triple `ops[i % ops.len()]`. Replaying the graph costs one launch
     /// for all of them, which is how small adds stop being launch-bound. The graph

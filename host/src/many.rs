@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::graph::AddGraph;
 use crate::raw::{self, Ceiling};
+use crate::studies::Studies;
 use crate::variant::LaunchShape;
 
 /// One operand triple of a foreach add: `out = a + b`.
@@ -107,7 +108,7 @@ impl Gpu {
         if ops.len() == 1 {
             if let Some((a, b, out)) = ops.pop() {
                 // One triple: the plain add (same kernels, nothing to look up).
-                return self.add_auto(a, b, out, stream).map(|_| ());
+                return self.binary(kernels_gpu::ops::BinaryOp::Add, a, b, out, stream);
             }
         }
         let _live = self.shared.bind()?;
@@ -150,7 +151,9 @@ impl Gpu {
             })
             .collect()
     }
+}
 
+impl Studies<'_> {
     /// Runs the foreach walk over `marks` lists with `lanes` (4: f32, 8: f16 and
     /// bf16) elements per group, adding 1 to every mark it visits; each list is
     /// one "triple". A correct walk leaves every mark raised by exactly one.

@@ -49,21 +49,27 @@ impl<'a, T: Pod> Operands<'a, T> {
         [Some(self.a.owner()), self.b.as_ref().map(|b| b.owner()), Some(self.out.owner())].into_iter().flatten()
     }
 
-    /// The automatic choice's split for elements of `elem` bytes: all operands
-    /// 16-byte aligned → the pack kernel; misaligned alike (and long enough) →
-    /// the scalar kernel on a head of that many elements, then the pack kernel;
-    /// else the scalar kernel.
+    /// The automatic choice's split of these operands ([`split_for`]).
     pub(crate) fn auto_split(&self, elem: usize) -> AutoSplit {
-        let addrs = self.addrs();
-        let offset = addrs[0] % 16;
-        if addrs.iter().all(|x| x % 16 == 0) {
-            AutoSplit::Pack
-        } else if addrs.iter().all(|x| x % 16 == offset) && self.a.len() >= PEEL_MIN_ELEMENTS {
-            // Same misalignment everywhere: after `head` elements all are aligned.
-            AutoSplit::Peel((16 - offset as usize) / elem)
-        } else {
-            AutoSplit::Scalar
-        }
+        split_for(&self.addrs(), self.a.len(), elem, 16)
+    }
+}
+
+/// The automatic choice's split of `n` elements of `elem` bytes at operand
+/// addresses `addrs`, for a wide kernel that needs `align`-byte aligned
+/// operands (every element-wise call and the add's tuned plan): all aligned
+/// → the wide kernel; misaligned alike (and long enough) → the scalar kernel
+/// on a head of that many elements, then the wide kernel; else a narrower one.
+pub(crate) fn split_for(addrs: &[u64], n: usize, elem: usize, align: u64) -> AutoSplit {
+    let align = align.max(1);
+    let offset = addrs.first().map_or(0, |a| a % align);
+    if addrs.iter().all(|x| x % align == 0) {
+        AutoSplit::Pack
+    } else if addrs.iter().all(|x| x % align == offset) && n >= PEEL_MIN_ELEMENTS {
+        // Same misalignment everywhere: after `head` elements all are aligned.
+        AutoSplit::Peel((align - offset) as usize / elem.max(1))
+    } else {
+        AutoSplit::Scalar
     }
 }
 

@@ -7,7 +7,7 @@ use kernels_gpu::{coalesce, count, fusion, matmul, transpose};
 
 use crate::buffer::{View, ViewMut};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, Stream};
+use crate::gpu::{Gpu, KernelResources, Stream};
 use crate::raw::{self, Elementwise, Geometry};
 
 /// The studies, sweeps and bench helpers of this crate (the seed-003
@@ -32,6 +32,40 @@ impl Gpu {
     /// The studies and bench helpers of this `Gpu` ([`Studies`]).
     pub fn studies(&self) -> Studies<'_> {
         Studies { gpu: self }
+    }
+}
+
+impl Studies<'_> {
+    /// Registers, local memory and limits of one kernel, from the driver.
+    pub fn kernel_resources(&self, name: &'static str) -> Result<KernelResources> {
+        let _live = self.shared.bind()?;
+        self.shared.kernel(name)?.resources()
+    }
+
+    /// Resident blocks per SM for `name` at `block` threads (driver occupancy API).
+    pub fn blocks_per_sm(&self, name: &'static str, block: u32) -> Result<u32> {
+        self.blocks_per_sm_with_shared(name, block, 0)
+    }
+
+    /// As [`Gpu::blocks_per_sm`], with `shared` bytes of dynamic shared memory
+    /// per block (what limits the bulk-copy kernels).
+    pub fn blocks_per_sm_with_shared(&self, name: &'static str, block: u32, shared: usize) -> Result<u32> {
+        let _live = self.shared.bind()?;
+        raw::occupancy(self.shared.func(name)?, block, shared)
+    }
+
+    /// Launches the empty kernel once (measures launch overhead).
+    pub fn launch_empty(&self, stream: &Stream) -> Result<()> {
+        let _live = self.shared.bind()?;
+        raw::launch_empty(self.shared.func(kernels_gpu::verify::EMPTY)?, stream.raw())
+    }
+
+    /// Queues a one-thread kernel that busy-waits `ns` nanoseconds. Timing events
+    /// queued behind it then measure only the GPU's work, not the host's launch
+    /// path (the host queues the next launches while the GPU spins).
+    pub fn spin(&self, stream: &Stream, ns: u64) -> Result<()> {
+        let _live = self.shared.bind()?;
+        raw::launch_spin(self.shared.func(kernels_gpu::verify::SPIN)?, ns, stream.raw())
     }
 }
 
@@ -104,7 +138,7 @@ fn grid_2d(kernel: &'static str, gx: u64, gy: u64) -> Result<(u32, u32)> {
     Ok((gx as u32, gy as u32))
 }
 
-impl Gpu {
+impl Studies<'_> {
     /// Queues `c = a · b` (f32, row-major; `a` is m×k, `b` k×n, `c` m×n).
     #[allow(clippy::too_many_arguments)]
     pub fn matmul(

@@ -136,13 +136,13 @@ fn pinned_access_waits_for_queued_copies() {
         let d = gpu.upload(&want).unwrap();
 
         let mut p = gpu.alloc_pinned::<f32>(n).unwrap();
-        gpu.spin(&s1, SPIN_NS).unwrap();
+        gpu.studies().spin(&s1, SPIN_NS).unwrap();
         s1.copy_to_host(&d, &mut p).unwrap();
         assert_eq!(same_bits(p.as_slice().unwrap(), &want), None, "read after a queued copy in, n = {n}");
 
         // Out of the pinned memory, then the host overwrites it at once.
         let mut e = band(&gpu, 0, n);
-        gpu.spin(&s1, SPIN_NS).unwrap();
+        gpu.studies().spin(&s1, SPIN_NS).unwrap();
         s1.copy_from_host(&p, e.slice_mut(CANARY..CANARY + n).unwrap()).unwrap();
         p.as_mut_slice().unwrap().fill(f32::from_bits(HOST_CANARY));
         s1.synchronize().unwrap();
@@ -151,7 +151,7 @@ fn pinned_access_waits_for_queued_copies() {
         // A copy in on s1 (held back), then a copy out on s2: s2 waits for s1.
         let fresh = gpu.upload(&values(n, 5)).unwrap();
         let mut e = band(&gpu, 0, n);
-        gpu.spin(&s1, SPIN_NS).unwrap();
+        gpu.studies().spin(&s1, SPIN_NS).unwrap();
         s1.copy_to_host(&fresh, &mut p).unwrap();
         s2.copy_from_host(&p, e.slice_mut(CANARY..CANARY + n).unwrap()).unwrap();
         s2.synchronize().unwrap();

@@ -102,10 +102,10 @@ fn huge<T: ReferenceAdd>() {
             for poison in common::POISONS {
                 band.fill_bits(poison).unwrap();
                 let out = band.slice_mut(CANARY..CANARY + n).unwrap();
-                gpu.add_with(v, cfg, da.slice(..n).unwrap(), db.slice(..n).unwrap(), out, &stream).unwrap();
+                gpu.studies().add_with(v, cfg, da.slice(..n).unwrap(), db.slice(..n).unwrap(), out, &stream).unwrap();
                 stream.synchronize().unwrap();
                 let out = band.slice(CANARY..CANARY + n).unwrap();
-                let bad = gpu.count_mismatches(out, dwant.slice(..n).unwrap(), &stream).unwrap();
+                let bad = gpu.studies().count_mismatches(out, dwant.slice(..n).unwrap(), &stream).unwrap();
                 let mut spot_ok = true;
                 for start in [0, n / 2, n - million] {
                     let got = out.slice(start..start + million).unwrap().to_vec().unwrap();
@@ -133,7 +133,7 @@ fn huge<T: ReferenceAdd>() {
     let flipped = if flipped.same_as(want[n - 1]) { T::from_bits32(0) } else { flipped };
     band.slice_mut(CANARY + n - 1..CANARY + n).unwrap().copy_from(&[flipped]).unwrap();
     let out = band.slice(CANARY..CANARY + n).unwrap();
-    assert_eq!(gpu.count_mismatches(out, dwant.view(), &stream).unwrap(), 1);
+    assert_eq!(gpu.studies().count_mismatches(out, dwant.view(), &stream).unwrap(), 1);
 }
 
 #[test]
@@ -174,10 +174,12 @@ fn huge_n_clamped_grid_visits_every_index_exactly_once() {
     let mut failures = Vec::new();
     for (lanes, n) in cases.into_iter().filter(|(_, n)| fit.contains(n)) {
         band.fill_bits(0).unwrap();
-        gpu.mark_visits(lanes, CLAMPED, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
+        gpu.studies().mark_visits(lanes, CLAMPED, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
         stream.synchronize().unwrap();
-        let once =
-            gpu.count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
+        let once = gpu
+            .studies()
+            .count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream)
+            .unwrap();
         let canaries_ok = canaries_hold(&band, n, |&m| m == 0);
         let ok = once == n as u64 && canaries_ok;
         record(
@@ -195,7 +197,8 @@ fn huge_n_clamped_grid_visits_every_index_exactly_once() {
     // The count must notice one element visited twice.
     let n = big;
     band.slice_mut(CANARY + n / 2..CANARY + n / 2 + 1).unwrap().copy_from(&[2]).unwrap();
-    let once = gpu.count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
+    let once =
+        gpu.studies().count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
     assert_eq!(once, n as u64 - 1);
 }
 
@@ -218,10 +221,14 @@ fn huge_n_unrolled_walk_visits_every_index_exactly_once() {
     for (lanes, unroll) in [(4u32, 2u32), (8, 4)] {
         band.fill_bits(0).unwrap();
         let cfg = LaunchShape { block: 256, max_grid: 1000 };
-        gpu.mark_visits_unrolled(lanes, unroll, cfg, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
+        gpu.studies()
+            .mark_visits_unrolled(lanes, unroll, cfg, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream)
+            .unwrap();
         stream.synchronize().unwrap();
-        let once =
-            gpu.count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
+        let once = gpu
+            .studies()
+            .count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream)
+            .unwrap();
         let canaries_ok = canaries_hold(&band, n, |&m| m == 0);
         let ok = once == n as u64 && canaries_ok;
         record("huge_n_unrolled_walk", &format!("lanes={lanes} unroll={unroll} grid=1000 once={once}"), n, ok);

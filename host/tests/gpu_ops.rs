@@ -35,8 +35,18 @@ fn launch<T: gpukern::Element>(
 ) -> gpukern::Result<Option<&'static str>> {
     let b = (kind.inputs() == 2).then_some(b);
     match how {
-        How::Auto => gpu().apply(kind, None, a, b, out, scales, stream).map(Some),
-        How::Explicit(p, cfg) => gpu().apply(kind, Some((p, cfg)), a, b, out, scales, stream).map(|_| None),
+        How::Auto => {
+            // The plan the call makes, asked apart (the stream's PDL setting included).
+            let addrs: Vec<u64> =
+                [Some(a.addr()), b.map(|b| b.addr()), Some(out.addr())].into_iter().flatten().collect();
+            let opts = gpukern::Opts::auto().pdl(stream.pdl());
+            let plan = gpu().plan(kind, T::DTYPE, a.len(), &addrs, &opts)?;
+            gpu().apply(kind, a, b, out, scales, stream, &opts).map(|_| Some(plan.kernel))
+        }
+        How::Explicit(p, cfg) => {
+            let opts = gpukern::Opts::auto().pattern(p).shape(cfg);
+            gpu().apply(kind, a, b, out, scales, stream, &opts).map(|_| None)
+        }
     }
 }
 
@@ -183,9 +193,11 @@ fn auto_choice_is_bit_exact_at_every_alignment() {
                 let hw = dtype == Dtype::Bf16 && gpu().info().has_sm90();
                 let pack = if hw { OpPattern::PackSm90 } else { OpPattern::Pack };
                 let want_pack = kernels_gpu_name(kind, dtype, pack);
-                assert_eq!(gpu().op_choice(kind, dtype, 1 << 20, &[0, 16, 32]), want_pack);
+                let plain = gpukern::Opts::auto().pdl(gpukern::Pdl::Off);
+                let plan = |addrs: &[u64]| gpu().plan(kind, dtype, 1 << 20, addrs, &plain).unwrap().kernel;
+                assert_eq!(plan(&[0, 16, 32]), want_pack);
                 let want_scalar = kernels_gpu_name(kind, dtype, OpPattern::Scalar);
-                assert_eq!(gpu().op_choice(kind, dtype, 1 << 20, &[0, 4, 32]), want_scalar);
+                assert_eq!(plan(&[0, 4, 32]), want_scalar);
             }
         }
     }
@@ -206,37 +218,32 @@ fn bad_operands_are_errors() {
     let (a, b) = (gpu.upload(&[1.0f32; 64]).unwrap(), gpu.upload(&[2.0f32; 64]).unwrap());
     let mut out = gpu.upload(&[7.0f32; 64]).unwrap();
     let cfg = LaunchShape::default();
-    let e = gpu
-        .binary_with(
-            BinaryOp::Mul,
-            OpPattern::Pack,
-            cfg,
-            a.slice(1..).unwrap(),
-            b.slice(1..).unwrap(),
-            out.slice_mut(1..).unwrap(),
-            &stream,
-        )
-        .unwrap_err();
+    let pattern = |p| gpukern::Opts::auto().pattern(p).shape(cfg);
+    let (a1, b1) = (a.slice(1..).unwrap(), b.slice(1..).unwrap());
+    let e = gpu.binary_opts(BinaryOp::Mul, a1, b1, out.slice_mut(1..).unwrap(), &stream, &pattern(OpPattern::Pack));
+    let e = e.unwrap_err();
     assert!(matches!(e, Error::Misaligned { variant: "mul_f32x4", operand: "a", .. }), "{e:?}");
-    let e =
-        gpu.unary_with(UnaryOp::Neg, OpPattern::Pack, cfg, a.view(), out.slice_mut(4..).unwrap(), &stream).unwrap_err();
+    let out4 = out.slice_mut(4..).unwrap();
+    let e = gpu.unary_opts(UnaryOp::Neg, a.view(), out4, &stream, &pattern(OpPattern::Pack)).unwrap_err();
     assert!(matches!(e, Error::UnaryLengthMismatch { variant: "neg_f32x4", a: 64, out: 60 }), "{e:?}");
     assert!(!e.to_string().contains(" b "), "a unary error names no b: {e}");
     let e = gpu.axpby(1.0, a.slice(..3).unwrap(), 1.0, b.view(), out.view_mut(), &stream).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
-    let e = gpu.binary_with(BinaryOp::Mul, OpPattern::PackSm90, cfg, &a, &b, &mut out, &stream).unwrap_err();
+    let e = gpu.binary_opts(BinaryOp::Mul, &a, &b, &mut out, &stream, &pattern(OpPattern::PackSm90)).unwrap_err();
     assert!(matches!(e, Error::Shape { kernel: "mul", .. }), "PackSm90 is bf16 only: {e:?}");
     // A kind chosen at run time: its second operand must match it.
     let sub = OpKind::Binary(BinaryOp::Sub);
-    let e = gpu.apply(sub, None, &a, None, &mut out, (0.0, 0.0), &stream).unwrap_err();
+    let auto = gpukern::Opts::auto();
+    let e = gpu.apply(sub, &a, None, &mut out, (0.0, 0.0), &stream, &auto).unwrap_err();
     assert!(matches!(e, Error::WrongOperands { op: "sub", .. }), "a binary kind without b: {e:?}");
     let neg = OpKind::Unary(UnaryOp::Neg);
-    let e = gpu.apply(neg, None, &a, Some(b.view()), &mut out, (0.0, 0.0), &stream).unwrap_err();
+    let e = gpu.apply(neg, &a, Some(b.view()), &mut out, (0.0, 0.0), &stream, &auto).unwrap_err();
     assert!(matches!(e, Error::WrongOperands { op: "neg", .. }), "a unary kind with b: {e:?}");
     let e = gpu.binary_host(BinaryOp::Div, &[1.0f32; 3], &[1.0f32; 4]).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
     let bad_cfg = LaunchShape { block: 0, ..cfg };
-    let e = gpu.binary_with(BinaryOp::Sub, OpPattern::Scalar, bad_cfg, &a, &b, &mut out, &stream).unwrap_err();
+    let bad = gpukern::Opts::auto().pattern(OpPattern::Scalar).shape(bad_cfg);
+    let e = gpu.binary_opts(BinaryOp::Sub, &a, &b, &mut out, &stream, &bad).unwrap_err();
     assert!(!matches!(e, Error::KernelFault { .. }), "{e:?}");
     let other = gpukern::Gpu::new(0).unwrap();
     let e = gpu.unary(UnaryOp::Abs, &a, &mut out, &other.stream().unwrap()).unwrap_err();
@@ -307,7 +314,8 @@ fn huge<T: ReferenceOps>() {
         let out = band.slice_mut(CANARY..CANARY + n).unwrap();
         launch(kind, How::Explicit(pattern, cfg), da.view(), db.view(), out, scales, &stream).unwrap();
         stream.synchronize().unwrap();
-        let bad = gpu.count_mismatches(band.slice(CANARY..CANARY + n).unwrap(), dwant.view(), &stream).unwrap();
+        let bad =
+            gpu.studies().count_mismatches(band.slice(CANARY..CANARY + n).unwrap(), dwant.view(), &stream).unwrap();
         let p = T::from_bits32(POISONS[0]);
         let canaries_ok = canaries_hold(&band, n, |x| x.same_as(p));
         let case =

@@ -75,7 +75,7 @@ fn step<T: gpukern::Element>(
     s: &Stream,
 ) -> Result<()> {
     let b = (k.inputs() == 2).then_some(b);
-    gpu.apply(k, None, a, b, out, SCALES, s).map(|_| ())
+    gpu.apply(k, a, b, out, SCALES, s, &gpukern::Opts::auto())
 }
 
 fn queue<T: gpukern::Element>(gpu: &Gpu, mode: Mode, x: &mut Bands<T>, b: &DeviceVec<T>, s: &Stream) -> Result<()> {
@@ -111,8 +111,9 @@ fn queue<T: gpukern::Element>(gpu: &Gpu, mode: Mode, x: &mut Bands<T>, b: &Devic
             }
             // Explicit-pattern launches (never PDL): -(-x) through the spare.
             2 => {
-                gpu.unary_with(UnaryOp::Neg, OpPattern::Scalar, cfg, next.slice(r.clone())?, spare.view_mut(), s)?;
-                gpu.unary_with(UnaryOp::Neg, OpPattern::Scalar, cfg, spare.view(), next.slice_mut(r.clone())?, s)?;
+                let opts = gpukern::Opts::auto().pattern(OpPattern::Scalar).shape(cfg);
+                gpu.unary_opts(UnaryOp::Neg, next.slice(r.clone())?, spare.view_mut(), s, &opts)?;
+                gpu.unary_opts(UnaryOp::Neg, spare.view(), next.slice_mut(r.clone())?, s, &opts)?;
             }
             _ => {}
         }

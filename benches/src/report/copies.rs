@@ -89,13 +89,18 @@ fn at(gpu: &Gpu, s: &Stream, n: usize) -> gpukern::Result<Vec<CopyRow>> {
     Ok(rows)
 }
 
-/// The section: 4 MiB and 256 MiB (the latter when the run goes that far).
-pub fn measure(gpu: &Gpu, max_log2: u32) -> Result<Vec<CopyRow>, String> {
+/// The section: 4 MiB and 256 MiB (the latter when the run goes that far);
+/// a copy whose result differs from its source is a failure.
+pub fn section(gpu: &Gpu, max_log2: u32, failures: &mut Vec<String>) -> Result<Vec<CopyRow>, String> {
+    eprintln!("copies: host to device, device to host, device to device ...");
     let e = |e: gpukern::Error| format!("copies: {e}");
     let s = gpu.stream().map_err(e)?;
     let mut rows = Vec::new();
     for log2 in [20u32, 26].into_iter().filter(|&k| k <= max_log2.max(20)) {
         rows.extend(at(gpu, &s, 1 << log2).map_err(e)?);
+    }
+    for r in rows.iter().filter(|r| !r.verified) {
+        failures.push(format!("copy {} ({}) of {} bytes: differs from its source", r.direction, r.memory, r.bytes));
     }
     Ok(rows)
 }

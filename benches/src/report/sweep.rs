@@ -73,11 +73,13 @@ pub fn sweep_dtype<T: ReferenceAdd>(
         let best_v = Variant::from_name(&best.0).unwrap_or(variants[0]);
         let (auto_ms, best_ms) =
             w.time_pair(gpu, Pick::Auto, Pick::Variant(best_v), cfg, n, reps_for(bytes), &stream).map_err(e)?;
-        let chosen = gpu.auto_choice(dtype, n, &[w.a.device_addr(), w.b.device_addr(), w.out.device_addr()]);
+        let addrs = [w.a.device_addr(), w.b.device_addr(), w.out.device_addr()];
+        let add = gpukern::OpKind::Binary(gpukern::BinaryOp::Add);
+        let chosen = gpu.plan(add, dtype, n, &addrs, &gpukern::Opts::auto().pdl(stream.pdl())).map_err(e)?;
         c.auto_rows.push(AutoRow {
             dtype: dtype.name().into(),
             n,
-            chosen: chosen.name().into(),
+            chosen: chosen.kernel.into(),
             median_us: auto_ms * 1e3,
             gbps: gbps(bytes, auto_ms),
             verified: ok,

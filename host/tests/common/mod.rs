@@ -188,10 +188,12 @@ pub fn check<T: ReferenceAdd>(launch: Launch, n: usize, data: Data) -> Result<()
         band.fill_bits(poison).map_err(e)?;
         let out = band.slice_mut(CANARY..CANARY + n).map_err(e)?;
         match launch {
-            Launch::Explicit(v, cfg) => gpu.add_with(v, cfg, &da, &db, out, &stream).map_err(e)?,
-            Launch::Bulk(v, cfg, bulk) => gpu.add_bulk_with(v, cfg, bulk, &da, &db, out, &stream).map_err(e)?,
+            Launch::Explicit(v, cfg) => gpu.studies().add_with(v, cfg, &da, &db, out, &stream).map_err(e)?,
+            Launch::Bulk(v, cfg, bulk) => {
+                gpu.studies().add_bulk_with(v, cfg, bulk, &da, &db, out, &stream).map_err(e)?
+            }
             Launch::Auto => {
-                gpu.add_auto(&da, &db, out, &stream).map_err(e)?;
+                gpu.binary(gpukern::BinaryOp::Add, &da, &db, out, &stream).map_err(e)?;
             }
         }
         stream.synchronize().map_err(e)?;
