@@ -255,10 +255,10 @@ impl Gpu {
             return Err(Error::Unsupported { kernel: name, needs: "9.0", has: format!("{major}.{minor}") });
         }
         if variant.dtype() != T::DTYPE {
-            return Err(Error::DtypeMismatch { variant: name, expected: variant.dtype().name(), got: T::DTYPE.name() });
+            return Err(Error::DtypeMismatch { kernel: name, expected: variant.dtype().name(), got: T::DTYPE.name() });
         }
         if a.len() != b.len() || a.len() != out.len() {
-            return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: out.len() });
+            return Err(Error::LengthMismatch { kernel: name, a: a.len(), b: b.len(), out: out.len() });
         }
         cfg.check(name)?;
         self.check_buffers_owned(name, [a.owner(), b.owner(), out.owner()])
@@ -319,6 +319,6 @@ impl Gpu {
             pdl: false,
         };
         let _live = self.shared.bind()?;
-        raw::launch_map(&launch, a, Some(b), out, stream)
+        raw::launch_map(&launch, a, Some(b), out, stream).map_err(|e| self.shared.fault_of(e))
     }
 }

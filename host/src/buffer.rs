@@ -57,7 +57,7 @@ impl<T: Pod> DeviceVec<T> {
             end: len,
             len: usize::MAX / std::mem::size_of::<T>(),
         })?;
-        let mem = raw::alloc(&gpu.ctx, bytes)?;
+        let mem = raw::alloc(&gpu.ctx, bytes).map_err(|e| gpu.fault_of(e))?;
         Ok(Self { addr: mem.addr(), _mem: mem, len, gpu, _t: PhantomData })
     }
 
@@ -151,7 +151,7 @@ impl<'a, T: Pod> View<'a, T> {
     pub fn to_vec(&self) -> Result<Vec<T>> {
         let _live = self.gpu.bind()?;
         let mut out = vec![T::ZERO; self.len];
-        raw::download(&mut out, self)?;
+        raw::download(&mut out, self).map_err(|e| self.gpu.fault_of(e))?;
         Ok(out)
     }
     /// The `Gpu` handle whose context owns the memory.
@@ -237,12 +237,12 @@ impl<'a, T: Pod> ViewMut<'a, T> {
     /// Overwrites from a host slice of the same length.
     pub fn copy_from(&mut self, src: &[T]) -> Result<()> {
         let _live = self.gpu.bind()?;
-        raw::upload(self, src)
+        raw::upload(self, src).map_err(|e| self.gpu.fault_of(e))
     }
     /// Sets every element to the bit pattern `bits`.
     pub fn fill_bits(&mut self, bits: u32) -> Result<()> {
         let _live = self.gpu.bind()?;
-        raw::fill_bits(self, bits)
+        raw::fill_bits(self, bits).map_err(|e| self.gpu.fault_of(e))
     }
     /// The `Gpu` handle whose context owns the memory.
     pub(crate) fn owner(&self) -> &'a Arc<Shared> {

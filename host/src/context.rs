@@ -105,7 +105,7 @@ impl Shared {
     /// A kernel of the library's modules, resolved at load.
     pub(crate) fn kernel(&self, name: &'static str) -> Result<&Kernel> {
         self.funcs.get(name).ok_or(Error::MissingKernel {
-            name,
+            kernel: name,
             source: crate::error::DriverError {
                 code: 500,
                 name: "CUDA_ERROR_NOT_FOUND".into(),

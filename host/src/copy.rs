@@ -72,7 +72,7 @@ impl Stream {
 
     fn check_copy(&self, owners: &[Option<&Arc<crate::context::Shared>>]) -> Result<()> {
         if owners.iter().flatten().any(|g| !Arc::ptr_eq(g, self.shared())) {
-            return Err(Error::ForeignHandle { variant: "copy", what: "buffers" });
+            return Err(Error::ForeignHandle { kernel: "copy", what: "buffers" });
         }
         Ok(())
     }
@@ -118,7 +118,7 @@ impl crate::Studies<'_> {
 
     fn check_owners(&self, owners: &[Option<&Arc<crate::context::Shared>>]) -> Result<()> {
         if owners.iter().flatten().any(|g| !Arc::ptr_eq(g, &self.shared)) {
-            return Err(Error::ForeignHandle { variant: "cu_memcpy", what: "buffers" });
+            return Err(Error::ForeignHandle { kernel: "cu_memcpy", what: "buffers" });
         }
         Ok(())
     }

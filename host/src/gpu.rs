@@ -112,7 +112,7 @@ impl Gpu {
         let module = RawModule::load(&ctx, &ptx)?;
         let mut funcs = HashMap::new();
         for name in kernel_names() {
-            let f = module.function(name).map_err(|source| Error::MissingKernel { name, source })?;
+            let f = module.function(name).map_err(|source| Error::MissingKernel { kernel: name, source })?;
             funcs.insert(name, Kernel::new(f));
         }
         let attr = |a: DevAttr| raw::device_attribute(dev, a);
@@ -122,7 +122,7 @@ impl Gpu {
         if major >= 9 {
             let m = RawModule::load(&ctx, PTX_SM90)?;
             for name in sm90_kernel_names() {
-                let f = m.function(name).map_err(|source| Error::MissingKernel { name, source })?;
+                let f = m.function(name).map_err(|source| Error::MissingKernel { kernel: name, source })?;
                 // The bulk kernels size their shared memory at launch; let them
                 // use all a block may have, not only the default 48 KiB.
                 raw::set_max_dynamic_shared(f, shared_optin)?;
@@ -313,7 +313,7 @@ impl Stream {
     /// Errors: `other` belongs to another `Gpu` handle.
     pub fn wait_for(&self, other: &Stream) -> Result<()> {
         if !Arc::ptr_eq(other.shared(), &self.gpu) {
-            return Err(Error::ForeignHandle { variant: "wait_for", what: "stream" });
+            return Err(Error::ForeignHandle { kernel: "wait_for", what: "stream" });
         }
         // `other`'s ordering event, not its timing pair: a join from inside
         // `other.time` must not wait on its lock.

@@ -49,7 +49,7 @@ impl<'a> AddGraph<'a> {
     /// or the device was reset since the capture.
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         if !std::sync::Arc::ptr_eq(stream.shared(), &self.gpu) {
-            return Err(Error::ForeignHandle { variant: "add_graph", what: "stream" });
+            return Err(Error::ForeignHandle { kernel: "add_graph", what: "stream" });
         }
         // Ordered under the lock: two replays on two streams write the same
         // buffers, and the second must see the first's stream.

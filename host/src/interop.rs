@@ -24,7 +24,7 @@ impl Gpu {
         let ctx = stream.context();
         let same = std::ptr::addr_eq(ctx.cu_ctx(), self.shared.ctx.as_raw()) && ctx.ordinal() == self.info().index;
         if !same {
-            return Err(Error::ForeignContext { op, device: self.info().index });
+            return Err(Error::ForeignContext { kernel: op, device: self.info().index });
         }
         Ok(())
     }

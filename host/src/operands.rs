@@ -37,9 +37,9 @@ impl<'a, T: Pod> Operands<'a, T> {
         let n = self.a.len();
         match self.b {
             Some(b) if b.len() != n || self.out.len() != n => {
-                Err(Error::LengthMismatch { variant: name, a: n, b: b.len(), out: self.out.len() })
+                Err(Error::LengthMismatch { kernel: name, a: n, b: b.len(), out: self.out.len() })
             }
-            None if self.out.len() != n => Err(Error::UnaryLengthMismatch { variant: name, a: n, out: self.out.len() }),
+            None if self.out.len() != n => Err(Error::UnaryLengthMismatch { kernel: name, a: n, out: self.out.len() }),
             _ => Ok(()),
         }
     }

@@ -130,9 +130,11 @@ impl Gpu {
     ) -> Result<()> {
         match (kind.inputs(), &b) {
             (1, Some(_)) => {
-                return Err(Error::WrongOperands { op: kind.name(), detail: "a one-input operation takes no b" })
+                return Err(Error::WrongOperands { kernel: kind.name(), detail: "a one-input operation takes no b" })
             }
-            (2, None) => return Err(Error::WrongOperands { op: kind.name(), detail: "a two-input operation needs b" }),
+            (2, None) => {
+                return Err(Error::WrongOperands { kernel: kind.name(), detail: "a two-input operation needs b" })
+            }
             _ => {}
         }
         let scales = (kind == OpKind::Axpby).then_some(scales);
@@ -226,7 +228,7 @@ impl Gpu {
     ) -> Result<Vec<T>> {
         if let Some(b) = b.filter(|b| b.len() != a.len()) {
             let name = self.auto_scalar(kind, T::DTYPE).name;
-            return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: a.len() });
+            return Err(Error::LengthMismatch { kernel: name, a: a.len(), b: b.len(), out: a.len() });
         }
         let stream = self.stream()?;
         let da = self.upload(a)?;
@@ -362,7 +364,7 @@ impl Gpu {
             tail: match ops.scales {
                 Some((alpha, beta)) if k.kind == OpKind::Axpby => Tail::Scalars(alpha, beta),
                 _ if k.kind == OpKind::Axpby => {
-                    return Err(Error::WrongOperands { op: k.name, detail: "axpby needs its scales" })
+                    return Err(Error::WrongOperands { kernel: k.name, detail: "axpby needs its scales" })
                 }
                 _ => Tail::None,
             },
@@ -373,6 +375,6 @@ impl Gpu {
             pdl,
         };
         let _live = self.shared.bind()?;
-        raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, raw)
+        raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, raw).map_err(|e| self.shared.fault_of(e))
     }
 }

@@ -253,7 +253,7 @@ impl Module {
         K::Params: ParamList,
     {
         let name = K::NAME;
-        let bad = |detail: String| Error::CustomOp { name: name.to_string(), detail };
+        let bad = |detail: String| Error::CustomOp { kernel: name.to_string(), detail };
         let _live = self.inner.gpu.shared.bind()?;
         let manifest = format!("gpukern_kernel_{name}");
         let Some(bytes) = self.inner.raw.read_global(&manifest)? else {
@@ -266,7 +266,7 @@ impl Module {
             return Err(bad("the handle's PARAMS and Params disagree".into()));
         }
         check_signature(&bytes, &params, entry_params(&self.inner.ptx, name)).map_err(bad)?;
-        let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { name, source })?;
+        let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { kernel: name, source })?;
         let kernel = Kernel::new(f);
         // Dynamic shared memory up to what a block may have, less the static part.
         let r = kernel.resources()?;

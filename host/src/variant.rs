@@ -265,10 +265,10 @@ impl LaunchShape {
     /// limits; `kernel` names the launch in the error.
     pub(crate) fn check(self, kernel: &'static str) -> Result<()> {
         if self.block == 0 || self.block > MAX_BLOCK {
-            return Err(Error::BlockSize { variant: kernel, block: self.block, max: MAX_BLOCK });
+            return Err(Error::BlockSize { kernel, block: self.block, max: MAX_BLOCK });
         }
         if self.max_grid == 0 || self.max_grid > MAX_GRID_X {
-            return Err(Error::GridLimit { variant: kernel, max_grid: self.max_grid, limit: MAX_GRID_X });
+            return Err(Error::GridLimit { kernel, max_grid: self.max_grid, limit: MAX_GRID_X });
         }
         Ok(())
     }

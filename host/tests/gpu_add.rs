@@ -222,7 +222,7 @@ fn grid_stride_walk_visits_every_index_exactly_once() {
     let e = gpu.studies().mark_visits(3, LaunchShape::default(), band.view_mut(), &stream).unwrap_err();
     assert_eq!(e.to_string(), "mark_visits: lanes = 3; must be 1, 2, 4 or 8");
     let e = gpu.studies().mark_visits(1, LaunchShape::with_block(0), band.view_mut(), &stream).unwrap_err();
-    assert!(matches!(e, Error::BlockSize { variant: "mark_visits_1", .. }), "{e}");
+    assert!(matches!(e, Error::BlockSize { kernel: "mark_visits_1", .. }), "{e}");
 }
 
 /// The unrolled kernels' walk (tiles of U × block packs, the partial tile pack by

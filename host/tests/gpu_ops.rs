@@ -222,10 +222,10 @@ fn bad_operands_are_errors() {
     let (a1, b1) = (a.slice(1..).unwrap(), b.slice(1..).unwrap());
     let e = gpu.binary_opts(BinaryOp::Mul, a1, b1, out.slice_mut(1..).unwrap(), &stream, &pattern(OpPattern::Pack));
     let e = e.unwrap_err();
-    assert!(matches!(e, Error::Misaligned { variant: "mul_f32x4", operand: "a", .. }), "{e:?}");
+    assert!(matches!(e, Error::Misaligned { kernel: "mul_f32x4", operand: "a", .. }), "{e:?}");
     let out4 = out.slice_mut(4..).unwrap();
     let e = gpu.unary_opts(UnaryOp::Neg, a.view(), out4, &stream, &pattern(OpPattern::Pack)).unwrap_err();
-    assert!(matches!(e, Error::UnaryLengthMismatch { variant: "neg_f32x4", a: 64, out: 60 }), "{e:?}");
+    assert!(matches!(e, Error::UnaryLengthMismatch { kernel: "neg_f32x4", a: 64, out: 60 }), "{e:?}");
     assert!(!e.to_string().contains(" b "), "a unary error names no b: {e}");
     let e = gpu.axpby(1.0, a.slice(..3).unwrap(), 1.0, b.view(), out.view_mut(), &stream).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
@@ -235,10 +235,10 @@ fn bad_operands_are_errors() {
     let sub = OpKind::Binary(BinaryOp::Sub);
     let auto = gpukern::Opts::auto();
     let e = gpu.apply(sub, &a, None, &mut out, (0.0, 0.0), &stream, &auto).unwrap_err();
-    assert!(matches!(e, Error::WrongOperands { op: "sub", .. }), "a binary kind without b: {e:?}");
+    assert!(matches!(e, Error::WrongOperands { kernel: "sub", .. }), "a binary kind without b: {e:?}");
     let neg = OpKind::Unary(UnaryOp::Neg);
     let e = gpu.apply(neg, &a, Some(b.view()), &mut out, (0.0, 0.0), &stream, &auto).unwrap_err();
-    assert!(matches!(e, Error::WrongOperands { op: "neg", .. }), "a unary kind with b: {e:?}");
+    assert!(matches!(e, Error::WrongOperands { kernel: "neg", .. }), "a unary kind with b: {e:?}");
     let e = gpu.binary_host(BinaryOp::Div, &[1.0f32; 3], &[1.0f32; 4]).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
     let bad_cfg = LaunchShape { block: 0, ..cfg };
@@ -389,6 +389,6 @@ fn cudarc_buffers_on_a_cudarc_stream() {
     let x = other_stream.alloc_zeros::<f32>(4).unwrap();
     let mut y = other_stream.clone_htod(&[5.0f32; 4]).unwrap();
     let e = gpu.unary_cudarc(UnaryOp::Neg, &x, &mut y, &other_stream).unwrap_err();
-    assert!(matches!(e, Error::ForeignContext { op: "neg", device: 0 }), "{e:?}");
+    assert!(matches!(e, Error::ForeignContext { kernel: "neg", device: 0 }), "{e:?}");
     assert_eq!(other_stream.clone_dtoh(&y).unwrap(), vec![5.0f32; 4]);
 }

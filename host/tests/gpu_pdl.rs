@@ -256,7 +256,9 @@ fn graph_builder_refuses_misuse() {
     let e = gpu.alloc::<f32>(64).unwrap();
     let mut other = gpu.graph();
     let se = other.input(&e).unwrap();
-    assert!(g.unary(UnaryOp::Neg, se, sc).is_err(), "a slot of another builder");
+    let e = g.unary(UnaryOp::Neg, se, sc).unwrap_err();
+    assert!(matches!(e, gpukern::Error::ForeignSlot { kernel: "neg" }), "a slot of another builder: {e:?}");
+    assert!(!e.to_string().contains("another Gpu"), "the same Gpu's builder: {e}");
     assert_eq!(g.len(), 1);
     let graph = g.build().unwrap();
     graph.launch(&gpu.stream().unwrap()).unwrap();

@@ -124,7 +124,7 @@ pub(crate) fn launch_ceiling(
         }
     };
     if let Some(&addr) = addrs.iter().find(|&&x| x % 16 != 0) {
-        return Err(Error::Misaligned { variant: name, operand: "operand", addr, offset: addr % 16, required: 16 });
+        return Err(Error::Misaligned { kernel: name, operand: "operand", addr, offset: addr % 16, required: 16 });
     }
     let grid = kernels_gpu::launch::grid_for(
         n as u64,
