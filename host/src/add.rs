@@ -66,10 +66,7 @@ impl Studies<'_> {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
-        let (a, b, mut out) = (a.into_view(), b.into_view(), out.into_view_mut());
-        self.check_args(variant, cfg, &a, &b, &out)?;
-        self.check_stream_owned(variant.name(), stream)?;
-        self.launch_tiled(variant, cfg, BulkConfig::default(), &a, &b, &mut out, stream.raw())
+        self.add_tiled(variant, cfg, None, (a.into_view(), b.into_view(), out.into_view_mut()), stream)
     }
 
     /// As [`Studies::add_with`] for a bulk-copy variant, with explicit tiling.
@@ -88,14 +85,27 @@ impl Studies<'_> {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
-        let (a, b, mut out) = (a.into_view(), b.into_view(), out.into_view_mut());
-        if !variant.is_bulk() {
+        self.add_tiled(variant, cfg, Some(bulk), (a.into_view(), b.into_view(), out.into_view_mut()), stream)
+    }
+
+    /// [`Studies::add_with`] and [`Studies::add_bulk_with`] (`bulk` given).
+    fn add_tiled<T: Element>(
+        &self,
+        variant: Variant,
+        cfg: LaunchShape,
+        bulk: Option<BulkConfig>,
+        (a, b, mut out): (View<'_, T>, View<'_, T>, ViewMut<'_, T>),
+        stream: &Stream,
+    ) -> Result<()> {
+        if bulk.is_some() && !variant.is_bulk() {
             return Err(Error::Shape { kernel: variant.name(), detail: "not a bulk-copy variant".into() });
         }
         self.check_args(variant, cfg, &a, &b, &out)?;
         self.check_stream_owned(variant.name(), stream)?;
-        bulk.check(variant.name(), variant.bulk_store(), self.info().shared_per_block_optin)?;
-        self.launch_tiled(variant, cfg, bulk, &a, &b, &mut out, stream.raw())
+        if let Some(bulk) = bulk {
+            bulk.check(variant.name(), variant.bulk_store(), self.info().shared_per_block_optin)?;
+        }
+        self.launch_tiled(variant, cfg, bulk.unwrap_or_default(), &a, &b, &mut out, stream.raw())
     }
 
     /// Counts elements where `x` and `y` differ in bits, NaN matching any NaN, on

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use crate::buffer::{AsView, AsViewMut, Pod};
+use crate::context::Shared;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::pinned::{HostDst, HostSrc, PinnedVec};
@@ -36,11 +37,7 @@ impl Stream {
         src: &H,
         dst: impl AsViewMut<'a, T>,
     ) -> Result<()> {
-        let mut dst = dst.into_view_mut();
-        let host = src.host_src();
-        self.check_copy(&[Some(dst.owner()), host.1])?;
-        let _live = self.shared().bind()?;
-        raw::copy_to_device(host.0, &mut dst, self.raw()).map_err(|e| self.shared().fault_of(e))
+        to_device(self.shared(), Via::Stream(self), src, dst)
     }
 
     /// Copies all of `src` into host memory `dst`, queued on this stream
@@ -50,11 +47,7 @@ impl Stream {
     ///
     /// Errors as [`Stream::copy_from_host`].
     pub fn copy_to_host<'a, T: Pod, H: HostDst<T> + ?Sized>(&self, src: impl AsView<'a, T>, dst: &mut H) -> Result<()> {
-        let src = src.into_view();
-        let host = dst.host_dst();
-        self.check_copy(&[Some(src.owner()), host.1])?;
-        let _live = self.shared().bind()?;
-        raw::copy_to_host(&src, host.0, self.raw()).map_err(|e| self.shared().fault_of(e))
+        to_host(self.shared(), Via::Stream(self), src, dst)
     }
 
     /// Copies all of `src` into `dst` (device to device), queued on this
@@ -63,18 +56,7 @@ impl Stream {
     /// Errors (nothing is queued): lengths differ; a view belongs to another
     /// `Gpu` handle, or to a device that was reset since.
     pub fn copy<'a, 'b, T: Pod>(&self, src: impl AsView<'a, T>, dst: impl AsViewMut<'b, T>) -> Result<()> {
-        let (src, mut dst) = (src.into_view(), dst.into_view_mut());
-        self.check_copy(&[Some(src.owner()), Some(dst.owner())])?;
-        // Same context as the stream, so the liveness check below covers all three.
-        let _live = self.shared().bind()?;
-        raw::copy_async(&src, &mut dst, self.raw()).map_err(|e| self.shared().fault_of(e))
-    }
-
-    fn check_copy(&self, owners: &[Option<&Arc<crate::context::Shared>>]) -> Result<()> {
-        if owners.iter().flatten().any(|g| !Arc::ptr_eq(g, self.shared())) {
-            return Err(Error::ForeignHandle { kernel: "copy", what: "buffers" });
-        }
-        Ok(())
+        device_to_device(self.shared(), Via::Stream(self), src, dst)
     }
 }
 
@@ -86,11 +68,7 @@ impl crate::Studies<'_> {
         src: &H,
         dst: impl AsViewMut<'a, T>,
     ) -> Result<()> {
-        let mut dst = dst.into_view_mut();
-        let host = src.host_src();
-        self.check_owners(&[Some(dst.owner()), host.1])?;
-        let _live = self.shared.bind()?;
-        raw::plain_htod(host.0, &mut dst).map_err(|e| self.shared.fault_of(e))
+        to_device(&self.shared, Via::Plain, src, dst)
     }
 
     /// The plain driver copy `cuMemcpyDtoH` of all of `src` into `dst`: the
@@ -100,26 +78,77 @@ impl crate::Studies<'_> {
         src: impl AsView<'a, T>,
         dst: &mut H,
     ) -> Result<()> {
-        let src = src.into_view();
-        let host = dst.host_dst();
-        self.check_owners(&[Some(src.owner()), host.1])?;
-        let _live = self.shared.bind()?;
-        raw::plain_dtoh(&src, host.0).map_err(|e| self.shared.fault_of(e))
+        to_host(&self.shared, Via::Plain, src, dst)
     }
 
     /// The plain driver copy `cuMemcpyDtoD` (legacy stream; returns once
     /// queued, as the driver documents): the baseline of [`Stream::copy`].
     pub fn cu_memcpy<'a, 'b, T: Pod>(&self, src: impl AsView<'a, T>, dst: impl AsViewMut<'b, T>) -> Result<()> {
-        let (src, mut dst) = (src.into_view(), dst.into_view_mut());
-        self.check_owners(&[Some(src.owner()), Some(dst.owner())])?;
-        let _live = self.shared.bind()?;
-        raw::plain_dtod(&src, &mut dst).map_err(|e| self.shared.fault_of(e))
+        device_to_device(&self.shared, Via::Plain, src, dst)
     }
+}
 
-    fn check_owners(&self, owners: &[Option<&Arc<crate::context::Shared>>]) -> Result<()> {
-        if owners.iter().flatten().any(|g| !Arc::ptr_eq(g, &self.shared)) {
-            return Err(Error::ForeignHandle { kernel: "cu_memcpy", what: "buffers" });
-        }
-        Ok(())
+/// Which copy: this crate's, on a stream, or the plain driver copy on the
+/// legacy stream (the report's baseline).
+#[derive(Clone, Copy)]
+enum Via<'s> {
+    Stream(&'s Stream),
+    Plain,
+}
+
+/// Refuses memory of another `Gpu` than `shared` (the stream is `shared`'s).
+fn check_owners(shared: &Arc<Shared>, owners: &[Option<&Arc<Shared>>]) -> Result<()> {
+    if owners.iter().flatten().any(|g| !Arc::ptr_eq(g, shared)) {
+        return Err(Error::ForeignHandle { kernel: "copy", what: "buffers" });
     }
+    Ok(())
+}
+
+fn to_device<'a, T: Pod, H: HostSrc<T> + ?Sized>(
+    shared: &Arc<Shared>,
+    via: Via<'_>,
+    src: &H,
+    dst: impl AsViewMut<'a, T>,
+) -> Result<()> {
+    let (mut dst, host) = (dst.into_view_mut(), src.host_src());
+    check_owners(shared, &[Some(dst.owner()), host.1])?;
+    // Same context as the stream, so the liveness check covers all of them.
+    let _live = shared.bind()?;
+    match via {
+        Via::Stream(s) => raw::copy_to_device(host.0, &mut dst, s.raw()),
+        Via::Plain => raw::plain_htod(host.0, &mut dst),
+    }
+    .map_err(|e| shared.fault_of(e))
+}
+
+fn to_host<'a, T: Pod, H: HostDst<T> + ?Sized>(
+    shared: &Arc<Shared>,
+    via: Via<'_>,
+    src: impl AsView<'a, T>,
+    dst: &mut H,
+) -> Result<()> {
+    let (src, host) = (src.into_view(), dst.host_dst());
+    check_owners(shared, &[Some(src.owner()), host.1])?;
+    let _live = shared.bind()?;
+    match via {
+        Via::Stream(s) => raw::copy_to_host(&src, host.0, s.raw()),
+        Via::Plain => raw::plain_dtoh(&src, host.0),
+    }
+    .map_err(|e| shared.fault_of(e))
+}
+
+fn device_to_device<'a, 'b, T: Pod>(
+    shared: &Arc<Shared>,
+    via: Via<'_>,
+    src: impl AsView<'a, T>,
+    dst: impl AsViewMut<'b, T>,
+) -> Result<()> {
+    let (src, mut dst) = (src.into_view(), dst.into_view_mut());
+    check_owners(shared, &[Some(src.owner()), Some(dst.owner())])?;
+    let _live = shared.bind()?;
+    match via {
+        Via::Stream(s) => raw::copy_async(&src, &mut dst, s.raw()),
+        Via::Plain => raw::plain_dtod(&src, &mut dst),
+    }
+    .map_err(|e| shared.fault_of(e))
 }
