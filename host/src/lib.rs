@@ -73,6 +73,8 @@ mod pdl;
 pub use pdl::Pdl;
 mod raw;
 pub mod reference;
+#[doc = include_str!("surface.md")]
+pub mod surface {}
 mod studies;
 mod tuning;
 mod typed;
