@@ -174,3 +174,25 @@ pub struct AssertFailure {
     /// What the synchronisation returned.
     pub source: DriverError,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn texts_say_what_happened() {
+        let e = Error::CopyLength { direction: "device to device", src: 51, dst: 50 };
+        assert_eq!(
+            e.to_string(),
+            "device to device copy: the source has 51 elements, the destination 50; they must be equal"
+        );
+        let e = Error::ForeignSlot { kernel: "neg" };
+        assert!(e.to_string().starts_with("neg: a slot of another graph builder"), "{e}");
+        assert!(!e.to_string().contains("Gpu handle"), "{e}");
+        let e = Error::ForeignHandle { kernel: "copy", what: "stream" };
+        assert_eq!(
+            e.to_string(),
+            "copy: the stream belongs to another Gpu handle; use buffers and streams of the Gpu that launches"
+        );
+    }
+}

@@ -83,3 +83,26 @@ pub(crate) enum AutoSplit {
     /// The scalar kernel on everything.
     Scalar,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{split_for, AutoSplit, PEEL_MIN_ELEMENTS};
+
+    #[test]
+    fn split_for_follows_the_alignment_of_every_operand() {
+        let n = PEEL_MIN_ELEMENTS;
+        assert_eq!(split_for(&[0, 16, 4096], n, 4, 16), AutoSplit::Pack);
+        // Misaligned alike: the head brings every operand to the boundary.
+        assert_eq!(split_for(&[4, 20, 4100], n, 4, 16), AutoSplit::Peel(3));
+        assert_eq!(split_for(&[14, 30, 46], n, 2, 16), AutoSplit::Peel(1));
+        assert_eq!(split_for(&[2, 18], n, 2, 16), AutoSplit::Peel(7));
+        // Too short for a second launch, or misaligned differently.
+        assert_eq!(split_for(&[4, 20, 4100], n - 1, 4, 16), AutoSplit::Scalar);
+        assert_eq!(split_for(&[4, 24, 4100], n, 4, 16), AutoSplit::Scalar);
+        // A narrower wide kernel: 8-byte alignment suffices.
+        assert_eq!(split_for(&[8, 24, 40], n, 4, 8), AutoSplit::Pack);
+        // No addresses, or a zero alignment, never panic.
+        assert_eq!(split_for(&[], n, 4, 16), AutoSplit::Pack);
+        assert_eq!(split_for(&[3], n, 4, 0), AutoSplit::Pack);
+    }
+}
