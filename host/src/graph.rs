@@ -8,7 +8,7 @@ use crate::raw;
 use crate::studies::Studies;
 use crate::variant::{LaunchShape, Variant};
 
-/// A captured sequence of adds; see [`Gpu::add_graph`]. `Send + Sync`: its
+/// A captured sequence of adds; see [`crate::Studies::add_graph`]. `Send + Sync`: its
 /// replays are serialised by a mutex (CUDA graphs are not thread-safe).
 pub struct AddGraph<'a> {
     raw: std::sync::Mutex<raw::RawGraph>,

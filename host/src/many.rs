@@ -85,7 +85,7 @@ impl<'a> AddManyPlan<'a> {
 
 impl Gpu {
     /// Queues `out_i = a_i + b_i` for every triple of `ops` in **one** kernel
-    /// launch, all on `stream`: a single triple is a plain [`Gpu::add_auto`]; up
+    /// launch, all on `stream`: a single triple is a plain `Gpu::binary(BinaryOp::Add, …)`; up
     /// to 32 triples travel in the kernel's parameters; a longer list's table (40
     /// bytes per triple, 4 per chunk of 4096 elements) is copied to
     /// stream-ordered device memory first.

@@ -47,7 +47,7 @@ impl Studies<'_> {
         self.blocks_per_sm_with_shared(name, block, 0)
     }
 
-    /// As [`Gpu::blocks_per_sm`], with `shared` bytes of dynamic shared memory
+    /// As [`Studies::blocks_per_sm`], with `shared` bytes of dynamic shared memory
     /// per block (what limits the bulk-copy kernels).
     pub fn blocks_per_sm_with_shared(&self, name: &'static str, block: u32, shared: usize) -> Result<u32> {
         let _live = self.shared.bind()?;

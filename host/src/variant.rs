@@ -163,7 +163,7 @@ impl Variant {
     }
 
     /// True for the Hopper bulk-copy kernels (sm_90 module; launched with a
-    /// [`BulkConfig`]).
+    /// [`crate::BulkConfig`]).
     pub const fn is_bulk(self) -> bool {
         self.kernel().is_bulk()
     }
