@@ -146,7 +146,7 @@ sanitize)
     }
     # racecheck and synccheck: the kernels with shared memory and barriers (the
     # seed-003 studies; the bulk-copy kernels with their mbarriers, in gpu_hopper; the block collectives, in gpu_block).
-    run_tool memcheck 270 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors gpukern-gpu_hopper gpukern-gpu_ops gpukern-gpu_block gpukern-gpu_math gpukern-gpu_pdl gpukern-gpu_order custom-kernels-app-gpu custom-kernels-app-typed custom-kernels-app-pdl" --leak-check full --padding 512
+    run_tool memcheck 270 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors gpukern-gpu_hopper gpukern-gpu_ops gpukern-gpu_block gpukern-gpu_math gpukern-gpu_pdl gpukern-gpu_order gpukern-gpu_copies custom-kernels-app-gpu custom-kernels-app-typed custom-kernels-app-pdl" --leak-check full --padding 512
     # initcheck does not see the global writes of the bulk-copy engine: every
     # byte a cp.async.bulk shared->global store wrote reads as uninitialized to it.
     export GPUKERN_NO_BULK_STORE=1

@@ -12,7 +12,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::ReferenceAdd;
-use gpukern::{Dtype, Gpu, LaunchConfig, Variant};
+use gpukern::{Dtype, Gpu, LaunchShape, Variant};
 use gpukern_benches::{add_bytes, bench_gpu, gpu_time, Workload};
 
 const SIZES_LOG2: [u32; 3] = [20, 24, 28];
@@ -22,7 +22,7 @@ fn bench_dtype<T: ReferenceAdd>(c: &mut Criterion, gpu: &Gpu) {
     let cap = 1usize << SIZES_LOG2[2];
     let mut w = Workload::<T>::new(gpu, cap, 42).unwrap_or_else(|e| panic!("allocating the {dtype:?} workload: {e}"));
     let stream = gpu.stream().expect("stream");
-    let cfg = LaunchConfig::default();
+    let cfg = LaunchShape::default();
     for log2 in SIZES_LOG2 {
         let n = 1usize << log2;
         let sets = w.rotation(gpu, n);

@@ -88,7 +88,7 @@ fn benches(c: &mut Criterion) {
         })
     });
     g.bench_function("empty_kernel", |bch| {
-        bch.iter_custom(|iters| host_time(&stream, iters, || gpu.launch_empty(&stream)))
+        bch.iter_custom(|iters| host_time(&stream, iters, || gpu.studies().launch_empty(&stream)))
     });
     g.finish();
 }

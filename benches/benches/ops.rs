@@ -39,7 +39,7 @@ fn bench_dtype<T: ReferenceOps>(c: &mut Criterion, gpu: &Gpu) {
         let a = &inputs[&Inputs::of(kind)].1;
         let r = set * n..set * n + n;
         let (a, b, o) = (a.slice(r.clone())?, b.slice(r.clone())?, out.slice_mut(r)?);
-        gpu.apply(kind, None, a, (kind.inputs() == 2).then_some(b), o, SCALES, s)
+        gpu.apply(kind, a, (kind.inputs() == 2).then_some(b), o, SCALES, s, &gpukern::Opts::auto())
     };
     for kind in OpKind::ALL {
         let m = 1 << 20;

@@ -23,7 +23,9 @@ fn studies(c: &mut Criterion) {
         let dims = (s as u32, s as u32, s as u32);
         g.bench_function(BenchmarkId::from_parameter(v.name()), |bch| {
             bch.iter_custom(|it| {
-                gpu_time(&gpu, &stream, it, |_, st| gpu.matmul(v, a.view(), b.view(), out.view_mut(), dims, st))
+                gpu_time(&gpu, &stream, it, |_, st| {
+                    gpu.studies().matmul(v, a.view(), b.view(), out.view_mut(), dims, st)
+                })
             })
         });
     }
@@ -38,7 +40,9 @@ fn studies(c: &mut Criterion) {
     for &v in CountVariant::ALL {
         g.bench_function(BenchmarkId::from_parameter(v.name()), |bch| {
             bch.iter_custom(|it| {
-                gpu_time(&gpu, &stream, it, |_, st| gpu.count_eq_into(v, dx.view(), 7, counter.view_mut(), st))
+                gpu_time(&gpu, &stream, it, |_, st| {
+                    gpu.studies().count_eq_into(v, dx.view(), 7, counter.view_mut(), st)
+                })
             })
         });
     }
@@ -51,7 +55,7 @@ fn studies(c: &mut Criterion) {
     for stride in [1u64, 8, 32] {
         g.bench_function(BenchmarkId::from_parameter(format!("stride {stride}")), |bch| {
             bch.iter_custom(|it| {
-                gpu_time(&gpu, &stream, it, |_, st| gpu.copy_strided(src.view(), dst.view_mut(), stride, st))
+                gpu_time(&gpu, &stream, it, |_, st| gpu.studies().copy_strided(src.view(), dst.view_mut(), stride, st))
             })
         });
     }
@@ -63,7 +67,9 @@ fn studies(c: &mut Criterion) {
     for &v in TransposeVariant::ALL {
         g.bench_function(BenchmarkId::from_parameter(v.name()), |bch| {
             bch.iter_custom(|it| {
-                gpu_time(&gpu, &stream, it, |_, st| gpu.transpose(v, src.view(), dst.view_mut(), (side, side), st))
+                gpu_time(&gpu, &stream, it, |_, st| {
+                    gpu.studies().transpose(v, src.view(), dst.view_mut(), (side, side), st)
+                })
             })
         });
     }
@@ -75,14 +81,14 @@ fn studies(c: &mut Criterion) {
     g.bench_function("unfused (scale + add)", |bch| {
         bch.iter_custom(|it| {
             gpu_time(&gpu, &stream, it, |_, st| {
-                gpu.scale(src.view(), 1.5, t.view_mut(), st)?;
-                gpu.add(gpukern::Variant::F32, &t, &src, &mut dst, st)
+                gpu.studies().scale(src.view(), 1.5, t.view_mut(), st)?;
+                gpu.studies().add(gpukern::Variant::F32, &t, &src, &mut dst, st)
             })
         })
     });
     g.bench_function("fused saxpy", |bch| {
         bch.iter_custom(|it| {
-            gpu_time(&gpu, &stream, it, |_, st| gpu.saxpy(1.5, src.view(), src.view(), dst.view_mut(), st))
+            gpu_time(&gpu, &stream, it, |_, st| gpu.studies().saxpy(1.5, src.view(), src.view(), dst.view_mut(), st))
         })
     });
     g.finish();

@@ -87,7 +87,7 @@ fn per_add(
     stream.synchronize().map_err(e)?;
     let mut t = Vec::with_capacity(reps);
     for i in 0..reps + 3 {
-        gpu.spin(stream, spin).map_err(e)?;
+        gpu.studies().spin(stream, spin).map_err(e)?;
         let ms = stream.time(|s| queue(i, s)).map_err(e)?;
         if i >= 3 {
             t.push(ms as f64 * 1e3 / tensors as f64);
@@ -122,7 +122,7 @@ pub fn foreach<T: ReferenceAdd>(gpu: &Gpu, tensors: usize, elements: usize, stre
     let lop = per_add(gpu, stream, tensors, reps.min(10), |i, s| {
         set_list(&a, &b, &mut c, i % sets, tensors, elements)?
             .into_iter()
-            .try_for_each(|(x, y, z)| gpu.add_auto(x, y, z, s).map(|_| ()))
+            .try_for_each(|(x, y, z)| gpu.binary(gpukern::BinaryOp::Add, x, y, z, s))
     })?;
     // Plans: one per set, their tables uploaded once.
     let mut outs = Vec::with_capacity(sets);

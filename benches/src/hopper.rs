@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use gpukern::reference::ReferenceAdd;
-use gpukern::{BulkConfig, Dtype, Gpu, LaunchConfig, Stream, Variant};
+use gpukern::{BulkConfig, Dtype, Gpu, LaunchShape, Stream, Variant};
 use serde::{Deserialize, Serialize};
 
 use crate::foreach::ForeachRow;
@@ -79,10 +79,10 @@ pub fn tune<T: ReferenceAdd>(gpu: &Gpu, w: &mut Workload<T>, sizes: &[usize], st
         } else {
             0
         };
-        let per_sm = gpu.blocks_per_sm_with_shared(v.name(), block, shared).map_err(e)?;
-        let cfg = LaunchConfig {
+        let per_sm = gpu.studies().blocks_per_sm_with_shared(v.name(), block, shared).map_err(e)?;
+        let cfg = LaunchShape {
             block,
-            max_grid: if persistent { (per_sm * sms).max(1) } else { LaunchConfig::default().max_grid },
+            max_grid: if persistent { (per_sm * sms).max(1) } else { LaunchShape::default().max_grid },
         };
         let pick = if v.is_bulk() { Pick::Bulk(v, bulk) } else { Pick::Variant(v) };
         let Some(&first) = sizes.first() else { continue };
@@ -152,15 +152,17 @@ pub fn ceiling(gpu: &Gpu, words: usize, stream: &Stream) -> Res<Vec<CeilingRow>>
     };
     let w4 = 4 * words as u64;
     for block in [128u32, 256, 512, 1024] {
-        let ms = crate::time_op(gpu, stream, 20, 3, |s| gpu.ceiling_read(block, &a, &b, &mut sink, 0x9e37_79b9, s))
-            .map_err(e)?;
+        let ms = crate::time_op(gpu, stream, 20, 3, |s| {
+            gpu.studies().ceiling_read(block, &a, &b, &mut sink, 0x9e37_79b9, s)
+        })
+        .map_err(e)?;
         push("read", "ceiling_read", block, 2 * w4, ms);
-        let ms = crate::time_op(gpu, stream, 20, 3, |s| gpu.ceiling_fill(block, &mut c, 7, s)).map_err(e)?;
+        let ms = crate::time_op(gpu, stream, 20, 3, |s| gpu.studies().ceiling_fill(block, &mut c, 7, s)).map_err(e)?;
         push("write", "ceiling_fill", block, w4, ms);
-        let ms = crate::time_op(gpu, stream, 20, 3, |s| gpu.ceiling_copy(block, &a, &mut c, s)).map_err(e)?;
+        let ms = crate::time_op(gpu, stream, 20, 3, |s| gpu.studies().ceiling_copy(block, &a, &mut c, s)).map_err(e)?;
         push("copy", "ceiling_copy", block, 2 * w4, ms);
     }
-    let ms = crate::time_op(gpu, stream, 20, 3, |s| s.copy(&mut c.view_mut(), &a.view())).map_err(e)?;
+    let ms = crate::time_op(gpu, stream, 20, 3, |s| s.copy(&a, &mut c)).map_err(e)?;
     push("copy", "cuMemcpyDtoDAsync", 0, 2 * w4, ms);
     Ok(rows)
 }

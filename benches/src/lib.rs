@@ -132,7 +132,7 @@ pub fn time_op(
     }
     let mut t = Vec::with_capacity(reps);
     for _ in 0..reps {
-        gpu.spin(stream, SPIN_NS)?;
+        gpu.studies().spin(stream, SPIN_NS)?;
         t.push(stream.time(&mut op)? as f64);
     }
     Ok(median(&mut t))
@@ -147,7 +147,7 @@ pub fn gpu_time(
     iters: u64,
     mut op: impl FnMut(usize, &Stream) -> gpukern::Result<()>,
 ) -> std::time::Duration {
-    gpu.spin(stream, SPIN_NS).expect("spin");
+    gpu.studies().spin(stream, SPIN_NS).expect("spin");
     let ms = stream.time(|s| (0..iters as usize).try_for_each(|i| op(i, s))).expect("timed launches");
     std::time::Duration::from_secs_f64(ms as f64 * 1e-3)
 }
@@ -173,7 +173,7 @@ pub fn copy_gbps(gpu: &Gpu, bytes: usize, reps: usize) -> gpukern::Result<f64> {
         let src = s;
         let mut t = Vec::new();
         for i in 0..reps + 3 {
-            let ms = stream.time(|st| st.copy(&mut dst.view_mut(), &src.view()))?;
+            let ms = stream.time(|st| st.copy(&src, &mut dst))?;
             if i >= 3 {
                 t.push(ms as f64);
             }

@@ -12,7 +12,7 @@
 
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
-use gpukern::{AutoPlan, BinaryOp, DeviceVec, Dtype, Gpu, LaunchConfig, OpKind, OpPattern, Stream, UnaryOp};
+use gpukern::{AutoPlan, BinaryOp, DeviceVec, Dtype, Gpu, LaunchShape, OpKind, OpPattern, Opts, Stream, UnaryOp};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -117,14 +117,21 @@ fn launch<T: gpukern::Element>(
     // The explicit kernel gets the block the automatic choice would give it.
     let block = match pattern.and_then(|p| kernels_gpu::ops::op_kernel(kind, T::DTYPE, p)) {
         Some(k) => {
-            let registers = gpu.kernel_resources(k.name)?.registers;
+            let registers = gpu.studies().kernel_resources(k.name)?.registers;
             AutoPlan::op_block(n, gpu.info().has_sm90(), kind.inputs() as u32, registers)
         }
         None => kernels_gpu::launch::DEFAULT_BLOCK,
     };
-    let cfg = LaunchConfig::with_block(block);
+    let cfg = LaunchShape::with_block(block);
     let b = (kind.inputs() == 2).then_some(b);
-    gpu.apply(kind, pattern.map(|p| (p, cfg)), a, b, out, SCALES, s)
+    let opts = match pattern {
+        Some(p) => Opts::auto().pattern(p).shape(cfg),
+        None => Opts::auto().pdl(s.pdl()),
+    };
+    let addrs: Vec<u64> = [Some(a.addr()), b.map(|b| b.addr()), Some(out.addr())].into_iter().flatten().collect();
+    let plan = gpu.plan(kind, T::DTYPE, n, &addrs, &opts)?;
+    gpu.apply(kind, a, b, out, SCALES, s, &opts)?;
+    Ok(plan.kernel)
 }
 
 fn measure_dtype<T: ReferenceOps>(

@@ -107,13 +107,15 @@ pub fn matmul(gpu: &Gpu, stream: &Stream, sizes: &[usize]) -> R<Vec<Study>> {
         for &v in MatmulVariant::ALL {
             let dims = (s as u32, s as u32, s as u32);
             dc.fill_bits(0x7fc0_dead).map_err(e)?;
-            gpu.matmul(v, da.view(), db.view(), dc.view_mut(), dims, stream).map_err(e)?;
+            gpu.studies().matmul(v, da.view(), db.view(), dc.view_mut(), dims, stream).map_err(e)?;
             stream.synchronize().map_err(e)?;
             let c = dc.to_vec().map_err(e)?;
             let rel = gpukern::reference::matmul_rel_error(&a, &b, &c, (s, s, s), &sample);
             let reps = if s >= 4096 { 5 } else { 20 };
-            let ms = time_op(gpu, stream, reps, 1, |st| gpu.matmul(v, da.view(), db.view(), dc.view_mut(), dims, st))
-                .map_err(e)?;
+            let ms = time_op(gpu, stream, reps, 1, |st| {
+                gpu.studies().matmul(v, da.view(), db.view(), dc.view_mut(), dims, st)
+            })
+            .map_err(e)?;
             if v == MatmulVariant::Naive {
                 naive_ms = ms;
             }
@@ -150,10 +152,12 @@ pub fn count(gpu: &Gpu, stream: &Stream, n: usize) -> R<Vec<Study>> {
         let mut counter = gpu.alloc::<u64>(1).map_err(e)?;
         let mut atomic_ms = f64::NAN;
         for &v in CountVariant::ALL {
-            let got = gpu.count_eq(v, dx.view(), key, stream).map_err(e)?;
+            let got = gpu.studies().count_eq(v, dx.view(), key, stream).map_err(e)?;
             let reps = if v == CountVariant::Atomic && rate == 1.0 { 5 } else { 30 };
-            let ms = time_op(gpu, stream, reps, 1, |st| gpu.count_eq_into(v, dx.view(), key, counter.view_mut(), st))
-                .map_err(e)?;
+            let ms = time_op(gpu, stream, reps, 1, |st| {
+                gpu.studies().count_eq_into(v, dx.view(), key, counter.view_mut(), st)
+            })
+            .map_err(e)?;
             if v == CountVariant::Atomic {
                 atomic_ms = ms;
             }
@@ -183,10 +187,10 @@ pub fn coalesce(gpu: &Gpu, stream: &Stream, n: usize) -> R<Vec<Study>> {
     let mut unit_ms = f64::NAN;
     for stride in [1u64, 2, 4, 8, 16, 32] {
         dst.fill_bits(0xdead_beef).map_err(e)?;
-        gpu.copy_strided(src.view(), dst.view_mut(), stride, stream).map_err(e)?;
-        let bad = gpu.count_mismatches(dst.view(), src.view(), stream).map_err(e)?;
-        let ms =
-            time_op(gpu, stream, 20, 2, |st| gpu.copy_strided(src.view(), dst.view_mut(), stride, st)).map_err(e)?;
+        gpu.studies().copy_strided(src.view(), dst.view_mut(), stride, stream).map_err(e)?;
+        let bad = gpu.studies().count_mismatches(dst.view(), src.view(), stream).map_err(e)?;
+        let ms = time_op(gpu, stream, 20, 2, |st| gpu.studies().copy_strided(src.view(), dst.view_mut(), stride, st))
+            .map_err(e)?;
         if stride == 1 {
             unit_ms = ms;
         }
@@ -219,10 +223,10 @@ pub fn transpose(gpu: &Gpu, stream: &Stream, side: usize) -> R<Vec<Study>> {
     let dims = (side as u32, side as u32);
     for &v in TransposeVariant::ALL {
         dout.fill_bits(0xdead_beef).map_err(e)?;
-        gpu.transpose(v, din.view(), dout.view_mut(), dims, stream).map_err(e)?;
-        let bad = gpu.count_mismatches(dout.view(), dwant.view(), stream).map_err(e)?;
-        let ms =
-            time_op(gpu, stream, 20, 2, |st| gpu.transpose(v, din.view(), dout.view_mut(), dims, st)).map_err(e)?;
+        gpu.studies().transpose(v, din.view(), dout.view_mut(), dims, stream).map_err(e)?;
+        let bad = gpu.studies().count_mismatches(dout.view(), dwant.view(), stream).map_err(e)?;
+        let ms = time_op(gpu, stream, 20, 2, |st| gpu.studies().transpose(v, din.view(), dout.view_mut(), dims, st))
+            .map_err(e)?;
         if v == TransposeVariant::Naive {
             naive_ms = ms;
         }
@@ -253,23 +257,23 @@ pub fn fusion(gpu: &Gpu, stream: &Stream, n: usize, copy_gbps: f64) -> R<Vec<Stu
         let unfused_op =
             |st: &Stream, t: &mut gpukern::DeviceVec<f32>, out: &mut gpukern::DeviceVec<f32>| -> gpukern::Result<()> {
                 if pipeline == "add_scale" {
-                    gpu.add(Variant::F32, &da, &db, &mut *t, st)?;
-                    gpu.scale(t.view(), alpha, out.view_mut(), st)
+                    gpu.studies().add(Variant::F32, &da, &db, &mut *t, st)?;
+                    gpu.studies().scale(t.view(), alpha, out.view_mut(), st)
                 } else {
-                    gpu.scale(da.view(), alpha, t.view_mut(), st)?;
-                    gpu.add(Variant::F32, &*t, &db, &mut *out, st)
+                    gpu.studies().scale(da.view(), alpha, t.view_mut(), st)?;
+                    gpu.studies().add(Variant::F32, &*t, &db, &mut *out, st)
                 }
             };
         let fused_op = |st: &Stream, out: &mut gpukern::DeviceVec<f32>| -> gpukern::Result<()> {
             if pipeline == "add_scale" {
-                gpu.add_scale(da.view(), db.view(), alpha, out.view_mut(), st)
+                gpu.studies().add_scale(da.view(), db.view(), alpha, out.view_mut(), st)
             } else {
-                gpu.saxpy(alpha, da.view(), db.view(), out.view_mut(), st)
+                gpu.studies().saxpy(alpha, da.view(), db.view(), out.view_mut(), st)
             }
         };
         unfused_op(stream, &mut t, &mut unfused).map_err(e)?;
         fused_op(stream, &mut fused).map_err(e)?;
-        let bad = gpu.count_mismatches(fused.view(), unfused.view(), stream).map_err(e)?;
+        let bad = gpu.studies().count_mismatches(fused.view(), unfused.view(), stream).map_err(e)?;
         let un_ms = time_op(gpu, stream, 20, 2, |st| unfused_op(st, &mut t, &mut unfused)).map_err(e)?;
         let fu_ms = time_op(gpu, stream, 20, 2, |st| fused_op(st, &mut fused)).map_err(e)?;
         for (kernel, ms, bytes) in [

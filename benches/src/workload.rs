@@ -3,7 +3,7 @@
 //! verified and timed on them.
 
 use gpukern::reference::ReferenceAdd;
-use gpukern::{BulkConfig, DeviceVec, Element, Gpu, LaunchConfig, Stream, Variant};
+use gpukern::{BulkConfig, DeviceVec, Element, Gpu, LaunchShape, Stream, Variant};
 
 use crate::{add_bytes, first_mismatch_par, median, random_inputs, reference_par, SPIN_NS};
 
@@ -69,7 +69,7 @@ impl<T: ReferenceAdd> Workload<T> {
         &mut self,
         gpu: &Gpu,
         pick: impl Into<Pick>,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         set: usize,
         stream: &Stream,
@@ -77,10 +77,10 @@ impl<T: ReferenceAdd> Workload<T> {
         let r = set * n..set * n + n;
         let (a, b, out) = (self.a.slice(r.clone())?, self.b.slice(r.clone())?, self.out.slice_mut(r)?);
         match pick.into() {
-            Pick::Variant(v) => gpu.add_with(v, cfg, a, b, out, stream),
-            Pick::Bulk(v, bulk) => gpu.add_bulk_with(v, cfg, bulk, a, b, out, stream),
+            Pick::Variant(v) => gpu.studies().add_with(v, cfg, a, b, out, stream),
+            Pick::Bulk(v, bulk) => gpu.studies().add_bulk_with(v, cfg, bulk, a, b, out, stream),
             // The automatic path as users call it: its own tuned launch settings.
-            Pick::Auto => gpu.add_auto(a, b, out, stream).map(|_| ()),
+            Pick::Auto => gpu.binary(gpukern::BinaryOp::Add, a, b, out, stream),
         }
     }
 
@@ -90,7 +90,7 @@ impl<T: ReferenceAdd> Workload<T> {
         &mut self,
         gpu: &Gpu,
         v: impl Into<Pick> + Copy,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         stream: &Stream,
     ) -> gpukern::Result<Result<(), usize>> {
@@ -99,7 +99,7 @@ impl<T: ReferenceAdd> Workload<T> {
         stream.synchronize()?;
         // Large results: count differences on the device (NaN matching NaN, as
         // the host comparison); only a failure is downloaded, to name the index.
-        if n >= 1 << 22 && gpu.count_mismatches(self.out.slice(..n)?, self.dwant.slice(..n)?, stream)? == 0 {
+        if n >= 1 << 22 && gpu.studies().count_mismatches(self.out.slice(..n)?, self.dwant.slice(..n)?, stream)? == 0 {
             return Ok(Ok(()));
         }
         let got = self.out.slice(..n)?.to_vec()?;
@@ -121,7 +121,7 @@ impl<T: ReferenceAdd> Workload<T> {
         &mut self,
         gpu: &Gpu,
         v: impl Into<Pick> + Copy,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         reps: usize,
         warmup: usize,
@@ -140,7 +140,7 @@ impl<T: ReferenceAdd> Workload<T> {
         &mut self,
         gpu: &Gpu,
         v: impl Into<Pick> + Copy,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         reps: usize,
         stream: &Stream,
@@ -169,7 +169,7 @@ impl<T: ReferenceAdd> Workload<T> {
         stream.set_pdl(pdl);
         let mut burst = |i: usize, s: &Stream| -> gpukern::Result<()> {
             (0..BURST)
-                .try_for_each(|k| self.launch(gpu, Pick::Auto, LaunchConfig::default(), n, (i * BURST + k) % sets, s))
+                .try_for_each(|k| self.launch(gpu, Pick::Auto, LaunchShape::default(), n, (i * BURST + k) % sets, s))
         };
         // The host's time to queue a burst, measured on the second one (the
         // first may pay one-time driver costs); the spin covers three times it,
@@ -181,7 +181,7 @@ impl<T: ReferenceAdd> Workload<T> {
         let mut t = Vec::with_capacity(reps);
         let timed = r.and_then(|_| {
             for i in 0..reps + 2 {
-                gpu.spin(stream, spin)?;
+                gpu.studies().spin(stream, spin)?;
                 let ms = stream.time(|s| burst(i + 1, s))?;
                 if i >= 2 {
                     t.push(ms as f64 / BURST as f64);
@@ -199,7 +199,7 @@ impl<T: ReferenceAdd> Workload<T> {
         &mut self,
         gpu: &Gpu,
         v: impl Into<Pick> + Copy,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         sets: usize,
         reps: usize,
@@ -213,7 +213,7 @@ impl<T: ReferenceAdd> Workload<T> {
         let mut t = Vec::with_capacity(reps);
         for i in 0..reps {
             if isolate {
-                gpu.spin(stream, SPIN_NS)?;
+                gpu.studies().spin(stream, SPIN_NS)?;
             }
             let ms = stream.time(|s| self.launch(gpu, v, cfg, n, i % sets, s))?;
             t.push(ms as f64);
@@ -230,7 +230,7 @@ impl<T: ReferenceAdd> Workload<T> {
         gpu: &Gpu,
         p: Pick,
         q: Pick,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         reps: usize,
         stream: &Stream,
@@ -244,7 +244,7 @@ impl<T: ReferenceAdd> Workload<T> {
             // second cancels out.
             let order = if i % 2 == 0 { [(p, &mut tp), (q, &mut tq)] } else { [(q, &mut tq), (p, &mut tp)] };
             for (j, (pick, t)) in order.into_iter().enumerate() {
-                gpu.spin(stream, SPIN_NS)?;
+                gpu.studies().spin(stream, SPIN_NS)?;
                 let ms = stream.time(|s| self.launch(gpu, pick, cfg, n, (2 * i + j) % sets, s))?;
                 if i >= 5 {
                     t.push(ms as f64);
@@ -261,7 +261,7 @@ impl<T: ReferenceAdd> Workload<T> {
         &mut self,
         gpu: &Gpu,
         v: impl Into<Pick> + Copy,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         batch: usize,
         reps: usize,
@@ -271,7 +271,7 @@ impl<T: ReferenceAdd> Workload<T> {
         self.launch(gpu, v, cfg, n, 0, stream)?;
         let mut t = Vec::with_capacity(reps);
         for _ in 0..reps {
-            gpu.spin(stream, SPIN_NS)?;
+            gpu.studies().spin(stream, SPIN_NS)?;
             let ms = stream.time(|s| {
                 for i in 0..batch {
                     self.launch(gpu, v, cfg, n, i % sets, s)?;
@@ -291,7 +291,7 @@ impl<T: ReferenceAdd> Workload<T> {
         &mut self,
         gpu: &Gpu,
         v: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         n: usize,
         batch: usize,
         reps: usize,
@@ -305,11 +305,11 @@ impl<T: ReferenceAdd> Workload<T> {
             ops.push((self.a.slice(i * n..i * n + n)?, self.b.slice(i * n..i * n + n)?, head));
             rest = tail;
         }
-        let graph = gpu.add_graph(v, cfg, ops, batch)?;
+        let graph = gpu.studies().add_graph(v, cfg, ops, batch)?;
         graph.launch(stream)?;
         let mut t = Vec::with_capacity(reps);
         for _ in 0..reps {
-            gpu.spin(stream, SPIN_NS)?;
+            gpu.studies().spin(stream, SPIN_NS)?;
             t.push(stream.time(|s| graph.launch(s))? as f64 / batch as f64);
         }
         Ok(median(&mut t))

@@ -7,7 +7,7 @@
 
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
-use gpukern::{Gpu, OpKind, UnaryOp};
+use gpukern::{Gpu, OpKind, Opts, UnaryOp};
 
 fn run<T: ReferenceOps>(gpu: &Gpu, n: usize) -> gpukern::Result<()> {
     let stream = gpu.stream()?;
@@ -18,7 +18,10 @@ fn run<T: ReferenceOps>(gpu: &Gpu, n: usize) -> gpukern::Result<()> {
         let host: Vec<T> =
             (0..n).map(|i| T::round_from((lo + (hi - lo) * (i % 65_521) as f32 / 65_521.0) as f64)).collect();
         let a = gpu.upload(&host)?;
-        let kernel = gpu.unary(op, &a, &mut out, &stream)?;
+        // What the call launches, asked apart from it.
+        let addrs = [a.device_addr(), out.device_addr()];
+        let kernel = gpu.plan(OpKind::Unary(op), T::DTYPE, n, &addrs, &Opts::auto().pdl(stream.pdl()))?.kernel;
+        gpu.unary(op, &a, &mut out, &stream)?;
         stream.synchronize()?;
         let got = out.slice(..4096)?.to_vec()?;
         let want = reference::map(OpKind::Unary(op), &host[..4096], None, (0.0, 0.0));

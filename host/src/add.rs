@@ -1,21 +1,47 @@
-//! The safe add API: validation, the automatic variant choice, host convenience.
+//! The add family: the automatic add (the tuned [`AutoPlan`], reached
+//! through `Gpu::binary(BinaryOp::Add, …)`), and the seed's variants by name
+//! for the studies (`gpu.studies().add(Variant::…)`), with their checks.
 
 use kernels_gpu::launch::grid_for;
-use kernels_gpu::ops::{BinaryOp, OpKind};
+use kernels_gpu::ops::{BinaryOp, OpKernel, OpKind};
 use kernels_gpu::verify::{COUNT_BLOCK, COUNT_MISMATCH, MARK_VISITS};
 use kernels_gpu::Dtype;
 
 use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
-use crate::operands::{Operands, PEEL_MIN_ELEMENTS};
+use crate::operands::{split_for, AutoSplit, Operands};
+use crate::opts::Plan;
 use crate::pdl::Pdl;
 use crate::raw::{self, MapLaunch, Tail};
+use crate::studies::Studies;
 use crate::tuning::{AutoPlan, BulkConfig};
-use crate::variant::{LaunchConfig, Variant};
+use crate::variant::{LaunchShape, Variant};
 
-impl Gpu {
-    /// Queues `out = a + b` with an explicit variant and default launch settings.
+/// What the automatic add launches.
+pub(crate) enum AddChoice {
+    /// The plan's kernel's PDL twin.
+    Twin(&'static OpKernel),
+    /// The plan's kernel on everything (the split of [`split_for`]) or after
+    /// a scalar head.
+    Split(AutoSplit),
+}
+
+/// The kernels a decision of [`Gpu::add_decide`] names.
+fn add_plan_of(dtype: Dtype, addrs: &[u64], decided: &(AutoPlan, AddChoice)) -> Plan {
+    match decided {
+        (_, AddChoice::Twin(k)) => Plan { kernel: k.name, head: None, pdl: true },
+        (plan, AddChoice::Split(AutoSplit::Pack)) => Plan::one(plan.variant.name()),
+        (plan, AddChoice::Split(AutoSplit::Peel(head))) => {
+            Plan { kernel: plan.variant.name(), head: Some((Variant::scalar(dtype).name(), *head)), pdl: false }
+        }
+        (_, AddChoice::Split(AutoSplit::Scalar)) => Plan::one(Variant::widest_for(dtype, addrs).name()),
+    }
+}
+
+impl Studies<'_> {
+    /// Queues `out = a + b` with an explicit add variant (the seed's V1–V6 and
+    /// the later ones) and default launch settings.
     ///
     /// Errors (nothing is launched): dtype of the variant differs from `T`; lengths
     /// differ; an operand is not aligned as the variant needs. `n = 0` is a no-op.
@@ -27,185 +53,67 @@ impl Gpu {
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
-        self.add_with(variant, LaunchConfig::default(), a, b, out, stream)
+        self.add_with(variant, LaunchShape::default(), a, b, out, stream)
     }
 
-    /// As [`Gpu::add`], with explicit launch settings.
+    /// As [`Studies::add`], with explicit launch settings.
     pub fn add_with<'a, T: Element>(
         &self,
         variant: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         a: impl AsView<'a, T>,
         b: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
-        let (a, b, mut out) = (a.into_view(), b.into_view(), out.into_view_mut());
-        self.check_common(variant, cfg, &a, &b, &out, stream)?;
-        self.launch_add(variant, cfg, &a, &b, &mut out, stream)
+        self.add_tiled(variant, cfg, None, (a.into_view(), b.into_view(), out.into_view_mut()), stream)
     }
 
-    /// As [`Gpu::add_with`] for a bulk-copy variant, with explicit tiling.
+    /// As [`Studies::add_with`] for a bulk-copy variant, with explicit tiling.
     ///
-    /// Errors as [`Gpu::add_with`], and: the variant is not a bulk variant; the
+    /// Errors as [`Studies::add_with`], and: the variant is not a bulk variant; the
     /// device is older than sm_90; the tiling is invalid or needs more shared
     /// memory than a block may have.
     #[allow(clippy::too_many_arguments)]
     pub fn add_bulk_with<'a, T: Element>(
         &self,
         variant: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         bulk: BulkConfig,
         a: impl AsView<'a, T>,
         b: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
-        let (a, b, mut out) = (a.into_view(), b.into_view(), out.into_view_mut());
-        if !variant.is_bulk() {
+        self.add_tiled(variant, cfg, Some(bulk), (a.into_view(), b.into_view(), out.into_view_mut()), stream)
+    }
+
+    /// [`Studies::add_with`] and [`Studies::add_bulk_with`] (`bulk` given).
+    fn add_tiled<T: Element>(
+        &self,
+        variant: Variant,
+        cfg: LaunchShape,
+        bulk: Option<BulkConfig>,
+        (a, b, mut out): (View<'_, T>, View<'_, T>, ViewMut<'_, T>),
+        stream: &Stream,
+    ) -> Result<()> {
+        if bulk.is_some() && !variant.is_bulk() {
             return Err(Error::Shape { kernel: variant.name(), detail: "not a bulk-copy variant".into() });
         }
-        self.check_common(variant, cfg, &a, &b, &out, stream)?;
-        bulk.check(variant.name(), variant.bulk_store(), self.info().shared_per_block_optin)?;
-        self.launch_tiled(variant, cfg, bulk, &a, &b, &mut out, stream.raw())
-    }
-
-    /// Queues `out = a + b` with the fastest variant the operands allow, and returns
-    /// the variant that does the bulk of the work.
-    ///
-    /// On 16-byte aligned operands it launches the tuned [`AutoPlan`] (on sm_90
-    /// devices: bulk-copy kernels for large f32 and f16 adds, 1024-thread blocks
-    /// from 2^22 elements; elsewhere the seed's widest per-thread variant). When all three are misaligned by the same
-    /// amount, a short head is done by the scalar kernel and the rest as if
-    /// aligned. Otherwise it falls back to the widest variant whose alignment all
-    /// three meet.
-    pub fn add_auto<'a, T: Element>(
-        &self,
-        a: impl AsView<'a, T>,
-        b: impl AsView<'a, T>,
-        out: impl AsViewMut<'a, T>,
-        stream: &Stream,
-    ) -> Result<Variant> {
-        self.add_auto_inner(None, a, b, out, stream)
-    }
-
-    /// As [`Gpu::add_auto`], with explicit launch settings: `cfg`'s block size
-    /// and grid cap replace the tuned ones (a bulk kernel then gets one 16-byte
-    /// pack per thread per tile).
-    pub fn add_auto_with<'a, T: Element>(
-        &self,
-        cfg: LaunchConfig,
-        a: impl AsView<'a, T>,
-        b: impl AsView<'a, T>,
-        out: impl AsViewMut<'a, T>,
-        stream: &Stream,
-    ) -> Result<Variant> {
-        self.add_auto_inner(Some(cfg), a, b, out, stream)
-    }
-
-    fn add_auto_inner<'a, T: Element>(
-        &self,
-        user: Option<LaunchConfig>,
-        a: impl AsView<'a, T>,
-        b: impl AsView<'a, T>,
-        out: impl AsViewMut<'a, T>,
-        stream: &Stream,
-    ) -> Result<Variant> {
-        self.check_stream_owned("add_auto", stream)?;
-        self.add_auto_raw(user, a.into_view(), b.into_view(), out.into_view_mut(), stream.raw(), stream.pdl())
-    }
-
-    /// The automatic add on a stream already checked to belong to this context.
-    pub(crate) fn add_auto_raw<T: Element>(
-        &self,
-        user: Option<LaunchConfig>,
-        a: View<'_, T>,
-        b: View<'_, T>,
-        mut out: ViewMut<'_, T>,
-        raw: raw::Queue<'_>,
-        pdl: Pdl,
-    ) -> Result<Variant> {
-        let dtype = T::DTYPE;
-        let n = a.len();
-        let plan = AutoPlan::new(dtype, n, self.info().has_sm90());
-        // Explicit launch settings keep the plain kernels; so does a bulk plan
-        // (the twins are the 128-bit kernels).
-        let kind = OpKind::Binary(BinaryOp::Add);
-        let twin = (user.is_none() && !plan.variant.is_bulk())
-            .then(|| self.pdl_choice(pdl, kind, dtype, n, &[a.addr(), b.addr(), out.addr()]))
-            .flatten()
-            .filter(|k| k.name.strip_suffix("_pdl") == Some(plan.variant.name()));
-        if let Some(k) = twin {
-            // The plan's kernel behind `pdl_enter`, with the plan's block.
-            let (ops, cfg) = (Operands { a, b: Some(b), out, scales: None }, LaunchConfig::with_block(plan.block));
-            self.check_map(k, cfg, &ops)?;
-            // SAFETY: k's kernel: resolved by `k.name` itself.
-            unsafe { self.map_launch_raw(k, self.shared.func(k.name)?, cfg, ops, raw, true) }?;
-            return Ok(plan.variant);
+        self.check_args(variant, cfg, &a, &b, &out)?;
+        self.check_stream_owned(variant.name(), stream)?;
+        if let Some(bulk) = bulk {
+            bulk.check(variant.name(), variant.bulk_store(), self.info().shared_per_block_optin)?;
         }
-        let (widest, cfg, bulk) = match user {
-            None => (plan.variant, LaunchConfig::with_block(plan.block), plan.bulk),
-            Some(cfg) => {
-                let tile_bytes = (cfg.block.max(1) * 16).min(BulkConfig::MAX_TILE_BYTES);
-                (plan.variant, cfg, BulkConfig { tile_bytes, stages: 1 })
-            }
-        };
-        self.check_args(widest, cfg, &a, &b, &out)?;
-        let addrs = [a.addr(), b.addr(), out.addr()];
-        let align = widest.align() as u64;
-        let offset = addrs[0] % align;
-        if offset != 0 && addrs.iter().all(|x| x % align == offset) && n >= PEEL_MIN_ELEMENTS {
-            // Same misalignment everywhere: after `head` elements all three are aligned.
-            let head = ((align - offset) as usize) / dtype.size();
-            let scalar = Variant::scalar(dtype);
-            let (mut out_head, mut out_rest) = out.split_at_mut(head)?;
-            self.launch_add_raw(scalar, cfg, &a.slice(..head)?, &b.slice(..head)?, &mut out_head, raw)?;
-            self.launch_tiled(widest, cfg, bulk, &a.slice(head..)?, &b.slice(head..)?, &mut out_rest, raw)?;
-            return Ok(widest);
-        }
-        if addrs.iter().all(|x| x % align == 0) {
-            self.launch_tiled(widest, cfg, bulk, &a, &b, &mut out, raw)?;
-            return Ok(widest);
-        }
-        // Misaligned by different amounts: the widest per-thread variant they allow.
-        let variant = Variant::widest_for(dtype, &addrs);
-        let cfg = user.unwrap_or_default();
-        self.launch_add_raw(variant, cfg, &a, &b, &mut out, raw)?;
-        Ok(variant)
-    }
-
-    /// The variant [`Gpu::add_auto`] launches for `n` elements of `dtype` at
-    /// operand addresses `addrs` (when it does not split off a head): on 16-byte
-    /// aligned operands the [`AutoPlan`]'s variant, else the widest variant whose
-    /// alignment every address meets.
-    pub fn auto_choice(&self, dtype: Dtype, n: usize, addrs: &[u64]) -> Variant {
-        if addrs.iter().all(|x| x % 16 == 0) {
-            AutoPlan::new(dtype, n, self.info().has_sm90()).variant
-        } else {
-            Variant::widest_for(dtype, addrs)
-        }
-    }
-
-    /// Blocking convenience: copies `a` and `b` to the GPU, adds them with the
-    /// automatic choice, and returns the sum.
-    pub fn add_host<T: Element>(&self, a: &[T], b: &[T]) -> Result<Vec<T>> {
-        if a.len() != b.len() {
-            let v = Variant::widest(T::DTYPE).name();
-            return Err(Error::LengthMismatch { variant: v, a: a.len(), b: b.len(), out: a.len() });
-        }
-        let stream = self.stream()?;
-        let (da, db) = (self.upload(a)?, self.upload(b)?);
-        let mut out = self.alloc::<T>(a.len())?;
-        self.add_auto(&da, &db, &mut out, &stream)?;
-        stream.synchronize()?;
-        out.to_vec()
+        self.launch_tiled(variant, cfg, bulk.unwrap_or_default(), &a, &b, &mut out, stream.raw())
     }
 
     /// Counts elements where `x` and `y` differ in bits, NaN matching any NaN, on
     /// the device. Blocks until the count is known.
     pub fn count_mismatches<T: Element>(&self, x: View<'_, T>, y: View<'_, T>, stream: &Stream) -> Result<u64> {
         if x.len() != y.len() {
-            return Err(Error::CopyLength { host: x.len(), device: y.len() });
+            let detail = format!("x has {} elements, y {}", x.len(), y.len());
+            return Err(Error::Shape { kernel: "count_mismatches", detail });
         }
         let name = match T::DTYPE {
             Dtype::F32 => COUNT_MISMATCH[0],
@@ -216,27 +124,18 @@ impl Gpu {
         let mut counter = self.upload(&[0u64])?;
         let grid = grid_for(x.len() as u64, 1, COUNT_BLOCK, 65_536);
         let _live = self.shared.bind()?;
-        // SAFETY: the kernel is the one `name` names, resolved by that name from
+        let f = self.shared.func(name)?;
+        // SAFETY: the kernel is the one its name names, resolved by that name from
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
-        unsafe {
-            raw::launch_mismatch_count(
-                self.shared.func(name)?,
-                grid,
-                COUNT_BLOCK,
-                &x,
-                &y,
-                &mut counter.view_mut(),
-                stream.raw(),
-            )
-        }?;
+        unsafe { raw::launch_mismatch_count(f, grid, COUNT_BLOCK, &x, &y, &mut counter.view_mut(), stream.raw()) }?;
         stream.synchronize()?;
         Ok(counter.to_vec()?[0])
     }
 
     /// Queues the visit marker: adds 1 to `marks[i]` each time the grid-stride
     /// walk the add kernels use, with `lanes` elements per group and launched with
-    /// `cfg` exactly as [`Gpu::add_with`] would, visits element `i`.
+    /// `cfg` exactly as [`Studies::add_with`] would, visits element `i`.
     ///
     /// A correct walk raises every mark by exactly one, whatever the grid cap; the
     /// tests use it to prove that a grid clamped at the hardware limit still covers
@@ -245,7 +144,7 @@ impl Gpu {
     pub fn mark_visits<'a>(
         &self,
         lanes: u32,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         marks: impl AsViewMut<'a, i32>,
         stream: &Stream,
     ) -> Result<()> {
@@ -265,25 +164,105 @@ impl Gpu {
         // table fixes its parameter list as this launch passes it).
         unsafe { raw::launch_mark_visits(self.shared.func(name)?, grid, cfg.block, &mut marks, stream.raw()) }
     }
+}
 
-    fn check_common<T: Element>(
+impl Gpu {
+    /// What the automatic add does for `n` elements of `dtype` at operand
+    /// addresses `addrs`, with `pdl` (explicit launch settings, `user`, keep
+    /// the plain kernels; so does a bulk plan: the twins are 128-bit kernels).
+    pub(crate) fn add_decide(
         &self,
-        variant: Variant,
-        cfg: LaunchConfig,
-        a: &View<'_, T>,
-        b: &View<'_, T>,
-        out: &ViewMut<'_, T>,
-        stream: &Stream,
-    ) -> Result<()> {
-        self.check_args(variant, cfg, a, b, out)?;
-        self.check_stream_owned(variant.name(), stream)
+        dtype: Dtype,
+        n: usize,
+        addrs: &[u64],
+        pdl: Pdl,
+        user: bool,
+    ) -> (AutoPlan, AddChoice) {
+        let plan = AutoPlan::new(dtype, n, self.info().has_sm90());
+        let kind = OpKind::Binary(BinaryOp::Add);
+        let twin = (!user && !plan.variant.is_bulk())
+            .then(|| self.pdl_choice(pdl, kind, dtype, n, addrs))
+            .flatten()
+            .filter(|k| k.name.strip_suffix("_pdl") == Some(plan.variant.name()));
+        let choice = match twin {
+            Some(k) => AddChoice::Twin(k),
+            None => AddChoice::Split(split_for(addrs, n, dtype.size(), plan.variant.align() as u64)),
+        };
+        (plan, choice)
+    }
+
+    /// [`Gpu::add_decide`] as the kernels it names.
+    pub(crate) fn add_plan(&self, dtype: Dtype, n: usize, addrs: &[u64], pdl: Pdl, user: bool) -> Plan {
+        add_plan_of(dtype, addrs, &self.add_decide(dtype, n, addrs, pdl, user))
+    }
+
+    /// The automatic add on a stream already checked to belong to this
+    /// context: on 16-byte aligned operands the tuned [`AutoPlan`] (on sm_90
+    /// devices bulk-copy kernels for large f32 and f16 adds, 1024-thread
+    /// blocks from 2^22 elements; elsewhere the seed's widest per-thread
+    /// variant); when all three are misaligned alike, a short head by the
+    /// scalar kernel and the rest as if aligned; otherwise the widest variant
+    /// whose alignment all three meet. `user`'s block size and grid cap
+    /// replace the tuned ones (a bulk kernel then gets one 16-byte pack per
+    /// thread per tile).
+    pub(crate) fn add_auto_raw<T: Element>(
+        &self,
+        user: Option<LaunchShape>,
+        a: View<'_, T>,
+        b: View<'_, T>,
+        mut out: ViewMut<'_, T>,
+        raw: raw::Queue<'_>,
+        pdl: Pdl,
+    ) -> Result<Plan> {
+        let (dtype, n) = (T::DTYPE, a.len());
+        let addrs = [a.addr(), b.addr(), out.addr()];
+        let decided = self.add_decide(dtype, n, &addrs, pdl, user.is_some());
+        let done = add_plan_of(dtype, &addrs, &decided);
+        let (plan, choice) = decided;
+        let split = match choice {
+            AddChoice::Twin(k) => {
+                // The plan's kernel behind `pdl_enter`, with the plan's block.
+                let (ops, cfg) = (Operands { a, b: Some(b), out, scales: None }, LaunchShape::with_block(plan.block));
+                self.check_map(k, cfg, &ops)?;
+                // SAFETY: the kernel handle was resolved by this table row's own name from
+                // this Gpu's modules, so the row's inputs, tail and alignment are its own.
+                unsafe { self.map_launch_raw(k, self.shared.func(k.name)?, cfg, ops, raw, true) }?;
+                return Ok(done);
+            }
+            AddChoice::Split(split) => split,
+        };
+        let (widest, cfg, bulk) = match user {
+            None => (plan.variant, LaunchShape::with_block(plan.block), plan.bulk),
+            Some(cfg) => {
+                let tile_bytes = (cfg.block.max(1) * 16).min(BulkConfig::MAX_TILE_BYTES);
+                (plan.variant, cfg, BulkConfig { tile_bytes, stages: 1 })
+            }
+        };
+        self.check_args(widest, cfg, &a, &b, &out)?;
+        match split {
+            AutoSplit::Peel(head) => {
+                let scalar = Variant::scalar(dtype);
+                let (mut out_head, mut out_rest) = out.split_at_mut(head)?;
+                let (ah, bh) = (a.slice(..head)?, b.slice(..head)?);
+                self.launch_tiled(scalar, cfg, BulkConfig::default(), &ah, &bh, &mut out_head, raw)?;
+                self.launch_tiled(widest, cfg, bulk, &a.slice(head..)?, &b.slice(head..)?, &mut out_rest, raw)?;
+            }
+            AutoSplit::Pack => self.launch_tiled(widest, cfg, bulk, &a, &b, &mut out, raw)?,
+            AutoSplit::Scalar => {
+                // Misaligned by different amounts: the widest per-thread variant they allow.
+                let variant = Variant::widest_for(dtype, &addrs);
+                let cfg = user.unwrap_or_default();
+                self.launch_tiled(variant, cfg, BulkConfig::default(), &a, &b, &mut out, raw)?;
+            }
+        }
+        Ok(done)
     }
 
     /// Checks everything about an add but the stream.
     pub(crate) fn check_args<T: Element>(
         &self,
         variant: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         a: &View<'_, T>,
         b: &View<'_, T>,
         out: &ViewMut<'_, T>,
@@ -294,31 +273,19 @@ impl Gpu {
             return Err(Error::Unsupported { kernel: name, needs: "9.0", has: format!("{major}.{minor}") });
         }
         if variant.dtype() != T::DTYPE {
-            return Err(Error::DtypeMismatch { variant: name, expected: variant.dtype().name(), got: T::DTYPE.name() });
+            return Err(Error::DtypeMismatch { kernel: name, expected: variant.dtype().name(), got: T::DTYPE.name() });
         }
         if a.len() != b.len() || a.len() != out.len() {
-            return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: out.len() });
+            return Err(Error::LengthMismatch { kernel: name, a: a.len(), b: b.len(), out: out.len() });
         }
         cfg.check(name)?;
         self.check_buffers_owned(name, [a.owner(), b.owner(), out.owner()])
     }
 
-    fn launch_add<T: Element>(
-        &self,
-        variant: Variant,
-        cfg: LaunchConfig,
-        a: &View<'_, T>,
-        b: &View<'_, T>,
-        out: &mut ViewMut<'_, T>,
-        stream: &Stream,
-    ) -> Result<()> {
-        self.launch_add_raw(variant, cfg, a, b, out, stream.raw())
-    }
-
     pub(crate) fn launch_add_raw<T: Element>(
         &self,
         variant: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         a: &View<'_, T>,
         b: &View<'_, T>,
         out: &mut ViewMut<'_, T>,
@@ -332,7 +299,7 @@ impl Gpu {
     fn launch_tiled<T: Element>(
         &self,
         variant: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         bulk: BulkConfig,
         a: &View<'_, T>,
         b: &View<'_, T>,
@@ -372,6 +339,6 @@ impl Gpu {
         let _live = self.shared.bind()?;
         // SAFETY: `launch.func` is `variant`'s kernel, resolved by its name from this
         // Gpu's own modules; the add table's row fixes `inputs`, `tail` and `align`.
-        unsafe { raw::launch_map(&launch, a, Some(b), out, stream) }
+        unsafe { raw::launch_map(&launch, a, Some(b), out, stream) }.map_err(|e| self.shared.fault_of(e))
     }
 }

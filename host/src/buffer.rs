@@ -57,7 +57,7 @@ impl<T: Pod> DeviceVec<T> {
             end: len,
             len: usize::MAX / std::mem::size_of::<T>(),
         })?;
-        let mem = raw::alloc(&gpu.ctx, bytes)?;
+        let mem = raw::alloc(&gpu.ctx, bytes).map_err(|e| gpu.fault_of(e))?;
         Ok(Self { addr: mem.addr(), _mem: mem, len, gpu, _t: PhantomData })
     }
 
@@ -130,18 +130,6 @@ pub struct View<'a, T: Pod> {
 }
 
 impl<'a, T: Pod> View<'a, T> {
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    /// True when empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    /// Device address of the first element.
-    pub fn addr(&self) -> u64 {
-        self.addr
-    }
     /// A sub-range of this view.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<View<'a, T>> {
         let (s, e) = bounds(range, self.len)?;
@@ -151,17 +139,13 @@ impl<'a, T: Pod> View<'a, T> {
     pub fn to_vec(&self) -> Result<Vec<T>> {
         let _live = self.gpu.bind()?;
         let mut out = vec![T::ZERO; self.len];
-        raw::download(&mut out, self)?;
+        raw::download(&mut out, self).map_err(|e| self.gpu.fault_of(e))?;
         Ok(out)
-    }
-    /// The `Gpu` handle whose context owns the memory.
-    pub(crate) fn owner(&self) -> &'a Arc<Shared> {
-        self.gpu
     }
     /// This view as an operand an operation reads, for as long as `'a`
     /// (`None`: foreign memory, or empty).
     pub(crate) fn use_as_input(&self) -> Option<raw::Use<'a>> {
-        raw::Use::of_range(self.track?, self.addr, self.len * std::mem::size_of::<T>(), false)
+        self.use_of(false)
     }
 
     /// A view of a range this crate already checked, untracked: for work
@@ -188,18 +172,6 @@ pub struct ViewMut<'a, T: Pod> {
 }
 
 impl<'a, T: Pod> ViewMut<'a, T> {
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    /// True when empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    /// Device address of the first element.
-    pub fn addr(&self) -> u64 {
-        self.addr
-    }
     /// Reborrows as read-only.
     pub fn as_view(&self) -> View<'_, T> {
         View { addr: self.addr, len: self.len, gpu: self.gpu, track: self.track, _t: PhantomData }
@@ -237,20 +209,16 @@ impl<'a, T: Pod> ViewMut<'a, T> {
     /// Overwrites from a host slice of the same length.
     pub fn copy_from(&mut self, src: &[T]) -> Result<()> {
         let _live = self.gpu.bind()?;
-        raw::upload(self, src)
+        raw::upload(self, src).map_err(|e| self.gpu.fault_of(e))
     }
     /// Sets every element to the bit pattern `bits`.
     pub fn fill_bits(&mut self, bits: u32) -> Result<()> {
         let _live = self.gpu.bind()?;
-        raw::fill_bits(self, bits)
-    }
-    /// The `Gpu` handle whose context owns the memory.
-    pub(crate) fn owner(&self) -> &'a Arc<Shared> {
-        self.gpu
+        raw::fill_bits(self, bits).map_err(|e| self.gpu.fault_of(e))
     }
     /// This view as an operand an operation writes, for as long as `'a`.
     pub(crate) fn use_as_output(&self) -> Option<raw::Use<'a>> {
-        raw::Use::of_range(self.track?, self.addr, self.len * std::mem::size_of::<T>(), true)
+        self.use_of(true)
     }
 
     /// A writable view of a range this crate already checked, untracked (as
@@ -311,30 +279,7 @@ impl<'a, T: Pod> AsViewMut<'a, T> for ViewMut<'a, T> {
 // views and buffers never change their address, length or tracker; a ViewMut
 // or `&mut DeviceVec` is the only access to its range while borrowed (slices
 // of one buffer never overlap).
-unsafe impl<T: Pod> DevRead<T> for View<'_, T> {
-    fn addr(&self) -> u64 {
-        self.addr
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn track(&self) -> Option<&Track> {
-        self.track
-    }
-}
-
-// SAFETY: as above.
-unsafe impl<T: Pod> DevRead<T> for ViewMut<'_, T> {
-    fn addr(&self) -> u64 {
-        self.addr
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn track(&self) -> Option<&Track> {
-        self.track
-    }
-}
+// (`View`'s and `ViewMut`'s `DevRead`: in `views_share!` below.)
 
 // SAFETY: as above.
 unsafe impl<T: Pod> DevWrite<T> for ViewMut<'_, T> {}
@@ -354,3 +299,46 @@ unsafe impl<T: Pod> DevRead<T> for DeviceVec<T> {
 
 // SAFETY: as above.
 unsafe impl<T: Pod> DevWrite<T> for DeviceVec<T> {}
+
+/// What `View` and `ViewMut` share: their range, owner and tracker, and
+/// raw's `DevRead` over them (one definition for both).
+macro_rules! views_share {
+    ($($view:ident),*) => {$(
+        impl<'a, T: Pod> $view<'a, T> {
+            /// Number of elements.
+            pub fn len(&self) -> usize {
+                self.len
+            }
+            /// True when empty.
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+            /// Device address of the first element.
+            pub fn addr(&self) -> u64 {
+                self.addr
+            }
+            /// The `Gpu` handle whose context owns the memory.
+            pub(crate) fn owner(&self) -> &'a Arc<Shared> {
+                self.gpu
+            }
+            /// The range as an operand (`None`: foreign memory, or empty).
+            fn use_of(&self, write: bool) -> Option<raw::Use<'a>> {
+                raw::Use::of_range(self.track?, self.addr, self.len * std::mem::size_of::<T>(), write)
+            }
+        }
+
+        // SAFETY: as above (the views' contract).
+        unsafe impl<T: Pod> DevRead<T> for $view<'_, T> {
+            fn addr(&self) -> u64 {
+                self.addr
+            }
+            fn len(&self) -> usize {
+                self.len
+            }
+            fn track(&self) -> Option<&Track> {
+                self.track
+            }
+        }
+    )*};
+}
+views_share!(View, ViewMut);

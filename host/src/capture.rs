@@ -166,7 +166,7 @@ impl<'a> GraphBuilder<'a> {
         let name = kind.name();
         check_record(self.id, kind, a, b, out)?;
         // Set by the registration that made `a` (a slot of this builder).
-        let Some(shared) = self.owner else { return Err(Error::ForeignHandle { variant: name, what: "slots" }) };
+        let Some(shared) = self.owner else { return Err(Error::ForeignSlot { kernel: name }) };
         self.ops.push(Box::new(move |gpu: &Gpu, stream, pdl| {
             // SAFETY: every slot's range was registered from a view borrowed
             // (the output exclusively) for `'a`, which this closure and the
@@ -210,24 +210,24 @@ impl<'a> GraphBuilder<'a> {
 pub(crate) fn check_record<T>(id: u64, kind: OpKind, a: Slot<T>, b: Option<Slot<T>>, out: Slot<T>) -> Result<()> {
     let name = kind.name();
     if [Some(a), b, Some(out)].iter().flatten().any(|s| s.builder != id) {
-        return Err(Error::ForeignHandle { variant: name, what: "slots (of another graph builder)" });
+        return Err(Error::ForeignSlot { kernel: name });
     }
     if !out.writable {
         return Err(Error::WrongOperands {
-            op: name,
+            kernel: name,
             detail: "the output slot is an input (register it with `output`)",
         });
     }
     match b {
         Some(b) if a.len != out.len || b.len != out.len => {
-            return Err(Error::LengthMismatch { variant: name, a: a.len, b: b.len, out: out.len });
+            return Err(Error::LengthMismatch { kernel: name, a: a.len, b: b.len, out: out.len });
         }
-        None if a.len != out.len => return Err(Error::UnaryLengthMismatch { variant: name, a: a.len, out: out.len }),
+        None if a.len != out.len => return Err(Error::UnaryLengthMismatch { kernel: name, a: a.len, out: out.len }),
         _ => {}
     }
     let o = out.bytes();
     if [Some(a), b].iter().flatten().any(|s| s.bytes().start < o.end && o.start < s.bytes().end && !o.is_empty()) {
-        return Err(Error::WrongOperands { op: name, detail: "the output overlaps an input" });
+        return Err(Error::WrongOperands { kernel: name, detail: "the output overlaps an input" });
     }
     Ok(())
 }
@@ -287,7 +287,7 @@ impl Graph<'_> {
     /// the capture.
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         if !Arc::ptr_eq(stream.shared(), &self.gpu) {
-            return Err(Error::ForeignHandle { variant: "graph", what: "stream" });
+            return Err(Error::ForeignHandle { kernel: "graph", what: "stream" });
         }
         // Ordered under the lock: replays on two streams write the same buffers.
         let mut g = self.raw.lock().unwrap_or_else(|p| p.into_inner());

@@ -107,7 +107,7 @@ impl Shared {
     /// A kernel of the library's modules, resolved at load.
     pub(crate) fn kernel(&self, name: &'static str) -> Result<&Kernel> {
         self.funcs.get(name).ok_or(Error::MissingKernel {
-            name,
+            kernel: name,
             source: crate::error::DriverError {
                 code: 500,
                 name: "CUDA_ERROR_NOT_FOUND".into(),
@@ -126,6 +126,24 @@ impl Shared {
     pub(crate) fn note_user_kernel(&self, name: crate::names::Name) {
         if self.last_user_kernel.load(Ordering::Relaxed) != name.id {
             self.last_user_kernel.store(name.id, Ordering::Relaxed);
+        }
+    }
+
+    /// `e` as the fault it reports, when it is one: a failed wait
+    /// (`KernelFault` without a kernel, from raw) or a driver call refused
+    /// because an earlier kernel faulted (the sticky codes, e.g.
+    /// `CUDA_ERROR_ILLEGAL_ADDRESS`), which other threads meet first in
+    /// their own calls. Other errors pass through.
+    pub(crate) fn fault_of(&self, e: Error) -> Error {
+        // The errors after which the context is unusable: ILLEGAL_ADDRESS
+        // (700), LAUNCH_TIMEOUT (702), ASSERT (710), HARDWARE_STACK_ERROR
+        // (714), ILLEGAL_INSTRUCTION (715), MISALIGNED_ADDRESS (716),
+        // INVALID_ADDRESS_SPACE (717), INVALID_PC (718), LAUNCH_FAILED (719).
+        let sticky = |code: u32| matches!(code, 700 | 702 | 710 | 714..=719);
+        match e {
+            Error::KernelFault { kernel: None, source } => self.fault(source),
+            Error::Driver { source, .. } if sticky(source.code) => self.fault(source),
+            e => e,
         }
     }
 

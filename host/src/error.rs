@@ -21,51 +21,59 @@ impl fmt::Display for DriverError {
 
 impl std::error::Error for DriverError {}
 
-/// Everything the library can report.
+/// Everything the library can report. New variants may come in a minor
+/// version (`#[non_exhaustive]`); a field that names the kernel or operation
+/// is called `kernel` in every variant.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// a, b and out do not have the same number of elements.
-    #[error("{variant}: length mismatch: a has {a} elements, b has {b}, out has {out}")]
-    LengthMismatch { variant: &'static str, a: usize, b: usize, out: usize },
+    #[error("{kernel}: length mismatch: a has {a} elements, b has {b}, out has {out}")]
+    LengthMismatch { kernel: &'static str, a: usize, b: usize, out: usize },
 
     /// A one-input operation's `a` and `out` differ in length.
-    #[error("{variant}: length mismatch: a has {a} elements, out has {out}")]
-    UnaryLengthMismatch { variant: &'static str, a: usize, out: usize },
+    #[error("{kernel}: length mismatch: a has {a} elements, out has {out}")]
+    UnaryLengthMismatch { kernel: &'static str, a: usize, out: usize },
 
     /// The operands given do not fit the operation (a `b` for a unary
     /// operation, none for a binary one).
-    #[error("{op}: wrong operands: {detail}")]
-    WrongOperands { op: &'static str, detail: &'static str },
+    #[error("{kernel}: wrong operands: {detail}")]
+    WrongOperands { kernel: &'static str, detail: &'static str },
 
     /// An operand's device address does not meet the variant's alignment.
     #[error(
-        "{variant}: operand `{operand}` at device address {addr:#x} is {offset} bytes past a \
-         {required}-byte boundary; this variant needs {required}-byte aligned operands"
+        "{kernel}: operand `{operand}` at device address {addr:#x} is {offset} bytes past a \
+         {required}-byte boundary; this kernel needs {required}-byte aligned operands"
     )]
-    Misaligned { variant: &'static str, operand: &'static str, addr: u64, offset: u64, required: usize },
+    Misaligned { kernel: &'static str, operand: &'static str, addr: u64, offset: u64, required: usize },
 
     /// The variant's dtype is not the element type of the buffers.
-    #[error("{variant}: works on {expected} data, but the buffers hold {got}")]
-    DtypeMismatch { variant: &'static str, expected: &'static str, got: &'static str },
+    #[error("{kernel}: works on {expected} data, but the buffers hold {got}")]
+    DtypeMismatch { kernel: &'static str, expected: &'static str, got: &'static str },
 
     /// Operands or stream come from a different [`crate::Gpu`] handle.
-    #[error("{variant}: the {what} {} to another Gpu handle; use buffers and streams of the Gpu that launches", if what.ends_with('s') { "belong" } else { "belongs" })]
-    ForeignHandle { variant: &'static str, what: &'static str },
+    #[error("{kernel}: the {what} {} to another Gpu handle; use buffers and streams of the Gpu that launches", if what.ends_with('s') { "belong" } else { "belongs" })]
+    ForeignHandle { kernel: &'static str, what: &'static str },
+
+    /// A graph operation names a slot another [`crate::GraphBuilder`]
+    /// registered (of the same `Gpu` or not).
+    #[error("{kernel}: a slot of another graph builder; record with slots this builder's `input`/`output` returned")]
+    ForeignSlot { kernel: &'static str },
 
     /// A foreign stream (cudarc's) lives in another CUDA context or device than
     /// this `Gpu`, whose kernels and addresses belong to the device's primary context.
     #[error(
-        "{op}: the stream belongs to another CUDA context or device than this Gpu (device {device}'s primary context); use a stream of that context, e.g. cudarc's CudaContext::new({device})"
+        "{kernel}: the stream belongs to another CUDA context or device than this Gpu (device {device}'s primary context); use a stream of that context, e.g. cudarc's CudaContext::new({device})"
     )]
-    ForeignContext { op: &'static str, device: usize },
+    ForeignContext { kernel: &'static str, device: usize },
 
     /// Threads per block outside 1..=max.
-    #[error("{variant}: block size {block} is out of range (1..={max} threads)")]
-    BlockSize { variant: &'static str, block: u32, max: u32 },
+    #[error("{kernel}: block size {block} is out of range (1..={max} threads)")]
+    BlockSize { kernel: &'static str, block: u32, max: u32 },
 
     /// Grid cap of zero or above the hardware limit.
-    #[error("{variant}: grid limit {max_grid} is out of range (1..={limit} blocks)")]
-    GridLimit { variant: &'static str, max_grid: u32, limit: u32 },
+    #[error("{kernel}: grid limit {max_grid} is out of range (1..={limit} blocks)")]
+    GridLimit { kernel: &'static str, max_grid: u32, limit: u32 },
 
     /// The kernel needs a newer GPU than this one (e.g. the bulk-copy variants
     /// need compute capability 9.0).
@@ -80,9 +88,14 @@ pub enum Error {
     #[error("view {start}..{end} is out of bounds for a buffer of {len} elements")]
     OutOfBounds { start: usize, end: usize, len: usize },
 
-    /// A host slice and a device buffer of different lengths were copied.
-    #[error("copy between {host} host elements and {device} device elements: lengths differ")]
-    CopyLength { host: usize, device: usize },
+    /// A copy's source and destination differ in length (`direction`: host
+    /// to device, device to host, device to device).
+    #[error("{direction} copy: the source has {src} elements, the destination {dst}; they must be equal")]
+    CopyLength { direction: &'static str, src: usize, dst: usize },
+
+    /// The host could not allocate (page-locked memory for a `PinnedVec`).
+    #[error("out of host memory allocating {bytes} bytes")]
+    HostOutOfMemory { bytes: usize },
 
     /// No usable CUDA device or driver.
     #[error("no CUDA device: {0}")]
@@ -93,18 +106,20 @@ pub enum Error {
     PtxLoad(DriverError),
 
     /// The PTX module lacks a kernel the library needs.
-    #[error("kernel `{name}` is missing from the PTX module: {source}")]
-    MissingKernel { name: &'static str, source: DriverError },
+    #[error("kernel `{kernel}` is missing from the PTX module: {source}")]
+    MissingKernel { kernel: &'static str, source: DriverError },
 
     /// The device could not allocate.
     #[error("out of device memory allocating {bytes} bytes: {source}")]
     OutOfMemory { bytes: usize, source: DriverError },
 
-    /// A kernel faulted; reported by the first synchronisation after it, with
-    /// the last kernel of a user module ([`crate::Module`]) queued on this
-    /// `Gpu`, when there was one. The context is unusable afterwards (CUDA
-    /// errors of this kind are sticky) until [`crate::Gpu::reset`].
-    #[error("a kernel faulted{} (reported at synchronize): {source}; the context is unusable now: see Gpu::reset", kernel.as_ref().map(|k| format!(" (last user kernel queued: `{k}`)")).unwrap_or_default())]
+    /// A kernel faulted; reported by the first synchronisation after it, and
+    /// by every later allocation, copy, fill or element-wise launch of this
+    /// crate on the context, from any thread (the driver's sticky error
+    /// codes), with the last kernel of a user module ([`crate::Module`])
+    /// queued on this `Gpu`, when there was one. The context is unusable
+    /// afterwards until [`crate::Gpu::reset`].
+    #[error("a kernel faulted{}: {source}; the context is unusable now: see Gpu::reset", kernel.as_ref().map(|k| format!(" (last user kernel queued: `{k}`)")).unwrap_or_default())]
     KernelFault { kernel: Option<String>, source: DriverError },
 
     /// A `gpu_assert!` failed in a kernel (`gpukern_device::debug`): its
@@ -126,8 +141,8 @@ pub enum Error {
     DeviceReset { what: &'static str },
 
     /// A user module's operation is missing or does not match its manifest.
-    #[error("custom op `{name}`: {detail}")]
-    CustomOp { name: String, detail: String },
+    #[error("custom op `{kernel}`: {detail}")]
+    CustomOp { kernel: String, detail: String },
 
     /// Any other driver call that failed; `context` says which.
     #[error("{context}: {source}")]
@@ -158,4 +173,26 @@ pub struct AssertFailure {
     pub thread: [u32; 3],
     /// What the synchronisation returned.
     pub source: DriverError,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn texts_say_what_happened() {
+        let e = Error::CopyLength { direction: "device to device", src: 51, dst: 50 };
+        assert_eq!(
+            e.to_string(),
+            "device to device copy: the source has 51 elements, the destination 50; they must be equal"
+        );
+        let e = Error::ForeignSlot { kernel: "neg" };
+        assert!(e.to_string().starts_with("neg: a slot of another graph builder"), "{e}");
+        assert!(!e.to_string().contains("Gpu handle"), "{e}");
+        let e = Error::ForeignHandle { kernel: "copy", what: "stream" };
+        assert_eq!(
+            e.to_string(),
+            "copy: the stream belongs to another Gpu handle; use buffers and streams of the Gpu that launches"
+        );
+    }
 }

@@ -112,7 +112,7 @@ impl Gpu {
         let module = RawModule::load(&ctx, &ptx)?;
         let mut funcs = HashMap::new();
         for name in kernel_names() {
-            let f = module.function(name).map_err(|source| Error::MissingKernel { name, source })?;
+            let f = module.function(name).map_err(|source| Error::MissingKernel { kernel: name, source })?;
             funcs.insert(name, Kernel::new(f));
         }
         let attr = |a: DevAttr| raw::device_attribute(dev, a);
@@ -122,7 +122,7 @@ impl Gpu {
         if major >= 9 {
             let m = RawModule::load(&ctx, PTX_SM90)?;
             for name in sm90_kernel_names() {
-                let f = m.function(name).map_err(|source| Error::MissingKernel { name, source })?;
+                let f = m.function(name).map_err(|source| Error::MissingKernel { kernel: name, source })?;
                 // The bulk kernels size their shared memory at launch; let them
                 // use all a block may have, not only the default 48 KiB.
                 raw::set_max_dynamic_shared(f, shared_optin)?;
@@ -240,44 +240,6 @@ impl Gpu {
         raw::mem_info()
     }
 
-    /// Registers, local memory and limits of one kernel, from the driver.
-    pub fn kernel_resources(&self, name: &'static str) -> Result<KernelResources> {
-        let _live = self.shared.bind()?;
-        self.shared.kernel(name)?.resources()
-    }
-
-    /// Resident blocks per SM for `name` at `block` threads (driver occupancy API).
-    pub fn blocks_per_sm(&self, name: &'static str, block: u32) -> Result<u32> {
-        self.blocks_per_sm_with_shared(name, block, 0)
-    }
-
-    /// As [`Gpu::blocks_per_sm`], with `shared` bytes of dynamic shared memory
-    /// per block (what limits the bulk-copy kernels).
-    pub fn blocks_per_sm_with_shared(&self, name: &'static str, block: u32, shared: usize) -> Result<u32> {
-        let _live = self.shared.bind()?;
-        raw::occupancy(self.shared.func(name)?, block, shared)
-    }
-
-    /// Launches the empty kernel once (measures launch overhead).
-    pub fn launch_empty(&self, stream: &Stream) -> Result<()> {
-        let _live = self.shared.bind()?;
-        // SAFETY: the kernel is the one `verify::EMPTY` names, resolved by that name from
-        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
-        // table fixes its parameter list as this launch passes it).
-        unsafe { raw::launch_empty(self.shared.func(kernels_gpu::verify::EMPTY)?, stream.raw()) }
-    }
-
-    /// Queues a one-thread kernel that busy-waits `ns` nanoseconds. Timing events
-    /// queued behind it then measure only the GPU's work, not the host's launch
-    /// path (the host queues the next launches while the GPU spins).
-    pub fn spin(&self, stream: &Stream, ns: u64) -> Result<()> {
-        let _live = self.shared.bind()?;
-        // SAFETY: the kernel is the one `verify::SPIN` names, resolved by that name from
-        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
-        // table fixes its parameter list as this launch passes it).
-        unsafe { raw::launch_spin(self.shared.func(kernels_gpu::verify::SPIN)?, ns, stream.raw()) }
-    }
-
     /// Test support: (allocations, bytes) of device memory this process holds
     /// through this crate now, every `Gpu` together (the leak test counts
     /// these rather than the device's free memory, which other processes move).
@@ -354,25 +316,11 @@ impl Stream {
     /// Errors: `other` belongs to another `Gpu` handle.
     pub fn wait_for(&self, other: &Stream) -> Result<()> {
         if !Arc::ptr_eq(other.shared(), &self.gpu) {
-            return Err(Error::ForeignHandle { variant: "wait_for", what: "stream" });
+            return Err(Error::ForeignHandle { kernel: "wait_for", what: "stream" });
         }
         // `other`'s ordering event, not its timing pair: a join from inside
         // `other.time` must not wait on its lock.
         self.inner.wait_for(&other.inner)
-    }
-
-    /// Device-to-device copy of equal-length views, queued on this stream.
-    ///
-    /// Errors (nothing is queued): lengths differ; a view or the stream
-    /// belongs to another `Gpu` handle, or to a device that was reset since.
-    pub fn copy<T: Pod>(&self, dst: &mut crate::ViewMut<'_, T>, src: &crate::View<'_, T>) -> Result<()> {
-        if !Arc::ptr_eq(dst.owner(), &self.gpu) || !Arc::ptr_eq(src.owner(), &self.gpu) {
-            return Err(Error::ForeignHandle { variant: "copy", what: "buffers" });
-        }
-        // Same context as the stream, so the liveness check below covers all three.
-        let _live = self.gpu.bind()?;
-        // Ordered after other streams' work on either view (raw::order).
-        raw::copy_async(dst, src, self.raw())
     }
 }
 

@@ -5,9 +5,10 @@ use crate::buffer::{Element, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::raw;
-use crate::variant::{LaunchConfig, Variant};
+use crate::studies::Studies;
+use crate::variant::{LaunchShape, Variant};
 
-/// A captured sequence of adds; see [`Gpu::add_graph`]. `Send + Sync`: its
+/// A captured sequence of adds; see [`crate::Studies::add_graph`]. `Send + Sync`: its
 /// replays are serialised by a mutex (CUDA graphs are not thread-safe).
 pub struct AddGraph<'a> {
     raw: std::sync::Mutex<raw::RawGraph>,
@@ -48,7 +49,7 @@ impl<'a> AddGraph<'a> {
     /// or the device was reset since the capture.
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         if !std::sync::Arc::ptr_eq(stream.shared(), &self.gpu) {
-            return Err(Error::ForeignHandle { variant: "add_graph", what: "stream" });
+            return Err(Error::ForeignHandle { kernel: "add_graph", what: "stream" });
         }
         // Ordered under the lock: two replays on two streams write the same
         // buffers, and the second must see the first's stream.
@@ -63,7 +64,7 @@ impl<'a> AddGraph<'a> {
     }
 }
 
-impl Gpu {
+impl Studies<'_> {
     /// Captures `launches` back-to-back adds into a CUDA graph, launch `i` working
     /// on operand triple `ops[i % ops.len()]`. Replaying the graph costs one launch
     /// for all of them, which is how small adds stop being launch-bound. The graph
@@ -72,7 +73,7 @@ impl Gpu {
     pub fn add_graph<'a, T: Element>(
         &self,
         variant: Variant,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         mut ops: Vec<(View<'a, T>, View<'a, T>, ViewMut<'a, T>)>,
         launches: usize,
     ) -> Result<AddGraph<'a>> {

@@ -100,7 +100,7 @@ impl Gpu {
     fn check_cudarc_context(&self, op: &'static str, ctx: &CudaContext) -> Result<()> {
         let same = std::ptr::addr_eq(ctx.cu_ctx(), self.shared.ctx.as_raw()) && ctx.ordinal() == self.info().index;
         if !same {
-            return Err(Error::ForeignContext { op, device: self.info().index });
+            return Err(Error::ForeignContext { kernel: op, device: self.info().index });
         }
         Ok(())
     }

@@ -4,13 +4,13 @@
 //! PTX by rustc's `nvptx64-nvidia-cuda` backend and embedded here.
 //!
 //! ```no_run
-//! use gpukern::{Gpu, reference};
+//! use gpukern::{BinaryOp, Gpu, reference};
 //! use half::f16;
 //!
 //! let gpu = Gpu::new(0)?;
 //! let a: Vec<f16> = (0..1000).map(|i| f16::from_f32(i as f32 * 0.5)).collect();
 //! let b: Vec<f16> = (0..1000).map(|i| f16::from_f32(1.0 - i as f32)).collect();
-//! let c = gpu.add_host(&a, &b)?;
+//! let c = gpu.binary_host(BinaryOp::Add, &a, &b)?;
 //! assert_eq!(reference::first_mismatch(&c, &reference::add(&a, &b)), None);
 //! # Ok::<(), gpukern::Error>(())
 //! ```
@@ -18,8 +18,13 @@
 //! * [`Gpu`]: a device with every kernel resolved at creation.
 //! * [`DeviceVec`], [`View`], [`ViewMut`]: typed device memory for `f32`,
 //!   [`half::f16`] and [`half::bf16`].
-//! * [`Variant`]: one entry per add kernel; [`Gpu::add`] runs one, [`Gpu::add_auto`]
-//!   picks by dtype, alignment and length.
+//! * [`Gpu::binary`], [`Gpu::unary`], [`Gpu::axpby`]: the element-wise
+//!   operations with the automatic choice; `*_opts` with [`Opts`]; what a
+//!   call launches: [`Gpu::plan`].
+//! * [`Stream::copy_from_host`], [`Stream::copy_to_host`], [`Stream::copy`]
+//!   and [`PinnedVec`]: copies on a stream.
+//! * [`Studies`] (`gpu.studies()`): the seed's add variants by name
+//!   ([`Variant`]), the seed-003 studies, sweeps and bench helpers.
 //! * [`reference`](mod@reference): the CPU reference the tests and benches verify against.
 //!
 //! Unsafe code (driver calls, launches) lives in the private module `raw`;
@@ -65,6 +70,7 @@ pub use built::BuiltPtx;
 mod capture;
 pub use capture::{Graph, GraphBuilder, Slot};
 mod context;
+mod copy;
 mod element;
 mod error;
 #[cfg(feature = "fuzzing")]
@@ -73,7 +79,9 @@ pub mod fuzzing;
 mod gpu;
 mod graph;
 mod owners;
+mod pinned;
 pub use graph::AddGraph;
+pub use pinned::{HostDst, HostMut, HostRef, HostSrc, PinnedVec};
 #[cfg(feature = "cudarc")]
 mod interop;
 #[cfg(feature = "cudarc")]
@@ -84,12 +92,16 @@ mod module;
 mod names;
 mod operands;
 mod ops;
+mod opts;
+pub use opts::{Opts, Plan};
 mod pdl;
 pub use pdl::Pdl;
 mod ptx_text;
 mod raw;
 pub mod reference;
 mod signature;
+#[doc = include_str!("surface.md")]
+pub mod surface {}
 mod studies;
 mod tuning;
 mod typed;
@@ -104,7 +116,7 @@ pub use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp};
 pub use kernels_gpu::Dtype;
 pub use many::{AddManyPlan, Triple};
 pub use module::{CustomBinary, CustomPattern, CustomUnary, Module};
-pub use studies::{CountVariant, MatmulVariant, TransposeVariant};
+pub use studies::{CountVariant, MatmulVariant, Studies, TransposeVariant};
 pub use tuning::{AutoPlan, BulkConfig};
 pub use typed::{ArgSlots, HostArg, HostArgs, HostElem, ParamList, ParamOf, TypedKernel};
 
@@ -116,7 +128,7 @@ pub mod sig {
     };
 }
 pub use user_launch::{Arg, Launch};
-pub use variant::{LaunchConfig, Variant};
+pub use variant::{LaunchShape, Variant};
 
 #[cfg(test)]
 mod send_sync {

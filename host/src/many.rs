@@ -11,7 +11,8 @@ use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::graph::AddGraph;
 use crate::raw::{self, Ceiling};
-use crate::variant::LaunchConfig;
+use crate::studies::Studies;
+use crate::variant::LaunchShape;
 
 /// One operand triple of a foreach add: `out = a + b`.
 pub type Triple<'a, T> = (View<'a, T>, View<'a, T>, ViewMut<'a, T>);
@@ -90,7 +91,7 @@ impl<'a> AddManyPlan<'a> {
 
 impl Gpu {
     /// Queues `out_i = a_i + b_i` for every triple of `ops` in **one** kernel
-    /// launch, all on `stream`: a single triple is a plain [`Gpu::add_auto`]; up
+    /// launch, all on `stream`: a single triple is a plain `Gpu::binary(BinaryOp::Add, …)`; up
     /// to 32 triples travel in the kernel's parameters; a longer list's table (40
     /// bytes per triple, 4 per chunk of 4096 elements) is copied to
     /// stream-ordered device memory first.
@@ -113,7 +114,7 @@ impl Gpu {
         if ops.len() == 1 {
             if let Some((a, b, out)) = ops.pop() {
                 // One triple: the plain add (same kernels, nothing to look up).
-                return self.add_auto(a, b, out, stream).map(|_| ());
+                return self.binary(kernels_gpu::ops::BinaryOp::Add, a, b, out, stream);
             }
         }
         let _live = self.shared.bind()?;
@@ -159,7 +160,9 @@ impl Gpu {
             })
             .collect()
     }
+}
 
+impl Studies<'_> {
     /// Runs the foreach walk over `marks` lists with `lanes` (4: f32, 8: f16 and
     /// bf16) elements per group, adding 1 to every mark it visits; each list is
     /// one "triple". A correct walk leaves every mark raised by exactly one.
@@ -192,7 +195,7 @@ impl Gpu {
         &self,
         lanes: u32,
         tile: u64,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         marks: impl AsViewMut<'a, i32>,
         stream: &Stream,
     ) -> Result<()> {
@@ -226,7 +229,7 @@ impl Gpu {
         &self,
         lanes: u32,
         unroll: u32,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         marks: impl AsViewMut<'a, i32>,
         stream: &Stream,
     ) -> Result<()> {
@@ -261,7 +264,7 @@ impl Gpu {
     ) -> Result<()> {
         let (a, b, mut sink) = (a.into_view(), b.into_view(), sink.into_view_mut());
         let name = kernels_gpu::ceiling::CEILING[0];
-        LaunchConfig::with_block(block).check(name)?;
+        LaunchShape::with_block(block).check(name)?;
         self.check_owned(name, [a.owner(), b.owner(), sink.owner()], stream)?;
         let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `name` names, resolved by that name from
@@ -282,7 +285,7 @@ impl Gpu {
     pub fn ceiling_fill<'a>(&self, block: u32, c: impl AsViewMut<'a, u32>, value: u32, stream: &Stream) -> Result<()> {
         let mut c = c.into_view_mut();
         let name = kernels_gpu::ceiling::CEILING[1];
-        LaunchConfig::with_block(block).check(name)?;
+        LaunchShape::with_block(block).check(name)?;
         self.check_owned(name, [c.owner()], stream)?;
         let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `name` names, resolved by that name from
@@ -303,7 +306,7 @@ impl Gpu {
     ) -> Result<()> {
         let (a, mut c) = (a.into_view(), c.into_view_mut());
         let name = kernels_gpu::ceiling::CEILING[2];
-        LaunchConfig::with_block(block).check(name)?;
+        LaunchShape::with_block(block).check(name)?;
         self.check_owned(name, [a.owner(), c.owner()], stream)?;
         let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `name` names, resolved by that name from

@@ -8,10 +8,11 @@ use kernels_gpu::math::{sweep_kernel, POW_PAIRS, POW_SWEEP};
 
 use crate::buffer::{AsView, AsViewMut, View};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, Stream};
+use crate::gpu::Stream;
 use crate::raw::{self, MathArgs, MathLaunch};
+use crate::studies::Studies;
 
-impl Gpu {
+impl Studies<'_> {
     /// Queues `out[i] = f(f32::from_bits(start + i))` (the sum wrapping at
     /// 2^32) for the one-input function `f` of `gpukern_device::math` called
     /// `function` (`"exp"`, `"gelu_tanh"`, … as in `math::check::FUNCTIONS`).

@@ -66,7 +66,7 @@ const fn ew_row(d: Dtype) -> (u32, &'static str, &'static str) {
 impl Module {
     /// The manifest of operation `name`: its kind and dtype mask.
     fn manifest(&self, name: &str) -> Result<(u32, u32)> {
-        let bad = |detail: String| Error::CustomOp { name: name.to_string(), detail };
+        let bad = |detail: String| Error::CustomOp { kernel: name.to_string(), detail };
         let _live = self.inner.gpu.shared.bind()?;
         let Some(bytes) = self.inner.raw.read_global(&format!("gpukern_ew_{name}"))? else {
             let known = match &self.inner.ops[..] {
@@ -87,7 +87,7 @@ impl Module {
 
     fn custom<T: Element>(&self, name: &str, kind: EwKind) -> Result<Custom> {
         let (k, mask) = self.manifest(name)?;
-        let bad = |detail: String| Error::CustomOp { name: name.to_string(), detail };
+        let bad = |detail: String| Error::CustomOp { kernel: name.to_string(), detail };
         if k != kind as u32 {
             let says = if k == EwKind::Unary as u32 { "unary" } else { "binary" };
             let asked = if kind == EwKind::Unary { "unary" } else { "binary" };
@@ -103,7 +103,7 @@ impl Module {
                 .inner
                 .raw
                 .function(full.text)
-                .map_err(|source| Error::MissingKernel { name: full.text, source })?;
+                .map_err(|source| Error::MissingKernel { kernel: full.text, source })?;
             Ok((full, Arc::new(Kernel::new(f))))
         };
         // The PDL twin: declared by the manifest (an sm_90 build), usable on

@@ -4,10 +4,6 @@
 
 use crate::buffer::{Pod, View, ViewMut};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
-use crate::pdl::Pdl;
-use kernels_gpu::ops::{OpKernel, OpKind};
-use kernels_gpu::Dtype;
 
 /// Below this many elements the automatic choice does not split off an unaligned
 /// head: the second launch would cost more than the narrower kernel.
@@ -41,9 +37,9 @@ impl<'a, T: Pod> Operands<'a, T> {
         let n = self.a.len();
         match self.b {
             Some(b) if b.len() != n || self.out.len() != n => {
-                Err(Error::LengthMismatch { variant: name, a: n, b: b.len(), out: self.out.len() })
+                Err(Error::LengthMismatch { kernel: name, a: n, b: b.len(), out: self.out.len() })
             }
-            None if self.out.len() != n => Err(Error::UnaryLengthMismatch { variant: name, a: n, out: self.out.len() }),
+            None if self.out.len() != n => Err(Error::UnaryLengthMismatch { kernel: name, a: n, out: self.out.len() }),
             _ => Ok(()),
         }
     }
@@ -53,21 +49,27 @@ impl<'a, T: Pod> Operands<'a, T> {
         [Some(self.a.owner()), self.b.as_ref().map(|b| b.owner()), Some(self.out.owner())].into_iter().flatten()
     }
 
-    /// The automatic choice's split for elements of `elem` bytes: all operands
-    /// 16-byte aligned → the pack kernel; misaligned alike (and long enough) →
-    /// the scalar kernel on a head of that many elements, then the pack kernel;
-    /// else the scalar kernel.
+    /// The automatic choice's split of these operands ([`split_for`]).
     pub(crate) fn auto_split(&self, elem: usize) -> AutoSplit {
-        let addrs = self.addrs();
-        let offset = addrs[0] % 16;
-        if addrs.iter().all(|x| x % 16 == 0) {
-            AutoSplit::Pack
-        } else if addrs.iter().all(|x| x % 16 == offset) && self.a.len() >= PEEL_MIN_ELEMENTS {
-            // Same misalignment everywhere: after `head` elements all are aligned.
-            AutoSplit::Peel((16 - offset as usize) / elem)
-        } else {
-            AutoSplit::Scalar
-        }
+        split_for(&self.addrs(), self.a.len(), elem, 16)
+    }
+}
+
+/// The automatic choice's split of `n` elements of `elem` bytes at operand
+/// addresses `addrs`, for a wide kernel that needs `align`-byte aligned
+/// operands (every element-wise call and the add's tuned plan): all aligned
+/// → the wide kernel; misaligned alike (and long enough) → the scalar kernel
+/// on a head of that many elements, then the wide kernel; else a narrower one.
+pub(crate) fn split_for(addrs: &[u64], n: usize, elem: usize, align: u64) -> AutoSplit {
+    let align = align.max(1);
+    let offset = addrs.first().map_or(0, |a| a % align);
+    if addrs.iter().all(|x| x % align == 0) {
+        AutoSplit::Pack
+    } else if addrs.iter().all(|x| x % align == offset) && n >= PEEL_MIN_ELEMENTS {
+        // Same misalignment everywhere: after `head` elements all are aligned.
+        AutoSplit::Peel((align - offset) as usize / elem.max(1))
+    } else {
+        AutoSplit::Scalar
     }
 }
 
@@ -82,23 +84,25 @@ pub(crate) enum AutoSplit {
     Scalar,
 }
 
-impl Gpu {
-    /// The PDL twin to launch instead of the automatic choice, when `pdl` says
-    /// so for `n` elements at operand addresses `addrs` (all 16-byte aligned:
-    /// the twins are 128-bit kernels, and a split head would be a second
-    /// launch). `None`: launch as without PDL.
-    pub(crate) fn pdl_choice(
-        &self,
-        pdl: Pdl,
-        kind: OpKind,
-        dtype: Dtype,
-        n: usize,
-        addrs: &[u64],
-    ) -> Option<&'static OpKernel> {
-        if n == 0 || !addrs.iter().all(|a| a % 16 == 0) {
-            return None;
-        }
-        let k = crate::pdl::twin(kind, dtype)?;
-        pdl.pays(self.info(), n, k.lanes()).then_some(k)
+#[cfg(test)]
+mod tests {
+    use super::{split_for, AutoSplit, PEEL_MIN_ELEMENTS};
+
+    #[test]
+    fn split_for_follows_the_alignment_of_every_operand() {
+        let n = PEEL_MIN_ELEMENTS;
+        assert_eq!(split_for(&[0, 16, 4096], n, 4, 16), AutoSplit::Pack);
+        // Misaligned alike: the head brings every operand to the boundary.
+        assert_eq!(split_for(&[4, 20, 4100], n, 4, 16), AutoSplit::Peel(3));
+        assert_eq!(split_for(&[14, 30, 46], n, 2, 16), AutoSplit::Peel(1));
+        assert_eq!(split_for(&[2, 18], n, 2, 16), AutoSplit::Peel(7));
+        // Too short for a second launch, or misaligned differently.
+        assert_eq!(split_for(&[4, 20, 4100], n - 1, 4, 16), AutoSplit::Scalar);
+        assert_eq!(split_for(&[4, 24, 4100], n, 4, 16), AutoSplit::Scalar);
+        // A narrower wide kernel: 8-byte alignment suffices.
+        assert_eq!(split_for(&[8, 24, 40], n, 4, 8), AutoSplit::Pack);
+        // No addresses, or a zero alignment, never panic.
+        assert_eq!(split_for(&[], n, 4, 16), AutoSplit::Pack);
+        assert_eq!(split_for(&[3], n, 4, 0), AutoSplit::Pack);
     }
 }

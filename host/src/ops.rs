@@ -1,6 +1,7 @@
 //! The safe element-wise API: binary operations, unary operations and `axpby`
-//! over the kernels of `kernels_gpu::ops`, with the same automatic choice by
-//! alignment and size as the add, explicit patterns, and host conveniences.
+//! over the kernels of `kernels_gpu::ops`: each with the automatic choice by
+//! alignment and size, or with [`Opts`] (pattern, launch shape, PDL); the
+//! plan a call launches ([`Gpu::plan`]); host conveniences.
 
 use kernels_gpu::launch::grid_for;
 use kernels_gpu::ops::{op_kernel, BinaryOp, OpKernel, OpKind, OpPattern, UnaryOp, OP_KERNELS};
@@ -10,17 +11,19 @@ use crate::buffer::{AsView, AsViewMut, Element, View};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::operands::{AutoSplit, Operands};
+use crate::opts::{OpChoice, Opts, Plan};
 use crate::pdl::Pdl;
 use crate::raw::{self, MapLaunch, Tail};
 use crate::tuning::AutoPlan;
-use crate::variant::LaunchConfig;
+use crate::variant::LaunchShape;
 
 impl Gpu {
     /// Queues `out = op(a, b)` with the automatic choice: the 128-bit pack kernel
     /// on 16-byte aligned operands (after a scalar head when all three are
     /// misaligned alike; for bf16 on sm_90 the one with packed bf16
-    /// instructions), else the scalar kernel; `Add` takes [`Gpu::add_auto`]'s
-    /// tuned plan. Returns the kernel that did the bulk of the work.
+    /// instructions; its PDL twin where the stream's [`Pdl`] setting says so),
+    /// else the scalar kernel; `Add` takes the tuned [`AutoPlan`]. What it
+    /// launches: [`Gpu::plan`].
     ///
     /// Errors (nothing is launched): lengths differ; buffers or stream of another
     /// `Gpu`. `n = 0` is a no-op.
@@ -31,29 +34,25 @@ impl Gpu {
         b: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
-    ) -> Result<&'static str> {
-        self.check_stream_owned(op.name(), stream)?;
-        let ops = Operands { a: a.into_view(), b: Some(b.into_view()), out: out.into_view_mut(), scales: None };
-        self.map_auto(OpKind::Binary(op), ops, stream.raw(), stream.pdl())
+    ) -> Result<()> {
+        self.binary_opts(op, a, b, out, stream, &Opts::auto())
     }
 
-    /// As [`Gpu::binary`] with an explicit pattern and launch settings. Errors
-    /// also when an operand is not aligned as the pattern needs, when the
-    /// pattern has no kernel for the dtype (`PackSm90` is bf16 only), or when it
-    /// needs sm_90 and the device is older.
-    #[allow(clippy::too_many_arguments)]
-    pub fn binary_with<'a, T: Element>(
+    /// As [`Gpu::binary`] with options: an explicit pattern, launch shape or
+    /// PDL setting. Errors also when an operand is not aligned as the pattern
+    /// needs, when the pattern has no kernel for the dtype (`PackSm90` is
+    /// bf16 only), or when it needs sm_90 and the device is older.
+    pub fn binary_opts<'a, T: Element>(
         &self,
         op: BinaryOp,
-        pattern: OpPattern,
-        cfg: LaunchConfig,
         a: impl AsView<'a, T>,
         b: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
+        opts: &Opts,
     ) -> Result<()> {
         let ops = Operands { a: a.into_view(), b: Some(b.into_view()), out: out.into_view_mut(), scales: None };
-        self.map_explicit(OpKind::Binary(op), pattern, cfg, ops, stream).map(|_| ())
+        self.run(OpKind::Binary(op), ops, stream, opts).map(|_| ())
     }
 
     /// Queues `out = op(a)` with the automatic choice (as [`Gpu::binary`]).
@@ -63,24 +62,21 @@ impl Gpu {
         a: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
-    ) -> Result<&'static str> {
-        self.check_stream_owned(op.name(), stream)?;
-        let ops = Operands { a: a.into_view(), b: None, out: out.into_view_mut(), scales: None };
-        self.map_auto(OpKind::Unary(op), ops, stream.raw(), stream.pdl())
+    ) -> Result<()> {
+        self.unary_opts(op, a, out, stream, &Opts::auto())
     }
 
-    /// As [`Gpu::unary`] with an explicit pattern and launch settings.
-    pub fn unary_with<'a, T: Element>(
+    /// As [`Gpu::unary`] with options (as [`Gpu::binary_opts`]).
+    pub fn unary_opts<'a, T: Element>(
         &self,
         op: UnaryOp,
-        pattern: OpPattern,
-        cfg: LaunchConfig,
         a: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
+        opts: &Opts,
     ) -> Result<()> {
         let ops = Operands { a: a.into_view(), b: None, out: out.into_view_mut(), scales: None };
-        self.map_explicit(OpKind::Unary(op), pattern, cfg, ops, stream).map(|_| ())
+        self.run(OpKind::Unary(op), ops, stream, opts).map(|_| ())
     }
 
     /// Queues `out = alpha·a + beta·b` with the automatic choice. For f16 and
@@ -94,65 +90,56 @@ impl Gpu {
         b: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
-    ) -> Result<&'static str> {
-        self.check_stream_owned("axpby", stream)?;
-        let scales = Some((alpha, beta));
-        let ops = Operands { a: a.into_view(), b: Some(b.into_view()), out: out.into_view_mut(), scales };
-        self.map_auto(OpKind::Axpby, ops, stream.raw(), stream.pdl())
+    ) -> Result<()> {
+        self.axpby_opts(alpha, a, beta, b, out, stream, &Opts::auto())
     }
 
-    /// As [`Gpu::axpby`] with an explicit pattern and launch settings.
+    /// As [`Gpu::axpby`] with options (as [`Gpu::binary_opts`]).
     #[allow(clippy::too_many_arguments)]
-    pub fn axpby_with<'a, T: Element>(
+    pub fn axpby_opts<'a, T: Element>(
         &self,
-        pattern: OpPattern,
-        cfg: LaunchConfig,
         alpha: f32,
         a: impl AsView<'a, T>,
         beta: f32,
         b: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
+        opts: &Opts,
     ) -> Result<()> {
         let scales = Some((alpha, beta));
         let ops = Operands { a: a.into_view(), b: Some(b.into_view()), out: out.into_view_mut(), scales };
-        self.map_explicit(OpKind::Axpby, pattern, cfg, ops, stream).map(|_| ())
+        self.run(OpKind::Axpby, ops, stream, opts).map(|_| ())
     }
 
-    /// Any operation chosen at run time (e.g. while iterating `OpKind::ALL`):
-    /// with the automatic choice (`how = None`) or an explicit pattern and launch
-    /// settings. `b` is the second operand of the two-input kinds and must be
-    /// `None` for the unary ones; `scales` are axpby's (α, β), unused by the
-    /// others. Returns the kernel that did the bulk of the work.
+    /// Any operation chosen at run time (e.g. while iterating `OpKind::ALL`),
+    /// with options. `b` is the second operand of the two-input kinds and
+    /// must be `None` for the unary ones; `scales` are axpby's (α, β), unused
+    /// by the others.
     ///
     /// Errors as the typed calls, and when `b` does not match the kind.
     #[allow(clippy::too_many_arguments)]
     pub fn apply<'a, T: Element>(
         &self,
         kind: OpKind,
-        how: Option<(OpPattern, LaunchConfig)>,
         a: impl AsView<'a, T>,
         b: Option<View<'a, T>>,
         out: impl AsViewMut<'a, T>,
         scales: (f32, f32),
         stream: &Stream,
-    ) -> Result<&'static str> {
+        opts: &Opts,
+    ) -> Result<()> {
         match (kind.inputs(), &b) {
             (1, Some(_)) => {
-                return Err(Error::WrongOperands { op: kind.name(), detail: "a one-input operation takes no b" })
+                return Err(Error::WrongOperands { kernel: kind.name(), detail: "a one-input operation takes no b" })
             }
-            (2, None) => return Err(Error::WrongOperands { op: kind.name(), detail: "a two-input operation needs b" }),
+            (2, None) => {
+                return Err(Error::WrongOperands { kernel: kind.name(), detail: "a two-input operation needs b" })
+            }
             _ => {}
         }
         let scales = (kind == OpKind::Axpby).then_some(scales);
         let ops = Operands { a: a.into_view(), b, out: out.into_view_mut(), scales };
-        match how {
-            None => {
-                self.check_stream_owned(kind.name(), stream)?;
-                self.map_auto(kind, ops, stream.raw(), stream.pdl())
-            }
-            Some((pattern, cfg)) => self.map_explicit(kind, pattern, cfg, ops, stream),
-        }
+        self.run(kind, ops, stream, opts).map(|_| ())
     }
 
     /// Blocking convenience: `op(a, b)` of two host slices, computed on the GPU.
@@ -170,26 +157,21 @@ impl Gpu {
         self.map_host(OpKind::Axpby, a, Some(b), Some((alpha, beta)))
     }
 
-    /// The kernel the automatic choice launches for `n` elements of `dtype` at
-    /// operand addresses `addrs` when it splits off no head (`Add`: see
-    /// [`Gpu::auto_choice`]), on a stream without PDL; where the stream's
-    /// [`crate::Pdl`] setting uses PDL, its twin `<name>_pdl` runs instead (the
-    /// same walk).
-    pub fn op_choice(&self, kind: OpKind, dtype: Dtype, n: usize, addrs: &[u64]) -> &'static str {
-        if kind == OpKind::Binary(BinaryOp::Add) {
-            return self.auto_choice(dtype, n, addrs).name();
-        }
-        if addrs.iter().all(|x| x % 16 == 0) {
-            self.auto_pack(kind, dtype).name
-        } else {
-            self.auto_scalar(kind, dtype).name
+    /// One call: the automatic choice or an explicit pattern, on `stream`.
+    fn run<T: Element>(&self, kind: OpKind, ops: Operands<'_, T>, stream: &Stream, opts: &Opts) -> Result<Plan> {
+        match opts.pattern {
+            None => {
+                self.check_stream_owned(kind.name(), stream)?;
+                self.run_auto(kind, ops, stream.raw(), opts.pdl.unwrap_or(stream.pdl()), opts.shape)
+            }
+            Some(p) => self.map_explicit(kind, p, opts.shape.unwrap_or_default(), ops, stream).map(Plan::one),
         }
     }
 
     /// The 128-bit kernel the automatic choice uses: for bf16 on sm_90 devices
     /// the one with the packed bf16 instructions (a few instructions per lane
     /// instead of the integer rounding's dozen), else the portable one.
-    fn auto_pack(&self, kind: OpKind, dtype: Dtype) -> &'static OpKernel {
+    pub(crate) fn auto_pack(&self, kind: OpKind, dtype: Dtype) -> &'static OpKernel {
         let hw = (dtype == Dtype::Bf16 && self.info().has_sm90()).then(|| op_kernel(kind, dtype, OpPattern::PackSm90));
         hw.flatten().or_else(|| op_kernel(kind, dtype, OpPattern::Pack)).unwrap_or(&OP_KERNELS[0])
     }
@@ -210,8 +192,8 @@ impl Gpu {
     /// threads: the grid capped at one wave of resident threads
     /// ([`AutoPlan::activation_max_grid`]) for the activations that
     /// [`AutoPlan::caps_grid`] names, one pack per thread for the rest.
-    fn op_config(&self, kind: OpKind, dtype: Dtype, block: u32) -> LaunchConfig {
-        let mut cfg = LaunchConfig::with_block(block);
+    fn op_config(&self, kind: OpKind, dtype: Dtype, block: u32) -> LaunchShape {
+        let mut cfg = LaunchShape::with_block(block);
         if matches!(kind, OpKind::Unary(op) if AutoPlan::caps_grid(op, dtype)) {
             let info = self.info();
             cfg.max_grid = AutoPlan::activation_max_grid(info.sm_count, info.max_threads_per_sm, block);
@@ -219,13 +201,13 @@ impl Gpu {
         cfg
     }
 
-    fn auto_scalar(&self, kind: OpKind, dtype: Dtype) -> &'static OpKernel {
+    pub(crate) fn auto_scalar(&self, kind: OpKind, dtype: Dtype) -> &'static OpKernel {
         // Every kind and dtype has a scalar kernel (the table's own test says so).
         op_kernel(kind, dtype, OpPattern::Scalar).unwrap_or(&OP_KERNELS[0])
     }
 
     /// The kernel of `(kind, dtype, pattern)`, or why it cannot run here.
-    fn op_kernel_here(&self, kind: OpKind, dtype: Dtype, pattern: OpPattern) -> Result<&'static OpKernel> {
+    pub(crate) fn op_kernel_here(&self, kind: OpKind, dtype: Dtype, pattern: OpPattern) -> Result<&'static OpKernel> {
         let Some(k) = op_kernel(kind, dtype, pattern) else {
             let detail = format!("no {pattern:?} kernel for {}", dtype.name());
             return Err(Error::Shape { kernel: kind.name(), detail });
@@ -246,7 +228,7 @@ impl Gpu {
     ) -> Result<Vec<T>> {
         if let Some(b) = b.filter(|b| b.len() != a.len()) {
             let name = self.auto_scalar(kind, T::DTYPE).name;
-            return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: a.len() });
+            return Err(Error::LengthMismatch { kernel: name, a: a.len(), b: b.len(), out: a.len() });
         }
         let stream = self.stream()?;
         let da = self.upload(a)?;
@@ -258,7 +240,9 @@ impl Gpu {
         out.to_vec()
     }
 
-    /// The automatic choice, on a stream already checked to belong to this context.
+    /// The automatic choice, on a stream already checked to belong to this
+    /// context; returns the kernel that did the bulk of the work (the
+    /// interop's calls use it).
     pub(crate) fn map_auto<T: Element>(
         &self,
         kind: OpKind,
@@ -266,57 +250,78 @@ impl Gpu {
         raw: raw::Queue<'_>,
         pdl: Pdl,
     ) -> Result<&'static str> {
+        self.run_auto(kind, ops, raw, pdl, None).map(|p| p.kernel)
+    }
+
+    /// The automatic choice ([`Gpu::op_decide`], [`Gpu::add_decide`]),
+    /// launched; `user` replaces the tuned launch shape.
+    fn run_auto<T: Element>(
+        &self,
+        kind: OpKind,
+        ops: Operands<'_, T>,
+        raw: raw::Queue<'_>,
+        pdl: Pdl,
+        user: Option<LaunchShape>,
+    ) -> Result<Plan> {
         if let (OpKind::Binary(BinaryOp::Add), Some(b)) = (kind, ops.b) {
-            return Ok(self.add_auto_raw(None, ops.a, b, ops.out, raw, pdl)?.name());
+            return self.add_auto_raw(user, ops.a, b, ops.out, raw, pdl);
         }
         let (dtype, n) = (T::DTYPE, ops.a.len());
-        let addrs = [ops.a.addr(), ops.b.as_ref().map_or(ops.a.addr(), |b| b.addr()), ops.out.addr()];
-        if let Some(k) = self.pdl_choice(pdl, kind, dtype, n, &addrs) {
-            // The twin's block as the plain kernel's would be (the same walk).
-            let twin = self.shared.kernel(k.name)?;
-            let cfg = self.op_config(kind, dtype, self.op_block(twin, kind.inputs() as u32, n)?);
-            self.check_map(k, cfg, &ops)?;
-            // SAFETY: k's kernel: `twin` was resolved by `k.name` above.
-            unsafe { self.map_launch_raw(k, twin.func, cfg, ops, raw, true) }?;
-            return Ok(k.name);
-        }
+        let shape = |block| user.unwrap_or_else(|| self.op_config(kind, dtype, block));
+        let split = match self.op_decide(kind, dtype, n, &ops.addrs(), pdl, user.is_some()) {
+            OpChoice::Twin(k) => {
+                // The twin's block as the plain kernel's would be (the same walk).
+                let twin = self.shared.kernel(k.name)?;
+                let cfg = shape(self.op_block(twin, kind.inputs() as u32, n)?);
+                self.check_map(k, cfg, &ops)?;
+                // SAFETY: the kernel handle was resolved by this table row's own name from
+                // this Gpu's modules, so the row's inputs, tail and alignment are its own.
+                unsafe { self.map_launch_raw(k, twin.func, cfg, ops, raw, true) }?;
+                return Ok(Plan { kernel: k.name, head: None, pdl: true });
+            }
+            OpChoice::Split(split) => split,
+        };
         let (pack, scalar) = (self.auto_pack(kind, dtype), self.auto_scalar(kind, dtype));
         // Each kernel looked up once: the pack's serves its block choice and its launch.
         let pack_fn = self.shared.kernel(pack.name)?;
-        let cfg = self.op_config(kind, dtype, self.op_block(pack_fn, kind.inputs() as u32, n)?);
+        let cfg = shape(self.op_block(pack_fn, kind.inputs() as u32, n)?);
         // Before a split, so that a mismatch launches nothing.
         ops.check_lengths(scalar.name)?;
         self.check_map(scalar, cfg, &ops)?;
-        match ops.auto_split(dtype.size()) {
+        match split {
             AutoSplit::Pack => {
-                // SAFETY: pack's kernel: `pack_fn` was resolved by `pack.name` above.
+                // SAFETY: the kernel handle was resolved by this table row's own name from
+                // this Gpu's modules, so the row's inputs, tail and alignment are its own.
                 unsafe { self.map_launch_raw(pack, pack_fn.func, cfg, ops, raw, false) }?;
-                Ok(pack.name)
+                Ok(Plan::one(pack.name))
             }
             AutoSplit::Peel(head) => {
                 let (h, rest) = ops.split(head)?;
-                // SAFETY: scalar's kernel: resolved by `scalar.name` itself.
+                // SAFETY: the kernel handle was resolved by this table row's own name from
+                // this Gpu's modules, so the row's inputs, tail and alignment are its own.
                 unsafe { self.map_launch_raw(scalar, self.shared.func(scalar.name)?, cfg, h, raw, false) }?;
-                // SAFETY: pack's kernel: `pack_fn` was resolved by `pack.name` above.
+                // SAFETY: the kernel handle was resolved by this table row's own name from
+                // this Gpu's modules, so the row's inputs, tail and alignment are its own.
                 unsafe { self.map_launch_raw(pack, pack_fn.func, cfg, rest, raw, false) }?;
-                Ok(pack.name)
+                Ok(Plan { kernel: pack.name, head: Some((scalar.name, head)), pdl: false })
             }
             AutoSplit::Scalar => {
-                let (f, cfg) = (self.shared.func(scalar.name)?, LaunchConfig::default());
-                // SAFETY: scalar's kernel: `f` was resolved by `scalar.name`.
-                unsafe { self.map_launch_raw(scalar, f, cfg, ops, raw, false) }?;
-                Ok(scalar.name)
+                let cfg = user.unwrap_or_default();
+                // SAFETY: the kernel handle was resolved by this table row's own name from
+                // this Gpu's modules, so the row's inputs, tail and alignment are its own.
+                unsafe { self.map_launch_raw(scalar, self.shared.func(scalar.name)?, cfg, ops, raw, false) }?;
+                Ok(Plan::one(scalar.name))
             }
         }
     }
 
-    /// The `*_with` calls: the kernel of `(kind, pattern)` for `T`, on a stream
+    /// An explicit pattern's kernel of `(kind, pattern)` for `T`, on a stream
     /// of this `Gpu`.
     fn map_explicit<T: Element>(
         &self,
         kind: OpKind,
         pattern: OpPattern,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         ops: Operands<'_, T>,
         stream: &Stream,
     ) -> Result<&'static str> {
@@ -330,7 +335,7 @@ impl Gpu {
     pub(crate) fn map_launch<T: Element>(
         &self,
         k: &'static OpKernel,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         ops: Operands<'_, T>,
         raw: raw::Queue<'_>,
     ) -> Result<()> {
@@ -344,7 +349,7 @@ impl Gpu {
     pub(crate) fn check_map<T: Element>(
         &self,
         k: &'static OpKernel,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         ops: &Operands<'_, T>,
     ) -> Result<()> {
         cfg.check(k.name)?;
@@ -361,7 +366,7 @@ impl Gpu {
         &self,
         k: &'static OpKernel,
         func: raw::RawFn,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         mut ops: Operands<'_, T>,
         raw: raw::Queue<'_>,
         pdl: bool,
@@ -374,7 +379,7 @@ impl Gpu {
             tail: match ops.scales {
                 Some((alpha, beta)) if k.kind == OpKind::Axpby => Tail::Scalars(alpha, beta),
                 _ if k.kind == OpKind::Axpby => {
-                    return Err(Error::WrongOperands { op: k.name, detail: "axpby needs its scales" })
+                    return Err(Error::WrongOperands { kernel: k.name, detail: "axpby needs its scales" })
                 }
                 _ => Tail::None,
             },
@@ -385,9 +390,6 @@ impl Gpu {
             pdl,
         };
         let _live = self.shared.bind()?;
-        // SAFETY: `func` is `k`'s kernel (this function's contract), an
-        // element-wise entry of the library whose table row gave `inputs`,
-        // `tail`, `align`; `pdl` only for a twin, which waits first.
-        unsafe { raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, raw) }
+        raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, raw).map_err(|e| self.shared.fault_of(e))
     }
 }

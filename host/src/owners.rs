@@ -31,7 +31,7 @@ impl Gpu {
         buffers: impl IntoIterator<Item = &'s Arc<Shared>>,
     ) -> Result<()> {
         if buffers.into_iter().any(|g| !Arc::ptr_eq(g, &self.shared)) {
-            return Err(Error::ForeignHandle { variant: kernel, what: "buffers" });
+            return Err(Error::ForeignHandle { kernel, what: "buffers" });
         }
         Ok(())
     }
@@ -39,7 +39,7 @@ impl Gpu {
     /// The stream half of [`Gpu::check_owned`].
     pub(crate) fn check_stream_owned(&self, kernel: &'static str, stream: &Stream) -> Result<()> {
         if !Arc::ptr_eq(stream.shared(), &self.shared) {
-            return Err(Error::ForeignHandle { variant: kernel, what: "stream" });
+            return Err(Error::ForeignHandle { kernel, what: "stream" });
         }
         Ok(())
     }

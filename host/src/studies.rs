@@ -7,8 +7,73 @@ use kernels_gpu::{coalesce, count, fusion, matmul, transpose};
 
 use crate::buffer::{View, ViewMut};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, Stream};
+use crate::gpu::{Gpu, KernelResources, Stream};
 use crate::raw::{self, Elementwise, Geometry};
+
+/// The studies, sweeps and bench helpers of this crate (the seed-003
+/// families, the visit markers, mismatch counters, ceiling kernels, math
+/// sweeps, the add variants by name, the plain driver copies): what the
+/// tests, the report and the benches measure, kept apart from the library's
+/// operations on [`Gpu`]. `gpu.studies().matmul(...)`. It dereferences to
+/// its [`Gpu`].
+#[derive(Clone, Copy, Debug)]
+pub struct Studies<'g> {
+    gpu: &'g Gpu,
+}
+
+impl std::ops::Deref for Studies<'_> {
+    type Target = Gpu;
+    fn deref(&self) -> &Gpu {
+        self.gpu
+    }
+}
+
+impl Gpu {
+    /// The studies and bench helpers of this `Gpu` ([`Studies`]).
+    pub fn studies(&self) -> Studies<'_> {
+        Studies { gpu: self }
+    }
+}
+
+impl Studies<'_> {
+    /// Registers, local memory and limits of one kernel, from the driver.
+    pub fn kernel_resources(&self, name: &'static str) -> Result<KernelResources> {
+        let _live = self.shared.bind()?;
+        self.shared.kernel(name)?.resources()
+    }
+
+    /// Resident blocks per SM for `name` at `block` threads (driver occupancy API).
+    pub fn blocks_per_sm(&self, name: &'static str, block: u32) -> Result<u32> {
+        self.blocks_per_sm_with_shared(name, block, 0)
+    }
+
+    /// As [`Studies::blocks_per_sm`], with `shared` bytes of dynamic shared memory
+    /// per block (what limits the bulk-copy kernels).
+    pub fn blocks_per_sm_with_shared(&self, name: &'static str, block: u32, shared: usize) -> Result<u32> {
+        let _live = self.shared.bind()?;
+        raw::occupancy(self.shared.func(name)?, block, shared)
+    }
+
+    /// Launches the empty kernel once (measures launch overhead).
+    pub fn launch_empty(&self, stream: &Stream) -> Result<()> {
+        let _live = self.shared.bind()?;
+        // SAFETY: the kernel is the one its name names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe { raw::launch_empty(self.shared.func(kernels_gpu::verify::EMPTY)?, stream.raw()) }
+    }
+
+    /// Queues a one-thread kernel that busy-waits `ns` nanoseconds. Timing events
+    /// queued behind it then measure only the GPU's work, not the host's launch
+    /// path (the host queues the next launches while the GPU spins).
+    pub fn spin(&self, stream: &Stream, ns: u64) -> Result<()> {
+        let _live = self.shared.bind()?;
+        // SAFETY: the kernel is the one its name names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it).
+        unsafe { raw::launch_spin(self.shared.func(kernels_gpu::verify::SPIN)?, ns, stream.raw()) }
+    }
+}
 
 /// Largest `gridDim.y`.
 const MAX_GRID_Y: u32 = 65_535;
@@ -79,7 +144,7 @@ fn grid_2d(kernel: &'static str, gx: u64, gy: u64) -> Result<(u32, u32)> {
     Ok((gx as u32, gy as u32))
 }
 
-impl Gpu {
+impl Studies<'_> {
     /// Queues `c = a · b` (f32, row-major; `a` is m×k, `b` k×n, `c` m×n).
     #[allow(clippy::too_many_arguments)]
     pub fn matmul(

@@ -241,7 +241,7 @@ impl Module {
         K::Params: ParamList,
     {
         let name = K::NAME;
-        let bad = |detail: String| Error::CustomOp { name: name.to_string(), detail };
+        let bad = |detail: String| Error::CustomOp { kernel: name.to_string(), detail };
         let _live = self.inner.gpu.shared.bind()?;
         let manifest = format!("gpukern_kernel_{name}");
         let Some(bytes) = self.inner.raw.read_global(&manifest)? else {
@@ -255,7 +255,7 @@ impl Module {
         }
         crate::signature::check_signature(&bytes, &params, crate::ptx_text::entry_params(&self.inner.ptx, name))
             .map_err(bad)?;
-        let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { name, source })?;
+        let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { kernel: name, source })?;
         let kernel = Kernel::new(f);
         // Dynamic shared memory up to what a block may have, less the static part.
         let r = kernel.resources()?;
@@ -337,7 +337,9 @@ impl<K: KernelSig> TypedKernel<K> {
         // (owners checked) borrowed for the call, outputs exclusively; the
         // geometry and shared memory are within the kernel's and device's
         // limits; `pdl` only for an entry whose PTX waits first, on sm_90.
-        unsafe { raw::launch_typed(self.kernel.func, g, stream.raw(), &out.uses[..out.buffers.min(MAX_PARAMS)], slots, pdl) }
+        unsafe {
+            raw::launch_typed(self.kernel.func, g, stream.raw(), &out.uses[..out.buffers.min(MAX_PARAMS)], slots, pdl)
+        }
     }
 }
 

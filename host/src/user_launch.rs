@@ -55,7 +55,7 @@ impl Module {
         let name = interned.text;
         gpu.check_stream_owned(name, stream)?;
         check_geometry(name, l, 1024)?;
-        let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { name, source })?;
+        let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { kernel: name, source })?;
         gpu.shared.note_user_kernel(interned);
         Ok(f)
     }
@@ -111,7 +111,7 @@ pub(crate) fn check_geometry(name: &'static str, l: &Launch, max_threads: u32) -
     let threads = b.0 as u64 * b.1 as u64 * b.2 as u64;
     let max = max_threads.min(1024);
     if b.0 == 0 || b.1 == 0 || b.2 == 0 || threads > max as u64 || b.1 > 1024 || b.2 > 64 {
-        return Err(Error::BlockSize { variant: name, block: threads.min(u32::MAX as u64) as u32, max });
+        return Err(Error::BlockSize { kernel: name, block: threads.min(u32::MAX as u64) as u32, max });
     }
     if g.0 == 0 || g.1 == 0 || g.2 == 0 || g.0 > i32::MAX as u32 || g.1 > 65535 || g.2 > 65535 {
         return Err(Error::Shape { kernel: name, detail: format!("grid {g:?} outside 1..=(2^31-1, 65535, 65535)") });

@@ -163,7 +163,7 @@ impl Variant {
     }
 
     /// True for the Hopper bulk-copy kernels (sm_90 module; launched with a
-    /// [`BulkConfig`]).
+    /// [`crate::BulkConfig`]).
     pub const fn is_bulk(self) -> bool {
         self.kernel().is_bulk()
     }
@@ -232,9 +232,12 @@ impl std::fmt::Display for Variant {
     }
 }
 
-/// Launch settings: threads per block and a cap on the grid.
+/// The shape of a launch: threads per block and a cap on the grid (the
+/// kernels' grid-stride walks cover any `n` with any grid). Not cudarc's
+/// `LaunchConfig` (grid, block and shared memory of one raw launch, which is
+/// [`crate::Launch`] here).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchConfig {
+pub struct LaunchShape {
     /// Threads per block, 1..=1024. Default 256.
     pub block: u32,
     /// Most blocks to launch; the kernels' grid-stride loops cover the rest.
@@ -242,26 +245,30 @@ pub struct LaunchConfig {
     pub max_grid: u32,
 }
 
-impl Default for LaunchConfig {
+/// The old name, kept inside the crate for the files other branches still
+/// edit (`module.rs`); the public name is [`LaunchShape`].
+pub(crate) type LaunchConfig = LaunchShape;
+
+impl Default for LaunchShape {
     fn default() -> Self {
-        LaunchConfig { block: DEFAULT_BLOCK, max_grid: MAX_GRID_X }
+        LaunchShape { block: DEFAULT_BLOCK, max_grid: MAX_GRID_X }
     }
 }
 
-impl LaunchConfig {
+impl LaunchShape {
     /// Default settings with another block size.
     pub fn with_block(block: u32) -> Self {
-        LaunchConfig { block, ..Self::default() }
+        LaunchShape { block, ..Self::default() }
     }
 
     /// Errors unless the block size and the grid cap are within the hardware
     /// limits; `kernel` names the launch in the error.
     pub(crate) fn check(self, kernel: &'static str) -> Result<()> {
         if self.block == 0 || self.block > MAX_BLOCK {
-            return Err(Error::BlockSize { variant: kernel, block: self.block, max: MAX_BLOCK });
+            return Err(Error::BlockSize { kernel, block: self.block, max: MAX_BLOCK });
         }
         if self.max_grid == 0 || self.max_grid > MAX_GRID_X {
-            return Err(Error::GridLimit { variant: kernel, max_grid: self.max_grid, limit: MAX_GRID_X });
+            return Err(Error::GridLimit { kernel, max_grid: self.max_grid, limit: MAX_GRID_X });
         }
         Ok(())
     }

@@ -4,7 +4,7 @@ mod common;
 
 use common::gpu;
 use gpukern::half::f16;
-use gpukern::{BinaryOp, CountVariant, Error, Gpu, LaunchConfig, MatmulVariant, TransposeVariant, UnaryOp, Variant};
+use gpukern::{BinaryOp, CountVariant, Error, Gpu, LaunchShape, MatmulVariant, TransposeVariant, UnaryOp, Variant};
 
 /// Runs everywhere: without a GPU (CI) `Gpu::new` must fail cleanly with NoDevice;
 /// with one, an index past the last device must.
@@ -33,12 +33,14 @@ fn argument_errors_name_the_variant_and_values() {
     let b = gpu.upload(&[2.0f32; 99]).unwrap();
     let mut out = gpu.alloc::<f32>(100).unwrap();
 
-    let e = gpu.add(Variant::F32x4, &a, &b, &mut out, &stream).unwrap_err();
+    let e = gpu.studies().add(Variant::F32x4, &a, &b, &mut out, &stream).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { a: 100, b: 99, out: 100, .. }), "{e:?}");
     assert_eq!(e.to_string(), "add_f32x4: length mismatch: a has 100 elements, b has 99, out has 100");
 
-    let e =
-        gpu.add(Variant::F32x4, a.slice(1..).unwrap(), b.view(), out.slice_mut(..99).unwrap(), &stream).unwrap_err();
+    let e = gpu
+        .studies()
+        .add(Variant::F32x4, a.slice(1..).unwrap(), b.view(), out.slice_mut(..99).unwrap(), &stream)
+        .unwrap_err();
     assert!(matches!(e, Error::Misaligned { operand: "a", offset: 4, required: 16, .. }), "{e:?}");
     let msg = e.to_string();
     assert!(
@@ -47,63 +49,78 @@ fn argument_errors_name_the_variant_and_values() {
         "{msg}"
     );
 
-    let e = gpu.add(Variant::F16, &a, &a, &mut out, &stream).unwrap_err();
+    let e = gpu.studies().add(Variant::F16, &a, &a, &mut out, &stream).unwrap_err();
     assert_eq!(e.to_string(), "add_f16: works on f16 data, but the buffers hold f32");
 
     for block in [0, 1025] {
-        let e = gpu.add_with(Variant::F32, LaunchConfig::with_block(block), &a, &a, &mut out, &stream).unwrap_err();
+        let e = gpu
+            .studies()
+            .add_with(Variant::F32, LaunchShape::with_block(block), &a, &a, &mut out, &stream)
+            .unwrap_err();
         assert_eq!(e.to_string(), format!("add_f32: block size {block} is out of range (1..=1024 threads)"));
     }
-    let e =
-        gpu.add_with(Variant::F32, LaunchConfig { block: 256, max_grid: 0 }, &a, &a, &mut out, &stream).unwrap_err();
+    let e = gpu
+        .studies()
+        .add_with(Variant::F32, LaunchShape { block: 256, max_grid: 0 }, &a, &a, &mut out, &stream)
+        .unwrap_err();
     assert_eq!(e.to_string(), "add_f32: grid limit 0 is out of range (1..=2147483647 blocks)");
 
     let e = a.slice(50..101).map(|_| ()).unwrap_err();
     assert_eq!(e.to_string(), "view 50..101 is out of bounds for a buffer of 100 elements");
 
     let e = out.copy_from(&[0.0f32; 3]).unwrap_err();
-    assert_eq!(e.to_string(), "copy between 3 host elements and 100 device elements: lengths differ");
+    assert_eq!(
+        e.to_string(),
+        "host to device copy: the source has 3 elements, the destination 100; they must be equal"
+    );
 
-    let e = gpu.add_host(&[f16::ONE; 3], &[f16::ONE; 4]).unwrap_err();
+    let e = gpu.binary_host(gpukern::BinaryOp::Add, &[f16::ONE; 3], &[f16::ONE; 4]).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { a: 3, b: 4, .. }), "{e:?}");
 
     let other = Gpu::new(0).unwrap();
-    let e = other.add(Variant::F32, &a, &a, &mut out, &other.stream().unwrap()).unwrap_err();
+    let e = other.studies().add(Variant::F32, &a, &a, &mut out, &other.stream().unwrap()).unwrap_err();
     assert_eq!(
         e.to_string(),
         "add_f32: the buffers belong to another Gpu handle; use buffers and streams of the Gpu that launches"
     );
-    let e = gpu.add(Variant::F32, &a, &a, &mut out, &other.stream().unwrap()).unwrap_err();
+    let e = gpu.studies().add(Variant::F32, &a, &a, &mut out, &other.stream().unwrap()).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { what: "stream", .. }), "{e:?}");
     // Every other launching entry point refuses foreign handles the same way.
     let other_stream = other.stream().unwrap();
     let foreign: Vec<Error> = vec![
-        other.count_mismatches(a.view(), a.view(), &other_stream).unwrap_err(),
-        other.scale(a.view(), 2.0, out.view_mut(), &other_stream).unwrap_err(),
-        other.add_scale(a.view(), a.view(), 2.0, out.view_mut(), &other_stream).unwrap_err(),
-        other.saxpy(2.0, a.view(), a.view(), out.view_mut(), &other_stream).unwrap_err(),
-        other.copy_strided(a.view(), out.view_mut(), 1, &other_stream).unwrap_err(),
-        other.transpose(TransposeVariant::Padded, a.view(), out.view_mut(), (10, 10), &other_stream).unwrap_err(),
+        other.studies().count_mismatches(a.view(), a.view(), &other_stream).unwrap_err(),
+        other.studies().scale(a.view(), 2.0, out.view_mut(), &other_stream).unwrap_err(),
+        other.studies().add_scale(a.view(), a.view(), 2.0, out.view_mut(), &other_stream).unwrap_err(),
+        other.studies().saxpy(2.0, a.view(), a.view(), out.view_mut(), &other_stream).unwrap_err(),
+        other.studies().copy_strided(a.view(), out.view_mut(), 1, &other_stream).unwrap_err(),
         other
+            .studies()
+            .transpose(TransposeVariant::Padded, a.view(), out.view_mut(), (10, 10), &other_stream)
+            .unwrap_err(),
+        other
+            .studies()
             .matmul(MatmulVariant::Naive, a.view(), a.view(), out.view_mut(), (10, 10, 10), &other_stream)
             .unwrap_err(),
-        gpu.scale(a.view(), 2.0, out.view_mut(), &other_stream).unwrap_err(),
+        gpu.studies().scale(a.view(), 2.0, out.view_mut(), &other_stream).unwrap_err(),
     ];
     for (i, e) in foreign.iter().enumerate() {
         let what = if i == foreign.len() - 1 { "stream" } else { "buffers" };
         assert!(matches!(e, Error::ForeignHandle { what: w, .. } if *w == what), "{i}: {e:?}");
     }
     let mut marks = gpu.alloc::<i32>(10).unwrap();
-    let e = other.mark_visits(1, LaunchConfig::default(), &mut marks, &other_stream).unwrap_err();
-    assert!(matches!(e, Error::ForeignHandle { variant: "mark_visits_1", what: "buffers" }), "{e:?}");
+    let e = other.studies().mark_visits(1, LaunchShape::default(), &mut marks, &other_stream).unwrap_err();
+    assert!(matches!(e, Error::ForeignHandle { kernel: "mark_visits_1", what: "buffers" }), "{e:?}");
     let mut counter = gpu.alloc::<u64>(1).unwrap();
     let ints = gpu.alloc::<i32>(10).unwrap();
-    let e = other.count_eq_into(CountVariant::Atomic, ints.view(), 0, counter.view_mut(), &other_stream).unwrap_err();
+    let e = other
+        .studies()
+        .count_eq_into(CountVariant::Atomic, ints.view(), 0, counter.view_mut(), &other_stream)
+        .unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { what: "buffers", .. }), "{e:?}");
 
     // n = 0 succeeds without launching.
     let (z, mut zo) = (gpu.alloc::<f32>(0).unwrap(), gpu.alloc::<f32>(0).unwrap());
-    gpu.add(Variant::F32x4, &z, &z, &mut zo, &stream).unwrap();
+    gpu.studies().add(Variant::F32x4, &z, &z, &mut zo, &stream).unwrap();
     stream.synchronize().unwrap();
 }
 
@@ -118,7 +135,7 @@ fn ptx_problems_fail_at_load_naming_the_cause() {
     let without = gpukern::PTX.replace("add_bf16x8_pack", "renamed_bf16x8_pack");
     // SAFETY: as above (a kernel is missing, so the load fails).
     let e = unsafe { Gpu::with_ptx(0, &without) }.unwrap_err();
-    assert!(matches!(e, Error::MissingKernel { name: "add_bf16x8_pack", .. }), "{e:?}");
+    assert!(matches!(e, Error::MissingKernel { kernel: "add_bf16x8_pack", .. }), "{e:?}");
     assert!(
         e.to_string().starts_with("kernel `add_bf16x8_pack` is missing from the PTX module: CUDA_ERROR_NOT_FOUND"),
         "{e}"
@@ -165,11 +182,13 @@ fn kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly() {
     gpu.launch_faulting_kernel(&stream).unwrap();
     let e = stream.synchronize().unwrap_err();
     assert!(matches!(e, Error::KernelFault { kernel: None, .. }), "{e:?}");
-    assert!(e.to_string().starts_with("a kernel faulted (reported at synchronize): CUDA_ERROR_"), "{e}");
-    // The context is now broken: later calls return errors, never panic.
+    assert!(e.to_string().starts_with("a kernel faulted: CUDA_ERROR_"), "{e}");
+    // The context is now broken: later calls return the fault, never panic.
     let e = gpu.alloc::<f32>(16).unwrap_err();
-    assert!(matches!(e, Error::Driver { context: "cuMemAlloc", .. }), "{e:?}");
-    assert!(e.to_string().starts_with("cuMemAlloc: CUDA_ERROR_"), "{e}");
+    assert!(matches!(e, Error::KernelFault { kernel: None, .. }), "{e:?}");
+    assert!(e.to_string().starts_with("a kernel faulted: CUDA_ERROR_"), "{e}");
+    let e = keep.to_vec().unwrap_err();
+    assert!(matches!(e, Error::KernelFault { kernel: None, .. }), "a copy after the fault: {e:?}");
     drop(keep); // must not panic
                 // Recovery: reset, then the device works again with new buffers, and the
                 // old handles are refused rather than reaching the destroyed context.
@@ -184,13 +203,13 @@ fn kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly() {
     assert!(matches!(e, Error::DeviceReset { .. }), "{e:?}");
     // A copy between dead buffers is refused before it reaches the driver
     // (their addresses may belong to new allocations now).
-    let e = stream.copy(&mut old_dst.view_mut(), &old_src.view()).unwrap_err();
+    let e = stream.copy(&old_src, &mut old_dst).unwrap_err();
     assert!(matches!(e, Error::DeviceReset { .. }), "{e:?}");
     match reset {
         Ok(fresh) => {
             let a: Vec<f32> = (0..4099).map(|i| i as f32 * 0.25 - 7.0).collect();
             let b: Vec<f32> = (0..4099).map(|i| 1.0 / (i as f32 + 1.0)).collect();
-            let c = fresh.add_host(&a, &b).unwrap();
+            let c = fresh.binary_host(gpukern::BinaryOp::Add, &a, &b).unwrap();
             assert_eq!(gpukern::reference::first_mismatch(&c, &gpukern::reference::add(&a, &b)), None);
             println!("RESET recovered the device");
         }
@@ -224,7 +243,7 @@ fn alloc_launch_free_cycles_do_not_leak() {
         let mut c = gpu.alloc::<f16>(n).unwrap();
         let bytes = 2 * n * std::mem::size_of::<f16>();
         assert_eq!(Gpu::live_allocations(), (held.0 + 2, held.1 + bytes), "cycle {i}: two buffers counted");
-        gpu.add_auto(&a, &a, &mut c, &s1).unwrap();
+        gpu.binary(gpukern::BinaryOp::Add, &a, &a, &mut c, &s1).unwrap();
         // Every other cycle the sum is read on a second stream, and both are
         // dropped with work queued: the frees wait for it.
         if !i.is_multiple_of(2) {
@@ -256,20 +275,20 @@ fn foreign_copies_and_graphs_are_refused() {
     let src = gpu.upload(&[1.5f32; 256]).unwrap();
     let mut dst = gpu.upload(&[0.0f32; 256]).unwrap();
     let foreign = other.upload(&[9.0f32; 256]).unwrap();
-    let e = stream.copy(&mut dst.view_mut(), &foreign.view()).unwrap_err();
+    let e = stream.copy(&foreign, &mut dst).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { what: "buffers", .. }), "{e:?}");
-    let e = other_stream.copy(&mut dst.view_mut(), &src.view()).unwrap_err();
+    let e = other_stream.copy(&src, &mut dst).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { what: "buffers", .. }), "{e:?}");
     assert_eq!(dst.to_vec().unwrap(), vec![0.0; 256], "nothing was copied");
-    stream.copy(&mut dst.view_mut(), &src.view()).unwrap();
+    stream.copy(&src, &mut dst).unwrap();
     stream.synchronize().unwrap();
     assert_eq!(dst.to_vec().unwrap(), vec![1.5; 256]);
 
-    let e = gpu.add_graph::<f32>(Variant::F32x4, LaunchConfig::default(), Vec::new(), 4).unwrap_err();
+    let e = gpu.studies().add_graph::<f32>(Variant::F32x4, LaunchShape::default(), Vec::new(), 4).unwrap_err();
     assert!(matches!(e, Error::Shape { .. }), "{e:?}");
     let mut out = gpu.alloc::<f32>(256).unwrap();
     let ops = vec![(src.view(), src.view(), out.view_mut())];
-    let graph = gpu.add_graph(Variant::F32x4, LaunchConfig::default(), ops, 2).unwrap();
+    let graph = gpu.studies().add_graph(Variant::F32x4, LaunchShape::default(), ops, 2).unwrap();
     let e = graph.launch(&other_stream).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { what: "stream", .. }), "{e:?}");
     graph.launch(&stream).unwrap();

@@ -8,7 +8,7 @@ use common::{
 };
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
-use gpukern::{Dtype, Error, LaunchConfig, Variant};
+use gpukern::{Dtype, Error, LaunchShape, Variant};
 use rand::SeedableRng;
 
 macro_rules! variant_tests {
@@ -16,7 +16,7 @@ macro_rules! variant_tests {
         #[test]
         #[ignore = "needs a CUDA GPU"]
         fn $test() {
-            check_variant(stringify!($test), $v, LaunchConfig::default());
+            check_variant(stringify!($test), $v, LaunchShape::default());
         }
     )*};
 }
@@ -68,7 +68,7 @@ fn graph_replay_is_bit_exact() {
     out.fill_bits(common::POISONS[0]).unwrap();
     {
         let ops = vec![(da.view(), db.view(), out.view_mut())];
-        let graph = gpu.add_graph(Variant::F16x8Pack, LaunchConfig::default(), ops, 10).unwrap();
+        let graph = gpu.studies().add_graph(Variant::F16x8Pack, LaunchShape::default(), ops, 10).unwrap();
         assert_eq!(graph.launches(), 10);
         graph.launch(&stream).unwrap();
         graph.launch(&stream).unwrap();
@@ -93,11 +93,11 @@ fn auto_choice_is_bit_exact_for_every_dtype() {
 #[ignore = "needs a CUDA GPU"]
 fn odd_blocks_and_capped_grids_cover_every_element() {
     let cfgs = [
-        LaunchConfig { block: 1, max_grid: 3 },
-        LaunchConfig { block: 32, max_grid: 1 },
-        LaunchConfig { block: 100, max_grid: 7 },
-        LaunchConfig::with_block(1024),
-        LaunchConfig::with_block(96),
+        LaunchShape { block: 1, max_grid: 3 },
+        LaunchShape { block: 32, max_grid: 1 },
+        LaunchShape { block: 100, max_grid: 7 },
+        LaunchShape::with_block(1024),
+        LaunchShape::with_block(96),
     ];
     let mut failures = Vec::new();
     for v in Variant::ALL.into_iter().filter(|&v| common::runs_here("odd_blocks_and_capped_grids", v)) {
@@ -129,7 +129,7 @@ fn misaligned_views<T: ReferenceAdd>() {
         // Explicit widest variant: error unless all three are aligned for it.
         let widest = Variant::widest(T::DTYPE);
         let aligned = |off: usize| (off * T::DTYPE.size()).is_multiple_of(widest.align());
-        let r = gpu.add(widest, va, vb, out.slice_mut(oc..oc + n).unwrap(), &stream);
+        let r = gpu.studies().add(widest, va, vb, out.slice_mut(oc..oc + n).unwrap(), &stream);
         match (aligned(oa) && aligned(ob) && aligned(oc), r) {
             (true, Ok(())) => {}
             (false, Err(Error::Misaligned { operand, required, .. })) => {
@@ -147,7 +147,7 @@ fn misaligned_views<T: ReferenceAdd>() {
         }
         // Automatic choice: always works, bit-exact, and writes only its range.
         out.fill_bits(common::POISONS[0]).unwrap();
-        gpu.add_auto(va, vb, out.slice_mut(oc..oc + n).unwrap(), &stream).unwrap();
+        gpu.binary(gpukern::BinaryOp::Add, va, vb, out.slice_mut(oc..oc + n).unwrap(), &stream).unwrap();
         stream.synchronize().unwrap();
         let got = out.to_vec().unwrap();
         let want = reference::add(&a[oa..oa + n], &b[ob..ob + n]);
@@ -189,12 +189,12 @@ fn grid_stride_walk_visits_every_index_exactly_once() {
     let gpu = gpu();
     let stream = gpu.stream().unwrap();
     let cfgs = [
-        LaunchConfig::default(),
-        LaunchConfig { block: 1, max_grid: 1 },
-        LaunchConfig { block: 1, max_grid: 3 },
-        LaunchConfig { block: 32, max_grid: 1 },
-        LaunchConfig { block: 100, max_grid: 7 },
-        LaunchConfig::with_block(1024),
+        LaunchShape::default(),
+        LaunchShape { block: 1, max_grid: 1 },
+        LaunchShape { block: 1, max_grid: 3 },
+        LaunchShape { block: 32, max_grid: 1 },
+        LaunchShape { block: 100, max_grid: 7 },
+        LaunchShape::with_block(1024),
     ];
     let sizes = [0usize, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 127, 128, 129, 255, 256, 257, 4095, 4096, 4097, 100_003];
     let mut band = gpu.alloc::<i32>(100_003 + 2 * CANARY).unwrap();
@@ -203,7 +203,7 @@ fn grid_stride_walk_visits_every_index_exactly_once() {
         for cfg in cfgs {
             let what = format!("lanes={lanes} {cfg:?}");
             failures.extend(walk_failures(&mut band, &stream, "walk_visits_exactly_once", &what, &sizes, |m| {
-                gpu.mark_visits(lanes, cfg, m, &stream)
+                gpu.studies().mark_visits(lanes, cfg, m, &stream)
             }));
         }
     }
@@ -212,15 +212,17 @@ fn grid_stride_walk_visits_every_index_exactly_once() {
     let n = 4097;
     band.fill_bits(0).unwrap();
     for _ in 0..2 {
-        gpu.mark_visits(8, LaunchConfig::default(), band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
+        gpu.studies()
+            .mark_visits(8, LaunchShape::default(), band.slice_mut(CANARY..CANARY + n).unwrap(), &stream)
+            .unwrap();
     }
     stream.synchronize().unwrap();
     assert_eq!(marks_problem(&band.to_vec().unwrap(), n).as_deref(), Some("element 0 visited 2 times"));
     // Bad settings are errors, not launches.
-    let e = gpu.mark_visits(3, LaunchConfig::default(), band.view_mut(), &stream).unwrap_err();
+    let e = gpu.studies().mark_visits(3, LaunchShape::default(), band.view_mut(), &stream).unwrap_err();
     assert_eq!(e.to_string(), "mark_visits: lanes = 3; must be 1, 2, 4 or 8");
-    let e = gpu.mark_visits(1, LaunchConfig::with_block(0), band.view_mut(), &stream).unwrap_err();
-    assert!(matches!(e, Error::BlockSize { variant: "mark_visits_1", .. }), "{e}");
+    let e = gpu.studies().mark_visits(1, LaunchShape::with_block(0), band.view_mut(), &stream).unwrap_err();
+    assert!(matches!(e, Error::BlockSize { kernel: "mark_visits_1", .. }), "{e}");
 }
 
 /// The unrolled kernels' walk (tiles of U × block packs, the partial tile pack by
@@ -232,12 +234,12 @@ fn unrolled_walk_visits_every_index_exactly_once() {
     let gpu = gpu();
     let stream = gpu.stream().unwrap();
     let cfgs = [
-        LaunchConfig::default(),
-        LaunchConfig { block: 1, max_grid: 1 },
-        LaunchConfig { block: 32, max_grid: 3 },
-        LaunchConfig { block: 100, max_grid: 7 },
-        LaunchConfig::with_block(128),
-        LaunchConfig::with_block(1024),
+        LaunchShape::default(),
+        LaunchShape { block: 1, max_grid: 1 },
+        LaunchShape { block: 32, max_grid: 3 },
+        LaunchShape { block: 100, max_grid: 7 },
+        LaunchShape::with_block(128),
+        LaunchShape::with_block(1024),
     ];
     let sizes = [0usize, 1, 3, 4, 7, 8, 9, 15, 17, 255, 2047, 2048, 2049, 4095, 4096, 4097, 8193, 65_541, 100_003];
     let mut band = gpu.alloc::<i32>(100_003 + 2 * CANARY).unwrap();
@@ -246,7 +248,7 @@ fn unrolled_walk_visits_every_index_exactly_once() {
         for cfg in cfgs {
             let what = format!("lanes={lanes} unroll={unroll} {cfg:?}");
             failures.extend(walk_failures(&mut band, &stream, "unrolled_walk_exactly_once", &what, &sizes, |m| {
-                gpu.mark_visits_unrolled(lanes, unroll, cfg, m, &stream)
+                gpu.studies().mark_visits_unrolled(lanes, unroll, cfg, m, &stream)
             }));
         }
     }
@@ -255,11 +257,11 @@ fn unrolled_walk_visits_every_index_exactly_once() {
     band.fill_bits(0).unwrap();
     for _ in 0..2 {
         let marks = band.slice_mut(CANARY..CANARY + 4097).unwrap();
-        gpu.mark_visits_unrolled(8, 2, LaunchConfig::default(), marks, &stream).unwrap();
+        gpu.studies().mark_visits_unrolled(8, 2, LaunchShape::default(), marks, &stream).unwrap();
     }
     stream.synchronize().unwrap();
     assert_eq!(marks_problem(&band.to_vec().unwrap(), 4097).as_deref(), Some("element 0 visited 2 times"));
-    let e = gpu.mark_visits_unrolled(8, 3, LaunchConfig::default(), band.view_mut(), &stream).unwrap_err();
+    let e = gpu.studies().mark_visits_unrolled(8, 3, LaunchShape::default(), band.view_mut(), &stream).unwrap_err();
     assert_eq!(e.to_string(), "mark_visits_unrolled: lanes = 8, unroll = 3; must be 4 or 8, and 2 or 4");
 }
 
@@ -274,7 +276,7 @@ fn concurrent_streams_on_one_context() {
                 let here = Variant::ALL.into_iter().filter(|&v| common::runs_here("concurrent_streams", v));
                 for (i, v) in here.cycle().skip(t).take(30).enumerate() {
                     let n = 100_000 + 37 * i + t;
-                    let r = check_explicit(v, LaunchConfig::default(), n, Data::Random);
+                    let r = check_explicit(v, LaunchShape::default(), n, Data::Random);
                     record("concurrent_streams", &format!("thread {t} {v}"), n, r.is_ok());
                     r.unwrap();
                 }
@@ -290,7 +292,7 @@ fn readme_example_adds_two_f16_vectors() {
     let gpu = gpukern::Gpu::new(0).unwrap();
     let a: Vec<f16> = (0..1000).map(|i| f16::from_f32(i as f32 * 0.5)).collect();
     let b: Vec<f16> = (0..1000).map(|i| f16::from_f32(1.0 - i as f32)).collect();
-    let c = gpu.add_host(&a, &b).unwrap();
+    let c = gpu.binary_host(gpukern::BinaryOp::Add, &a, &b).unwrap();
     assert_eq!(reference::first_mismatch(&c, &reference::add(&a, &b)), None);
     assert_eq!(c[10], f16::from_f32(-4.0));
 }
@@ -331,8 +333,14 @@ fn check_auto<T: ReferenceAdd>(gpu: &gpukern::Gpu, stream: &gpukern::Stream, n: 
     let (a, b) = common::inputs::<T>(Data::Random, n, &mut rng);
     let (da, db) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
     let mut c = gpu.alloc::<T>(n).unwrap();
-    let v = gpu.add_auto(&da, &db, &mut c, stream).unwrap();
+    // The plan of the call, asked apart (the stream's PDL setting included):
+    // its kernel, or the kernel whose PDL twin runs.
+    let (add, addrs) =
+        (gpukern::OpKind::Binary(gpukern::BinaryOp::Add), [da.device_addr(), db.device_addr(), c.device_addr()]);
+    let plan = gpu.plan(add, T::DTYPE, n, &addrs, &gpukern::Opts::auto().pdl(stream.pdl())).unwrap();
+    gpu.binary(gpukern::BinaryOp::Add, &da, &db, &mut c, stream).unwrap();
     stream.synchronize().unwrap();
     assert_eq!(reference::first_mismatch(&c.to_vec().unwrap(), &reference::add(&a, &b)), None);
-    v
+    assert_eq!(plan.pdl, plan.kernel.ends_with("_pdl"), "{plan:?}");
+    Variant::from_name(plan.kernel.trim_end_matches("_pdl")).expect("an add kernel")
 }

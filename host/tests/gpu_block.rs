@@ -303,7 +303,7 @@ fn scratch_costs_only_its_users() {
         names.push("add_bf16x8_sm90");
     }
     for name in names {
-        let shared = gpu.kernel_resources(name).unwrap().shared_bytes;
+        let shared = gpu.studies().kernel_resources(name).unwrap().shared_bytes;
         record(TEST, &format!("{name} static shared {shared}"), 0, shared == 0);
         assert_eq!(shared, 0, "{name}");
     }

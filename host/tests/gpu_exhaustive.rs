@@ -15,7 +15,7 @@ mod common;
 use common::{gpu, record};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{binary_one, unary_one, ReferenceOps};
-use gpukern::{BinaryOp, Dtype, LaunchConfig, OpPattern, UnaryOp};
+use gpukern::{BinaryOp, Dtype, LaunchShape, OpPattern, UnaryOp};
 use rayon::prelude::*;
 
 /// Values of `a` per launch: 2^12 · 2^16 = 2^28 pairs.
@@ -39,7 +39,8 @@ fn exhaustive<T: ReferenceOps>(op: BinaryOp, pattern: OpPattern) {
         let a: Vec<T> =
             (0..pairs).into_par_iter().map(|i| T::from_bits32((chunk * A_PER_CHUNK + (i >> 16)) as u32)).collect();
         da.copy_from(&a).unwrap();
-        gpu.binary_with(op, pattern, LaunchConfig::default(), &da, &db, &mut out, &stream).unwrap();
+        let opts = gpukern::Opts::auto().pattern(pattern).shape(LaunchShape::default());
+        gpu.binary_opts(op, &da, &db, &mut out, &stream, &opts).unwrap();
         stream.synchronize().unwrap();
         let got = out.to_vec().unwrap();
         let wrong: Vec<usize> =
@@ -106,7 +107,8 @@ fn activations_exhaustive<T: ReferenceOps>() {
                 continue;
             }
             out.fill_bits(0xdead_beef).unwrap();
-            gpu.unary_with(op, pattern, LaunchConfig::default(), &dx, &mut out, &stream).unwrap();
+            let opts = gpukern::Opts::auto().pattern(pattern).shape(LaunchShape::default());
+            gpu.unary_opts(op, &dx, &mut out, &stream, &opts).unwrap();
             stream.synchronize().unwrap();
             let got = out.to_vec().unwrap();
             let wrong: Vec<usize> = (0..x.len()).filter(|&i| !got[i].same_as(want[i])).collect();

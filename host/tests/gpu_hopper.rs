@@ -10,7 +10,7 @@ use common::{
 };
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
-use gpukern::{BulkConfig, CountVariant, Error, LaunchConfig, Triple, Variant, View, ViewMut};
+use gpukern::{BulkConfig, CountVariant, Error, LaunchShape, Triple, Variant, View, ViewMut};
 use rand::{Rng, SeedableRng};
 
 /// Tilings from the smallest legal tile up to tiles larger than some inputs.
@@ -30,10 +30,10 @@ fn bulk_tilings_and_grids_are_bit_exact() {
         return;
     }
     let cfgs = [
-        LaunchConfig::default(),
-        LaunchConfig { block: 32, max_grid: 1 },
-        LaunchConfig { block: 1024, max_grid: 7 },
-        LaunchConfig { block: 96, max_grid: 3 },
+        LaunchShape::default(),
+        LaunchShape { block: 32, max_grid: 1 },
+        LaunchShape { block: 1024, max_grid: 7 },
+        LaunchShape { block: 96, max_grid: 3 },
     ];
     // Under compute-sanitizer: two launch settings (one capped grid), fewer sizes.
     let cfgs = if common::sanitizing() { &cfgs[..2] } else { &cfgs[..] };
@@ -55,7 +55,7 @@ fn bulk_tilings_and_grids_are_bit_exact() {
                     failures.extend(r.err());
                 }
             }
-            let r = check_launch(v, Launch::Bulk(v, LaunchConfig::default(), bulk), 3 * t + 17, Data::Special);
+            let r = check_launch(v, Launch::Bulk(v, LaunchShape::default(), bulk), 3 * t + 17, Data::Special);
             record("bulk_tilings", &format!("{v} {bulk:?} special"), 3 * t + 17, r.is_ok());
             failures.extend(r.err());
         }
@@ -72,7 +72,7 @@ fn bulk_settings_are_checked() {
     let (a, b) = (gpu.alloc::<f32>(1024).unwrap(), gpu.alloc::<f32>(1024).unwrap());
     let mut c = gpu.alloc::<f32>(1024).unwrap();
     let run = |v: Variant, bulk: BulkConfig, c: &mut gpukern::DeviceVec<f32>| {
-        gpu.add_bulk_with(v, LaunchConfig::default(), bulk, &a, &b, c, &stream)
+        gpu.studies().add_bulk_with(v, LaunchShape::default(), bulk, &a, &b, c, &stream)
     };
     if !hopper() {
         let e = run(Variant::F32Bulk, BulkConfig::default(), &mut c).unwrap_err();
@@ -89,9 +89,10 @@ fn bulk_settings_are_checked() {
     assert!(e.is_err(), "f16 variant on f32 buffers must fail");
     // A view 4 bytes into its buffer is not 16-byte aligned.
     let e = gpu
+        .studies()
         .add_bulk_with(
             Variant::F32Bulk,
-            LaunchConfig::default(),
+            LaunchShape::default(),
             BulkConfig::default(),
             a.slice(1..).unwrap(),
             b.slice(1..).unwrap(),
@@ -110,10 +111,10 @@ fn tiled_walk_visits_every_index_exactly_once() {
     let gpu = gpu();
     let stream = gpu.stream().unwrap();
     let cfgs = [
-        LaunchConfig::default(),
-        LaunchConfig { block: 1, max_grid: 1 },
-        LaunchConfig { block: 32, max_grid: 3 },
-        LaunchConfig { block: 1024, max_grid: 7 },
+        LaunchShape::default(),
+        LaunchShape { block: 1, max_grid: 1 },
+        LaunchShape { block: 32, max_grid: 3 },
+        LaunchShape { block: 1024, max_grid: 7 },
     ];
     let sizes = [0usize, 1, 3, 4, 7, 8, 9, 11, 12, 13, 2047, 2048, 2049, 16_387, 100_003];
     let mut band = gpu.alloc::<i32>(100_003 + 2 * CANARY).unwrap();
@@ -125,7 +126,7 @@ fn tiled_walk_visits_every_index_exactly_once() {
             for cfg in cfgs {
                 let what = format!("lanes={lanes} tile={tile} {cfg:?}");
                 failures.extend(walk_failures(&mut band, &stream, "tiled_walk_exactly_once", &what, &sizes, |m| {
-                    gpu.mark_visits_tiles(lanes, tile, cfg, m, &stream)
+                    gpu.studies().mark_visits_tiles(lanes, tile, cfg, m, &stream)
                 }));
             }
         }
@@ -135,11 +136,11 @@ fn tiled_walk_visits_every_index_exactly_once() {
     band.fill_bits(0).unwrap();
     for _ in 0..2 {
         let marks = band.slice_mut(CANARY..CANARY + 4097).unwrap();
-        gpu.mark_visits_tiles(8, 2048, LaunchConfig::default(), marks, &stream).unwrap();
+        gpu.studies().mark_visits_tiles(8, 2048, LaunchShape::default(), marks, &stream).unwrap();
     }
     stream.synchronize().unwrap();
     assert_eq!(marks_problem(&band.to_vec().unwrap(), 4097).as_deref(), Some("element 0 visited 2 times"));
-    let e = gpu.mark_visits_tiles(4, 6, LaunchConfig::default(), band.view_mut(), &stream).unwrap_err();
+    let e = gpu.studies().mark_visits_tiles(4, 6, LaunchShape::default(), band.view_mut(), &stream).unwrap_err();
     assert!(e.to_string().contains("multiple of 4"), "{e}");
 }
 
@@ -160,11 +161,15 @@ fn huge_n_tiled_walk_visits_every_index_exactly_once() {
     let mut failures = Vec::new();
     for (lanes, tile) in [(4u32, 2048u64), (8, 4096)] {
         band.fill_bits(0).unwrap();
-        let cfg = LaunchConfig { block: 256, max_grid: 1000 };
-        gpu.mark_visits_tiles(lanes, tile, cfg, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
+        let cfg = LaunchShape { block: 256, max_grid: 1000 };
+        gpu.studies()
+            .mark_visits_tiles(lanes, tile, cfg, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream)
+            .unwrap();
         stream.synchronize().unwrap();
-        let once =
-            gpu.count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
+        let once = gpu
+            .studies()
+            .count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream)
+            .unwrap();
         let canaries = canaries_hold(&band, n, |&m| m == 0);
         let ok = once == n as u64 && canaries;
         record("huge_n_tiled_walk", &format!("lanes={lanes} tile={tile} grid=1000 once={once}"), n, ok);
@@ -283,7 +288,7 @@ fn add_many_errors() {
     let e = gpu.add_many([(a.view(), a.view(), c.view_mut())], &other_stream).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { what: "stream", .. }), "{e}");
     let mut marks = gpu.alloc::<i32>(4).unwrap();
-    let e = gpu.mark_visits_many(5, vec![marks.view_mut()], &stream).unwrap_err();
+    let e = gpu.studies().mark_visits_many(5, vec![marks.view_mut()], &stream).unwrap_err();
     assert_eq!(e.to_string(), "mark_visits_many: lanes = 5; must be 4 or 8");
     record("add_many_errors", "errors", 100, true);
 }
@@ -306,7 +311,7 @@ fn foreach_walk_visits_every_index_exactly_once() {
             marks.push(head.into_split_at(CANARY).unwrap().1);
             rest = tail;
         }
-        gpu.mark_visits_many(lanes, marks, &stream).unwrap();
+        gpu.studies().mark_visits_many(lanes, marks, &stream).unwrap();
         stream.synchronize().unwrap();
         let got = band.to_vec().unwrap();
         let mut at = 0;
@@ -336,26 +341,26 @@ fn ceiling_kernels_are_exact() {
         let (da, db) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
         let mut band = gpu.alloc::<u32>(n + 2 * CANARY).unwrap();
         band.fill_bits(POISONS[0]).unwrap();
-        gpu.ceiling_fill(256, band.slice_mut(CANARY..CANARY + n).unwrap(), 7, &stream).unwrap();
+        gpu.studies().ceiling_fill(256, band.slice_mut(CANARY..CANARY + n).unwrap(), 7, &stream).unwrap();
         stream.synchronize().unwrap();
         let got = band.to_vec().unwrap();
         let fill_ok = got[CANARY..CANARY + n].iter().all(|&x| x == 7)
             && got[..CANARY].iter().chain(&got[CANARY + n..]).all(|&x| x == POISONS[0]);
         band.fill_bits(POISONS[0]).unwrap();
-        gpu.ceiling_copy(256, &da, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
+        gpu.studies().ceiling_copy(256, &da, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
         stream.synchronize().unwrap();
         let got = band.to_vec().unwrap();
         let copy_ok = got[CANARY..CANARY + n] == a[..]
             && got[..CANARY].iter().chain(&got[CANARY + n..]).all(|&x| x == POISONS[0]);
         let sum = a.iter().chain(&b).fold(0u32, |s, &x| s.wrapping_add(x));
         let mut sink = gpu.upload(&[0u32]).unwrap();
-        gpu.ceiling_read(256, &da, &db, &mut sink, sum.wrapping_add(1), &stream).unwrap();
+        gpu.studies().ceiling_read(256, &da, &db, &mut sink, sum.wrapping_add(1), &stream).unwrap();
         stream.synchronize().unwrap();
         let untouched = sink.to_vec().unwrap()[0] == 0;
         // Thread 0 sums the first group of 4 words of each input: with that sum
         // as the key, it (and, improbably, no other thread) writes the sink.
         let first = a.iter().take(4).chain(b.iter().take(4)).fold(0u32, |s, &x| s.wrapping_add(x));
-        gpu.ceiling_read(256, &da, &db, &mut sink, first, &stream).unwrap();
+        gpu.studies().ceiling_read(256, &da, &db, &mut sink, first, &stream).unwrap();
         stream.synchronize().unwrap();
         let hit = n < 4 || sink.to_vec().unwrap()[0] == first;
         let ok = fill_ok && copy_ok && untouched && hit;
@@ -368,6 +373,6 @@ fn ceiling_kernels_are_exact() {
         assert!(ok, "n={n}: fill {fill_ok}, copy {copy_ok}, read miss {untouched}, read hit {hit}");
     }
     let mut c = gpu.alloc::<u32>(8).unwrap();
-    let e = gpu.ceiling_fill(256, c.slice_mut(1..).unwrap(), 0, &stream).unwrap_err();
+    let e = gpu.studies().ceiling_fill(256, c.slice_mut(1..).unwrap(), 0, &stream).unwrap_err();
     assert!(matches!(e, Error::Misaligned { required: 16, .. }), "{e}");
 }

@@ -7,7 +7,7 @@ mod common;
 use common::{canaries_hold, gpu, record, CANARY};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
-use gpukern::{CountVariant, LaunchConfig, Variant};
+use gpukern::{CountVariant, LaunchShape, Variant};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
@@ -16,7 +16,7 @@ const HUGE_SIZES: [usize; 3] = [(1 << 31) - 1, (1 << 31) + 1, (1 << 32) + (1 << 
 
 /// One thread per block and no cap below the hardware's: for n ≥ 2^31 the grid
 /// of a one-element-per-thread walk is clamped at 2^31−1 blocks.
-const CLAMPED: LaunchConfig = LaunchConfig { block: 1, max_grid: kernels_gpu::launch::MAX_GRID_X };
+const CLAMPED: LaunchShape = LaunchShape { block: 1, max_grid: kernels_gpu::launch::MAX_GRID_X };
 
 /// One huge-n test at a time: each needs tens of GB of device and host memory.
 static HUGE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -97,15 +97,15 @@ fn huge<T: ReferenceAdd>() {
     for &n in &sizes {
         let runs = Variant::of_dtype(T::DTYPE)
             .filter(|&v| common::runs_here("huge_n", v))
-            .map(|v| (v, LaunchConfig::default()));
+            .map(|v| (v, LaunchShape::default()));
         for (v, cfg) in runs.chain([(Variant::scalar(T::DTYPE), CLAMPED)]) {
             for poison in common::POISONS {
                 band.fill_bits(poison).unwrap();
                 let out = band.slice_mut(CANARY..CANARY + n).unwrap();
-                gpu.add_with(v, cfg, da.slice(..n).unwrap(), db.slice(..n).unwrap(), out, &stream).unwrap();
+                gpu.studies().add_with(v, cfg, da.slice(..n).unwrap(), db.slice(..n).unwrap(), out, &stream).unwrap();
                 stream.synchronize().unwrap();
                 let out = band.slice(CANARY..CANARY + n).unwrap();
-                let bad = gpu.count_mismatches(out, dwant.slice(..n).unwrap(), &stream).unwrap();
+                let bad = gpu.studies().count_mismatches(out, dwant.slice(..n).unwrap(), &stream).unwrap();
                 let mut spot_ok = true;
                 for start in [0, n / 2, n - million] {
                     let got = out.slice(start..start + million).unwrap().to_vec().unwrap();
@@ -133,7 +133,7 @@ fn huge<T: ReferenceAdd>() {
     let flipped = if flipped.same_as(want[n - 1]) { T::from_bits32(0) } else { flipped };
     band.slice_mut(CANARY + n - 1..CANARY + n).unwrap().copy_from(&[flipped]).unwrap();
     let out = band.slice(CANARY..CANARY + n).unwrap();
-    assert_eq!(gpu.count_mismatches(out, dwant.view(), &stream).unwrap(), 1);
+    assert_eq!(gpu.studies().count_mismatches(out, dwant.view(), &stream).unwrap(), 1);
 }
 
 #[test]
@@ -174,10 +174,12 @@ fn huge_n_clamped_grid_visits_every_index_exactly_once() {
     let mut failures = Vec::new();
     for (lanes, n) in cases.into_iter().filter(|(_, n)| fit.contains(n)) {
         band.fill_bits(0).unwrap();
-        gpu.mark_visits(lanes, CLAMPED, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
+        gpu.studies().mark_visits(lanes, CLAMPED, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
         stream.synchronize().unwrap();
-        let once =
-            gpu.count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
+        let once = gpu
+            .studies()
+            .count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream)
+            .unwrap();
         let canaries_ok = canaries_hold(&band, n, |&m| m == 0);
         let ok = once == n as u64 && canaries_ok;
         record(
@@ -195,7 +197,8 @@ fn huge_n_clamped_grid_visits_every_index_exactly_once() {
     // The count must notice one element visited twice.
     let n = big;
     band.slice_mut(CANARY + n / 2..CANARY + n / 2 + 1).unwrap().copy_from(&[2]).unwrap();
-    let once = gpu.count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
+    let once =
+        gpu.studies().count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
     assert_eq!(once, n as u64 - 1);
 }
 
@@ -217,11 +220,15 @@ fn huge_n_unrolled_walk_visits_every_index_exactly_once() {
     let mut failures = Vec::new();
     for (lanes, unroll) in [(4u32, 2u32), (8, 4)] {
         band.fill_bits(0).unwrap();
-        let cfg = LaunchConfig { block: 256, max_grid: 1000 };
-        gpu.mark_visits_unrolled(lanes, unroll, cfg, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
+        let cfg = LaunchShape { block: 256, max_grid: 1000 };
+        gpu.studies()
+            .mark_visits_unrolled(lanes, unroll, cfg, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream)
+            .unwrap();
         stream.synchronize().unwrap();
-        let once =
-            gpu.count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
+        let once = gpu
+            .studies()
+            .count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream)
+            .unwrap();
         let canaries_ok = canaries_hold(&band, n, |&m| m == 0);
         let ok = once == n as u64 && canaries_ok;
         record("huge_n_unrolled_walk", &format!("lanes={lanes} unroll={unroll} grid=1000 once={once}"), n, ok);

@@ -182,7 +182,7 @@ fn math_exhaustive() {
             failures.push(format!("{name}: no GPU sweep kernel in kernels_gpu::math"));
             continue;
         }
-        let launch = |start, out: &mut DeviceVec<f32>| gpu.math_sweep(name, start, out, &stream);
+        let launch = |start, out: &mut DeviceVec<f32>| gpu.studies().math_sweep(name, start, out, &stream);
         let s = sweep_all(&stream, &mut out, launch, f, |x| g(x as f64));
         judge(name, 1 << 32, &s, &mut failures);
     }
@@ -192,7 +192,7 @@ fn math_exhaustive() {
     }
     // pow: every x for each fixed exponent.
     for y in POW_EXPONENTS {
-        let launch = |start, out: &mut DeviceVec<f32>| gpu.math_pow_sweep(start, y, out, &stream);
+        let launch = |start, out: &mut DeviceVec<f32>| gpu.studies().math_pow_sweep(start, y, out, &stream);
         let f = |x: f32| math::pow(x, y);
         let s = sweep_all(&stream, &mut out, launch, f, |x| (x as f64).powf(y as f64));
         judge(&format!("pow(x, {y})"), 1 << 32, &s, &mut failures);
@@ -209,7 +209,7 @@ fn math_exhaustive() {
         .unzip();
     let (dx, dy) = (gpu.upload(&xs).unwrap(), gpu.upload(&ys).unwrap());
     let mut dout = gpu.alloc::<f32>(POW_PAIRS).unwrap();
-    gpu.math_pow_pairs(&dx, &dy, &mut dout, &stream).unwrap();
+    gpu.studies().math_pow_pairs(&dx, &dy, &mut dout, &stream).unwrap();
     stream.synchronize().unwrap();
     let got = dout.to_vec().unwrap();
     let s = check_chunk(
@@ -233,7 +233,7 @@ fn math_sweeps_cover_exactly_their_output() {
     for (n, start) in [(0usize, 0u32), (1, 7), (1000, u32::MAX - 10), (999, 0x3f80_0000)] {
         band.fill_bits(common::POISONS[0]).unwrap();
         let out = band.slice_mut(common::CANARY..common::CANARY + n).unwrap();
-        gpu.math_sweep("sqrt", start, out, &stream).unwrap();
+        gpu.studies().math_sweep("sqrt", start, out, &stream).unwrap();
         stream.synchronize().unwrap();
         let got = band.to_vec().unwrap();
         let p = f32::from_bits(common::POISONS[0]);
@@ -248,16 +248,16 @@ fn math_sweeps_cover_exactly_their_output() {
     // Every sweep kernel once over a short run (so the sanitizer sees each).
     for &(name, f, _) in math::check::FUNCTIONS {
         let mut out = gpu.alloc::<f32>(4097).unwrap();
-        gpu.math_sweep(name, 0xbf00_0000, &mut out, &stream).unwrap();
+        gpu.studies().math_sweep(name, 0xbf00_0000, &mut out, &stream).unwrap();
         stream.synchronize().unwrap();
         let got = out.to_vec().unwrap();
         let ok = got.iter().enumerate().all(|(i, &v)| same(v, f(f32::from_bits(0xbf00_0000 + i as u32))));
         common::record("math_sweep", &format!("{name} 4097 inputs from -0.5"), 4097, ok);
         assert!(ok, "{name}: the GPU differs from the CPU");
     }
-    let e = gpu.math_sweep("no_such_function", 0, &mut band, &stream).unwrap_err();
+    let e = gpu.studies().math_sweep("no_such_function", 0, &mut band, &stream).unwrap_err();
     assert!(matches!(e, gpukern::Error::Shape { .. }), "{e:?}");
     let (x, y) = (gpu.alloc::<f32>(3).unwrap(), gpu.alloc::<f32>(4).unwrap());
     let mut o = gpu.alloc::<f32>(3).unwrap();
-    assert!(gpu.math_pow_pairs(&x, &y, &mut o, &stream).is_err(), "lengths differ");
+    assert!(gpu.studies().math_pow_pairs(&x, &y, &mut o, &stream).is_err(), "lengths differ");
 }

@@ -8,14 +8,14 @@ mod common;
 use common::{canaries_hold, gpu, inputs, record, Data, CANARY, POISONS, SIZES};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
-use gpukern::{BinaryOp, Dtype, Error, LaunchConfig, OpKind, OpPattern, UnaryOp};
+use gpukern::{BinaryOp, Dtype, Error, LaunchShape, OpKind, OpPattern, UnaryOp};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 /// How a case launches.
 #[derive(Clone, Copy, Debug)]
 enum How {
-    Explicit(OpPattern, LaunchConfig),
+    Explicit(OpPattern, LaunchShape),
     Auto,
 }
 
@@ -35,8 +35,18 @@ fn launch<T: gpukern::Element>(
 ) -> gpukern::Result<Option<&'static str>> {
     let b = (kind.inputs() == 2).then_some(b);
     match how {
-        How::Auto => gpu().apply(kind, None, a, b, out, scales, stream).map(Some),
-        How::Explicit(p, cfg) => gpu().apply(kind, Some((p, cfg)), a, b, out, scales, stream).map(|_| None),
+        How::Auto => {
+            // The plan the call makes, asked apart (the stream's PDL setting included).
+            let addrs: Vec<u64> =
+                [Some(a.addr()), b.map(|b| b.addr()), Some(out.addr())].into_iter().flatten().collect();
+            let opts = gpukern::Opts::auto().pdl(stream.pdl());
+            let plan = gpu().plan(kind, T::DTYPE, a.len(), &addrs, &opts)?;
+            gpu().apply(kind, a, b, out, scales, stream, &opts).map(|_| Some(plan.kernel))
+        }
+        How::Explicit(p, cfg) => {
+            let opts = gpukern::Opts::auto().pattern(p).shape(cfg);
+            gpu().apply(kind, a, b, out, scales, stream, &opts).map(|_| None)
+        }
     }
 }
 
@@ -95,11 +105,8 @@ fn check_dyn(dtype: Dtype, kind: OpKind, how: How, n: usize, data: Data, offsets
 fn every_pattern(kind: OpKind) {
     let test = format!("op_{}", kind.name());
     let mut failures = Vec::new();
-    let cfgs = [
-        LaunchConfig { block: 1, max_grid: 3 },
-        LaunchConfig { block: 100, max_grid: 7 },
-        LaunchConfig::with_block(1024),
-    ];
+    let cfgs =
+        [LaunchShape { block: 1, max_grid: 3 }, LaunchShape { block: 100, max_grid: 7 }, LaunchShape::with_block(1024)];
     for dtype in Dtype::ALL {
         for pattern in OpPattern::ALL {
             let Some(k) = kernels_gpu::ops::op_kernel(kind, dtype, pattern) else { continue };
@@ -110,7 +117,7 @@ fn every_pattern(kind: OpKind) {
             // Under the sanitizer, a subset around the lane and block edges.
             let sizes = SIZES.iter().filter(|&&n| !common::sanitizing() || [0, 1, 7, 9, 17, 257, 4097].contains(&n));
             for (&n, data) in sizes.flat_map(|n| [(n, Data::Random), (n, Data::Special)]) {
-                let how = How::Explicit(pattern, LaunchConfig::default());
+                let how = How::Explicit(pattern, LaunchShape::default());
                 let r = check_dyn(dtype, kind, how, n, data, [0; 3]);
                 record(&test, &format!("{dtype:?} {pattern:?} {data:?}"), n, r.is_ok());
                 failures.extend(r.err());
@@ -125,7 +132,7 @@ fn every_pattern(kind: OpKind) {
         }
         // The scalar kernels take any element alignment.
         for offsets in [[1, 2, 3], [3, 0, 1]] {
-            let how = How::Explicit(OpPattern::Scalar, LaunchConfig::default());
+            let how = How::Explicit(OpPattern::Scalar, LaunchShape::default());
             let r = check_dyn(dtype, kind, how, 1001, Data::Random, offsets);
             record(&test, &format!("{dtype:?} Scalar offsets={offsets:?}"), 1001, r.is_ok());
             failures.extend(r.err());
@@ -186,9 +193,11 @@ fn auto_choice_is_bit_exact_at_every_alignment() {
                 let hw = dtype == Dtype::Bf16 && gpu().info().has_sm90();
                 let pack = if hw { OpPattern::PackSm90 } else { OpPattern::Pack };
                 let want_pack = kernels_gpu_name(kind, dtype, pack);
-                assert_eq!(gpu().op_choice(kind, dtype, 1 << 20, &[0, 16, 32]), want_pack);
+                let plain = gpukern::Opts::auto().pdl(gpukern::Pdl::Off);
+                let plan = |addrs: &[u64]| gpu().plan(kind, dtype, 1 << 20, addrs, &plain).unwrap().kernel;
+                assert_eq!(plan(&[0, 16, 32]), want_pack);
                 let want_scalar = kernels_gpu_name(kind, dtype, OpPattern::Scalar);
-                assert_eq!(gpu().op_choice(kind, dtype, 1 << 20, &[0, 4, 32]), want_scalar);
+                assert_eq!(plan(&[0, 4, 32]), want_scalar);
             }
         }
     }
@@ -208,38 +217,33 @@ fn bad_operands_are_errors() {
     let stream = gpu.stream().unwrap();
     let (a, b) = (gpu.upload(&[1.0f32; 64]).unwrap(), gpu.upload(&[2.0f32; 64]).unwrap());
     let mut out = gpu.upload(&[7.0f32; 64]).unwrap();
-    let cfg = LaunchConfig::default();
-    let e = gpu
-        .binary_with(
-            BinaryOp::Mul,
-            OpPattern::Pack,
-            cfg,
-            a.slice(1..).unwrap(),
-            b.slice(1..).unwrap(),
-            out.slice_mut(1..).unwrap(),
-            &stream,
-        )
-        .unwrap_err();
-    assert!(matches!(e, Error::Misaligned { variant: "mul_f32x4", operand: "a", .. }), "{e:?}");
-    let e =
-        gpu.unary_with(UnaryOp::Neg, OpPattern::Pack, cfg, a.view(), out.slice_mut(4..).unwrap(), &stream).unwrap_err();
-    assert!(matches!(e, Error::UnaryLengthMismatch { variant: "neg_f32x4", a: 64, out: 60 }), "{e:?}");
+    let cfg = LaunchShape::default();
+    let pattern = |p| gpukern::Opts::auto().pattern(p).shape(cfg);
+    let (a1, b1) = (a.slice(1..).unwrap(), b.slice(1..).unwrap());
+    let e = gpu.binary_opts(BinaryOp::Mul, a1, b1, out.slice_mut(1..).unwrap(), &stream, &pattern(OpPattern::Pack));
+    let e = e.unwrap_err();
+    assert!(matches!(e, Error::Misaligned { kernel: "mul_f32x4", operand: "a", .. }), "{e:?}");
+    let out4 = out.slice_mut(4..).unwrap();
+    let e = gpu.unary_opts(UnaryOp::Neg, a.view(), out4, &stream, &pattern(OpPattern::Pack)).unwrap_err();
+    assert!(matches!(e, Error::UnaryLengthMismatch { kernel: "neg_f32x4", a: 64, out: 60 }), "{e:?}");
     assert!(!e.to_string().contains(" b "), "a unary error names no b: {e}");
     let e = gpu.axpby(1.0, a.slice(..3).unwrap(), 1.0, b.view(), out.view_mut(), &stream).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
-    let e = gpu.binary_with(BinaryOp::Mul, OpPattern::PackSm90, cfg, &a, &b, &mut out, &stream).unwrap_err();
+    let e = gpu.binary_opts(BinaryOp::Mul, &a, &b, &mut out, &stream, &pattern(OpPattern::PackSm90)).unwrap_err();
     assert!(matches!(e, Error::Shape { kernel: "mul", .. }), "PackSm90 is bf16 only: {e:?}");
     // A kind chosen at run time: its second operand must match it.
     let sub = OpKind::Binary(BinaryOp::Sub);
-    let e = gpu.apply(sub, None, &a, None, &mut out, (0.0, 0.0), &stream).unwrap_err();
-    assert!(matches!(e, Error::WrongOperands { op: "sub", .. }), "a binary kind without b: {e:?}");
+    let auto = gpukern::Opts::auto();
+    let e = gpu.apply(sub, &a, None, &mut out, (0.0, 0.0), &stream, &auto).unwrap_err();
+    assert!(matches!(e, Error::WrongOperands { kernel: "sub", .. }), "a binary kind without b: {e:?}");
     let neg = OpKind::Unary(UnaryOp::Neg);
-    let e = gpu.apply(neg, None, &a, Some(b.view()), &mut out, (0.0, 0.0), &stream).unwrap_err();
-    assert!(matches!(e, Error::WrongOperands { op: "neg", .. }), "a unary kind with b: {e:?}");
+    let e = gpu.apply(neg, &a, Some(b.view()), &mut out, (0.0, 0.0), &stream, &auto).unwrap_err();
+    assert!(matches!(e, Error::WrongOperands { kernel: "neg", .. }), "a unary kind with b: {e:?}");
     let e = gpu.binary_host(BinaryOp::Div, &[1.0f32; 3], &[1.0f32; 4]).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
-    let bad_cfg = LaunchConfig { block: 0, ..cfg };
-    let e = gpu.binary_with(BinaryOp::Sub, OpPattern::Scalar, bad_cfg, &a, &b, &mut out, &stream).unwrap_err();
+    let bad_cfg = LaunchShape { block: 0, ..cfg };
+    let bad = gpukern::Opts::auto().pattern(OpPattern::Scalar).shape(bad_cfg);
+    let e = gpu.binary_opts(BinaryOp::Sub, &a, &b, &mut out, &stream, &bad).unwrap_err();
     assert!(!matches!(e, Error::KernelFault { .. }), "{e:?}");
     let other = gpukern::Gpu::new(0).unwrap();
     let e = gpu.unary(UnaryOp::Abs, &a, &mut out, &other.stream().unwrap()).unwrap_err();
@@ -285,15 +289,15 @@ fn huge<T: ReferenceOps>() {
     let stream = gpu.stream().unwrap();
     let (da, db) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
     let mut band = gpu.alloc::<T>(n + 2 * CANARY).unwrap();
-    let clamped = LaunchConfig { block: 1, max_grid: kernels_gpu::launch::MAX_GRID_X };
+    let clamped = LaunchShape { block: 1, max_grid: kernels_gpu::launch::MAX_GRID_X };
     let mut runs = vec![
-        (OpKind::Binary(BinaryOp::Sub), OpPattern::Pack, LaunchConfig::default()),
-        (OpKind::Unary(UnaryOp::Relu), OpPattern::Pack, LaunchConfig::default()),
-        (OpKind::Axpby, OpPattern::Pack, LaunchConfig::default()),
+        (OpKind::Binary(BinaryOp::Sub), OpPattern::Pack, LaunchShape::default()),
+        (OpKind::Unary(UnaryOp::Relu), OpPattern::Pack, LaunchShape::default()),
+        (OpKind::Axpby, OpPattern::Pack, LaunchShape::default()),
         (OpKind::Binary(BinaryOp::Mul), OpPattern::Scalar, clamped),
     ];
     if T::DTYPE == Dtype::Bf16 && gpu.info().has_sm90() {
-        runs.push((OpKind::Axpby, OpPattern::PackSm90, LaunchConfig::default()));
+        runs.push((OpKind::Axpby, OpPattern::PackSm90, LaunchShape::default()));
     }
     let mut failures = Vec::new();
     for (kind, pattern, cfg) in runs {
@@ -310,7 +314,8 @@ fn huge<T: ReferenceOps>() {
         let out = band.slice_mut(CANARY..CANARY + n).unwrap();
         launch(kind, How::Explicit(pattern, cfg), da.view(), db.view(), out, scales, &stream).unwrap();
         stream.synchronize().unwrap();
-        let bad = gpu.count_mismatches(band.slice(CANARY..CANARY + n).unwrap(), dwant.view(), &stream).unwrap();
+        let bad =
+            gpu.studies().count_mismatches(band.slice(CANARY..CANARY + n).unwrap(), dwant.view(), &stream).unwrap();
         let p = T::from_bits32(POISONS[0]);
         let canaries_ok = canaries_hold(&band, n, |x| x.same_as(p));
         let case =
@@ -384,6 +389,6 @@ fn cudarc_buffers_on_a_cudarc_stream() {
     let x = other_stream.alloc_zeros::<f32>(4).unwrap();
     let mut y = other_stream.clone_htod(&[5.0f32; 4]).unwrap();
     let e = gpu.unary_cudarc(UnaryOp::Neg, &x, &mut y, &other_stream).unwrap_err();
-    assert!(matches!(e, Error::ForeignContext { op: "neg", device: 0 }), "{e:?}");
+    assert!(matches!(e, Error::ForeignContext { kernel: "neg", device: 0 }), "{e:?}");
     assert_eq!(other_stream.clone_dtoh(&y).unwrap(), vec![5.0f32; 4]);
 }

@@ -56,7 +56,7 @@ fn a_write_on_another_stream_waits_for_the_reader() {
         let (xv, zv) = (values(n, 1), values(n, 2));
         let (mut x, z) = (gpu.upload(&xv).unwrap(), gpu.upload(&zv).unwrap());
         let mut y = band(&gpu, n);
-        gpu.spin(&s1, SPIN_NS).unwrap();
+        gpu.studies().spin(&s1, SPIN_NS).unwrap();
         gpu.unary(UnaryOp::Neg, &x, y.slice_mut(CANARY..CANARY + n).unwrap(), &s1).unwrap();
         gpu.binary(BinaryOp::Add, &z, &z, &mut x, &s2).unwrap();
         check_band(&y, &neg(&xv), "reader on s1 before a writer on s2");
@@ -77,7 +77,7 @@ fn a_read_on_another_stream_waits_for_the_writer() {
         let want = sum(&av, &bv);
         let write_x = |x: &mut DeviceVec<f32>| {
             x.fill_bits(POISONS[1]).unwrap();
-            gpu.spin(&s1, SPIN_NS).unwrap();
+            gpu.studies().spin(&s1, SPIN_NS).unwrap();
             gpu.binary(BinaryOp::Add, &a, &b, x, &s1).unwrap();
         };
         let mut x = gpu.alloc::<f32>(n).unwrap();
@@ -89,7 +89,7 @@ fn a_read_on_another_stream_waits_for_the_writer() {
 
         let mut y = band(&gpu, n);
         write_x(&mut x);
-        s2.copy(&mut y.slice_mut(CANARY..CANARY + n).unwrap(), &x.view()).unwrap();
+        s2.copy(&x, y.slice_mut(CANARY..CANARY + n).unwrap()).unwrap();
         check_band(&y, &want, "copy on s2 after a write on s1");
 
         // Two triples, so the foreach kernel runs (one would be a plain add).
@@ -127,7 +127,7 @@ fn chains_and_split_buffers_across_streams() {
     let (xv, one) = (values(n, 5), vec![1.0f32; n]);
     let ones = gpu.upload(&one).unwrap();
     let (mut x, mut y) = (gpu.upload(&xv).unwrap(), gpu.alloc::<f32>(n).unwrap());
-    gpu.spin(&streams[0], SPIN_NS).unwrap();
+    gpu.studies().spin(&streams[0], SPIN_NS).unwrap();
     let mut want = xv.clone();
     for step in 0..32 {
         let s = &streams[step % 2];
@@ -146,7 +146,7 @@ fn chains_and_split_buffers_across_streams() {
         std::thread::scope(|t| {
             let (s0, s1) = (&streams[0], &streams[1]);
             t.spawn(move || {
-                gpu.spin(s0, SPIN_NS).unwrap();
+                gpu.studies().spin(s0, SPIN_NS).unwrap();
                 gpu.binary(BinaryOp::Add, x.slice(..n / 2).unwrap(), ones.slice(..n / 2).unwrap(), lo, s0).unwrap();
             });
             t.spawn(move || {
@@ -170,7 +170,7 @@ fn a_free_waits_for_queued_work() {
         let xv = values(n, 6);
         let x = gpu.upload(&xv).unwrap();
         let mut y = band(&gpu, n);
-        gpu.spin(&s1, SPIN_NS).unwrap();
+        gpu.studies().spin(&s1, SPIN_NS).unwrap();
         gpu.unary(UnaryOp::Neg, &x, y.slice_mut(CANARY..CANARY + n).unwrap(), &s1).unwrap();
         drop(x);
         // New buffers, likely at the freed address, overwritten on another stream.

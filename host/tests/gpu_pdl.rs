@@ -11,7 +11,7 @@ mod common;
 use common::{gpu, inputs, record, sanitizing, Data, CANARY};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
-use gpukern::{BinaryOp, DeviceVec, Gpu, LaunchConfig, OpKind, OpPattern, Pdl, Result, Stream, UnaryOp};
+use gpukern::{BinaryOp, DeviceVec, Gpu, LaunchShape, OpKind, OpPattern, Pdl, Result, Stream, UnaryOp};
 use rand::SeedableRng;
 
 /// The chain's steps, in order (16): every kind, activations included, so
@@ -75,7 +75,7 @@ fn step<T: gpukern::Element>(
     s: &Stream,
 ) -> Result<()> {
     let b = (k.inputs() == 2).then_some(b);
-    gpu.apply(k, None, a, b, out, SCALES, s).map(|_| ())
+    gpu.apply(k, a, b, out, SCALES, s, &gpukern::Opts::auto())
 }
 
 fn queue<T: gpukern::Element>(gpu: &Gpu, mode: Mode, x: &mut Bands<T>, b: &DeviceVec<T>, s: &Stream) -> Result<()> {
@@ -90,7 +90,7 @@ fn queue<T: gpukern::Element>(gpu: &Gpu, mode: Mode, x: &mut Bands<T>, b: &Devic
     // Mixed's own work: a spare band (alive until the chain is done) and a
     // second stream.
     let (mut spare, side) = (gpu.alloc::<T>(x.n)?, gpu.stream()?);
-    let cfg = LaunchConfig::default();
+    let cfg = LaunchShape::default();
     for (i, &k) in STEPS.iter().enumerate() {
         let (head, tail) = x.bands.split_at_mut(i + 1);
         step(gpu, k, head[i].slice(r.clone())?, bv, tail[0].slice_mut(r.clone())?, s)?;
@@ -99,8 +99,8 @@ fn queue<T: gpukern::Element>(gpu: &Gpu, mode: Mode, x: &mut Bands<T>, b: &Devic
             _ if !mixed => {}
             // Copies (no PDL): the new value out and back.
             0 => {
-                s.copy(&mut spare.view_mut(), &next.slice(r.clone())?)?;
-                s.copy(&mut next.slice_mut(r.clone())?, &spare.view())?;
+                s.copy(next.slice(r.clone())?, &mut spare)?;
+                s.copy(&spare, next.slice_mut(r.clone())?)?;
             }
             // The new value read on another stream (|x| into the spare),
             // joined both ways by events.
@@ -111,8 +111,9 @@ fn queue<T: gpukern::Element>(gpu: &Gpu, mode: Mode, x: &mut Bands<T>, b: &Devic
             }
             // Explicit-pattern launches (never PDL): -(-x) through the spare.
             2 => {
-                gpu.unary_with(UnaryOp::Neg, OpPattern::Scalar, cfg, next.slice(r.clone())?, spare.view_mut(), s)?;
-                gpu.unary_with(UnaryOp::Neg, OpPattern::Scalar, cfg, spare.view(), next.slice_mut(r.clone())?, s)?;
+                let opts = gpukern::Opts::auto().pattern(OpPattern::Scalar).shape(cfg);
+                gpu.unary_opts(UnaryOp::Neg, next.slice(r.clone())?, spare.view_mut(), s, &opts)?;
+                gpu.unary_opts(UnaryOp::Neg, spare.view(), next.slice_mut(r.clone())?, s, &opts)?;
             }
             _ => {}
         }
@@ -255,7 +256,9 @@ fn graph_builder_refuses_misuse() {
     let e = gpu.alloc::<f32>(64).unwrap();
     let mut other = gpu.graph();
     let se = other.input(&e).unwrap();
-    assert!(g.unary(UnaryOp::Neg, se, sc).is_err(), "a slot of another builder");
+    let e = g.unary(UnaryOp::Neg, se, sc).unwrap_err();
+    assert!(matches!(e, gpukern::Error::ForeignSlot { kernel: "neg" }), "a slot of another builder: {e:?}");
+    assert!(!e.to_string().contains("another Gpu"), "the same Gpu's builder: {e}");
     assert_eq!(g.len(), 1);
     let graph = g.build().unwrap();
     graph.launch(&gpu.stream().unwrap()).unwrap();

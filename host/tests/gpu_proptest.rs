@@ -68,11 +68,11 @@ fn run<T: ReferenceAdd>(c: &Case) -> Result<(), String> {
     let (va, vb) = (da.slice(oa..).map_err(|e| e.to_string())?, db.slice(ob..).map_err(|e| e.to_string())?);
     let out = band.slice_mut(oc..oc + c.n).map_err(|e| e.to_string())?;
     let result = if c.auto {
-        gpu.add_auto(va, vb, out, &stream).map(|_| ())
+        gpu.binary(gpukern::BinaryOp::Add, va, vb, out, &stream).map(|_| ())
     } else if c.variant.is_bulk() {
-        gpu.add_bulk_with(c.variant, Default::default(), c.bulk, va, vb, out, &stream)
+        gpu.studies().add_bulk_with(c.variant, Default::default(), c.bulk, va, vb, out, &stream)
     } else {
-        gpu.add(c.variant, va, vb, out, &stream)
+        gpu.studies().add(c.variant, va, vb, out, &stream)
     };
     let aligned = c.offsets.iter().all(|o| o % c.variant.align() == 0);
     match result {

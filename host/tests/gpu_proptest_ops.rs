@@ -10,7 +10,7 @@ mod common;
 use common::{gpu, record, POISONS};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
-use gpukern::{Dtype, Error, LaunchConfig, OpKind, OpPattern};
+use gpukern::{Dtype, Error, LaunchShape, OpKind, OpPattern};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
 use rand::{Rng, SeedableRng};
@@ -75,8 +75,11 @@ fn run<T: ReferenceOps>(c: &Case) -> Result<(), String> {
     band.fill_bits(POISONS[0]).map_err(e)?;
     let (va, vb) = (da.slice(oa..).map_err(e)?, db.slice(ob..).map_err(e)?);
     let out = band.slice_mut(oc..oc + c.n).map_err(e)?;
-    let how = c.pattern.map(|p| (p, LaunchConfig::default()));
-    let result = gpu.apply(c.kind, how, va, two.then_some(vb), out, c.scales, &stream).map(|_| ());
+    let opts = match c.pattern {
+        Some(p) => gpukern::Opts::auto().pattern(p).shape(LaunchShape::default()),
+        None => gpukern::Opts::auto(),
+    };
+    let result = gpu.apply(c.kind, va, two.then_some(vb), out, c.scales, &stream, &opts);
     let used = if two { [oa, ob, oc] } else { [oa, oc, oc] };
     let wide = matches!(c.pattern, Some(OpPattern::Pack | OpPattern::PackSm90));
     let aligned = !wide || used.iter().all(|o| (o * size) % 16 == 0);

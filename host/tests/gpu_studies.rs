@@ -34,7 +34,9 @@ fn matmul_matches_f64_reference() {
         for &v in MatmulVariant::ALL {
             let mut dc = gpu.alloc::<f32>(m * n).unwrap();
             dc.fill_bits(0x7fc0_dead).unwrap(); // NaN poison: any unwritten element fails the norm
-            gpu.matmul(v, da.view(), db.view(), dc.view_mut(), (m as u32, n as u32, k as u32), &stream).unwrap();
+            gpu.studies()
+                .matmul(v, da.view(), db.view(), dc.view_mut(), (m as u32, n as u32, k as u32), &stream)
+                .unwrap();
             stream.synchronize().unwrap();
             let c = dc.to_vec().unwrap();
             let err = gpukern::reference::matmul_rel_error(&a, &b, &c, (m, n, k), &rows);
@@ -55,7 +57,8 @@ fn matmul_rejects_short_operands() {
     let stream = gpu.stream().unwrap();
     let (a, b) = (gpu.upload(&[1.0f32; 6]).unwrap(), gpu.upload(&[1.0f32; 6]).unwrap());
     let mut c = gpu.alloc::<f32>(3).unwrap();
-    let e = gpu.matmul(MatmulVariant::Tiled16, a.view(), b.view(), c.view_mut(), (2, 2, 3), &stream).unwrap_err();
+    let e =
+        gpu.studies().matmul(MatmulVariant::Tiled16, a.view(), b.view(), c.view_mut(), (2, 2, 3), &stream).unwrap_err();
     assert!(matches!(e, Error::Shape { .. }), "{e:?}");
     assert_eq!(e.to_string(), "matmul_tiled16: c has 3 elements, needs 4");
 }
@@ -73,7 +76,7 @@ fn count_eq_is_exact_at_every_match_rate() {
             let want = x.iter().filter(|&&v| v == key).count() as u64;
             let dx = gpu.upload(&x).unwrap();
             for &v in CountVariant::ALL {
-                let got = gpu.count_eq(v, dx.view(), key, &stream).unwrap();
+                let got = gpu.studies().count_eq(v, dx.view(), key, &stream).unwrap();
                 record("count_eq", &format!("{v:?} rate={rate}"), n, got == want);
                 assert_eq!(got, want, "{v:?} n={n} rate={rate}");
             }
@@ -95,7 +98,7 @@ fn strided_copy_copies_every_element_at_every_stride() {
     for stride in [1u64, 2, 4, 8, 16, 32, 65_535] {
         let len = n - n % stride as usize;
         dst.fill_bits(0xdead_beef).unwrap();
-        gpu.copy_strided(dsrc.slice(..len).unwrap(), dst.slice_mut(..len).unwrap(), stride, &stream).unwrap();
+        gpu.studies().copy_strided(dsrc.slice(..len).unwrap(), dst.slice_mut(..len).unwrap(), stride, &stream).unwrap();
         stream.synchronize().unwrap();
         let got = dst.to_vec().unwrap();
         let ok = got[..len] == src[..len] && got[len..].iter().all(|x| x.to_bits() == 0xdead_beef);
@@ -103,10 +106,12 @@ fn strided_copy_copies_every_element_at_every_stride() {
         assert!(ok, "stride {stride}");
     }
     let e = gpu
+        .studies()
         .copy_strided(dsrc.slice(..1 << 17).unwrap(), dst.slice_mut(..1 << 17).unwrap(), 1 << 16, &stream)
         .unwrap_err();
     assert_eq!(e.to_string(), "copy_strided: stride 65536 must be at most 65535 (one grid row per column)");
-    let e = gpu.copy_strided(dsrc.slice(..10).unwrap(), dst.slice_mut(..10).unwrap(), 3, &stream).unwrap_err();
+    let e =
+        gpu.studies().copy_strided(dsrc.slice(..10).unwrap(), dst.slice_mut(..10).unwrap(), 3, &stream).unwrap_err();
     assert_eq!(e.to_string(), "copy_strided: stride 3 must be at least 1 and divide n = 10");
 }
 
@@ -127,7 +132,8 @@ fn transpose_is_exact_for_any_shape() {
         let mut dout = gpu.alloc::<f32>(rows * cols + 64).unwrap();
         for &v in TransposeVariant::ALL {
             dout.fill_bits(0xdead_beef).unwrap();
-            gpu.transpose(v, din.view(), dout.slice_mut(..rows * cols).unwrap(), (rows as u32, cols as u32), &stream)
+            gpu.studies()
+                .transpose(v, din.view(), dout.slice_mut(..rows * cols).unwrap(), (rows as u32, cols as u32), &stream)
                 .unwrap();
             stream.synchronize().unwrap();
             let got = dout.to_vec().unwrap();
@@ -160,9 +166,9 @@ fn fused_kernels_match_unfused_bit_for_bit() {
         |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()));
 
     // (a + b) * alpha
-    gpu.add(Variant::F32, &da, &db, &mut t, &stream).unwrap();
-    gpu.scale(t.view(), alpha, unfused.view_mut(), &stream).unwrap();
-    gpu.add_scale(da.view(), db.view(), alpha, fused.view_mut(), &stream).unwrap();
+    gpu.studies().add(Variant::F32, &da, &db, &mut t, &stream).unwrap();
+    gpu.studies().scale(t.view(), alpha, unfused.view_mut(), &stream).unwrap();
+    gpu.studies().add_scale(da.view(), db.view(), alpha, fused.view_mut(), &stream).unwrap();
     stream.synchronize().unwrap();
     let cpu: Vec<f32> = a.iter().zip(&b).map(|(x, y)| (x + y) * alpha).collect();
     let (u, f) = (unfused.to_vec().unwrap(), fused.to_vec().unwrap());
@@ -171,9 +177,9 @@ fn fused_kernels_match_unfused_bit_for_bit() {
     assert!(same(&f, &cpu), "add_scale: differs from the CPU");
 
     // alpha * x + b
-    gpu.scale(da.view(), alpha, t.view_mut(), &stream).unwrap();
-    gpu.add(Variant::F32, &t, &db, &mut unfused, &stream).unwrap();
-    gpu.saxpy(alpha, da.view(), db.view(), fused.view_mut(), &stream).unwrap();
+    gpu.studies().scale(da.view(), alpha, t.view_mut(), &stream).unwrap();
+    gpu.studies().add(Variant::F32, &t, &db, &mut unfused, &stream).unwrap();
+    gpu.studies().saxpy(alpha, da.view(), db.view(), fused.view_mut(), &stream).unwrap();
     stream.synchronize().unwrap();
     let cpu: Vec<f32> = a.iter().zip(&b).map(|(x, y)| alpha * x + y).collect();
     let (u, f) = (unfused.to_vec().unwrap(), fused.to_vec().unwrap());

@@ -16,7 +16,7 @@
 use std::fmt::Write as _;
 
 use gpukern::half::bf16;
-use gpukern::{BinaryOp, DeviceVec, Element, Gpu, Graph, OpKind, Pdl, Stream, UnaryOp};
+use gpukern::{BinaryOp, DeviceVec, Element, Gpu, Graph, OpKind, Opts, Pdl, Stream, UnaryOp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -73,7 +73,7 @@ impl<T: Element> Chain<T> {
         for (i, &k) in self.kinds.iter().enumerate() {
             let (head, tail) = self.x.split_at_mut(i + 1);
             let b = (k.inputs() == 2).then(|| self.b.view());
-            gpu.apply(k, None, head[i].view(), b, tail[0].view_mut(), (1.0, 1.0), s)?;
+            gpu.apply(k, head[i].view(), b, tail[0].view_mut(), (1.0, 1.0), s, &Opts::auto())?;
         }
         Ok(())
     }

@@ -19,7 +19,7 @@ use std::path::Path;
 
 use gpukern::half::{bf16, f16};
 use gpukern::reference::ReferenceAdd;
-use gpukern::{AutoPlan, Dtype, Gpu, LaunchConfig, Stream};
+use gpukern::{AutoPlan, Dtype, Gpu, LaunchShape, Stream};
 use serde::{Deserialize, Serialize};
 
 use super::opts::Opts;
@@ -105,7 +105,7 @@ impl<T: ReferenceAdd> Ours<T> {
         let cap = cold.iter().chain(warm).copied().max().unwrap_or(1);
         let mut w = Workload::<T>::new(gpu, cap, 23).map_err(|e| e.to_string())?;
         for &n in cold.iter().chain(warm) {
-            let cfg = LaunchConfig::default();
+            let cfg = LaunchShape::default();
             if !w.verify(gpu, Pick::Auto, cfg, n, stream).map_err(|e| e.to_string())?.is_ok() {
                 failures.push(format!("lead: auto {} n={n}: differs from the CPU reference", T::DTYPE.name()));
             }
@@ -122,7 +122,7 @@ impl<T: ReferenceAdd> Ours<T> {
         r: &mut Round,
     ) -> Result<(), String> {
         let e = |e: gpukern::Error| e.to_string();
-        let cfg = LaunchConfig::default();
+        let cfg = LaunchShape::default();
         for (sizes, is_warm) in [(cold, false), (warm, true)] {
             for &n in sizes {
                 let bytes = add_bytes(T::DTYPE, n);

@@ -124,6 +124,8 @@ pub fn markdown(r: &Value) -> String {
             crate::report::chains::markdown(&chains)
         );
     }
+    let copies: Vec<super::copies::CopyRow> = serde_json::from_value(r["copies"].clone()).unwrap_or_default();
+    super::copies::render(&mut s, &copies);
     let _ = writeln!(s, "\n## Peers\n\n{}\n", r["peers_note"].as_str().unwrap_or(""));
     let _ = writeln!(s, "## All sizes\n\n{}", main_table(r, None));
     s

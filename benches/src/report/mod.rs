@@ -12,6 +12,7 @@
 
 pub mod auto;
 pub mod chains;
+pub mod copies;
 pub mod cpu;
 pub mod launch;
 pub mod lead;
@@ -30,7 +31,7 @@ pub mod sweeps;
 use std::time::Instant;
 
 use gpukern::half::{bf16, f16};
-use gpukern::{Dtype, Gpu, LaunchConfig};
+use gpukern::{Dtype, Gpu, LaunchShape};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -78,10 +79,6 @@ fn git_commit() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-fn open_gpu(index: usize) -> Result<Gpu, String> {
-    Gpu::new(index).map_err(|e| e.to_string())
-}
-
 pub use crate::reps_for;
 
 /// One row of the main sweep.
@@ -113,10 +110,10 @@ pub struct Collected {
 /// Runs every section and returns the report as JSON, with the failures
 /// (results that differ from the CPU reference).
 pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
-    let gpu = open_gpu(o.device)?;
+    let gpu = Gpu::new(o.device).map_err(|e| e.to_string())?;
     let info = gpu.info().clone();
     let peak = info.peak_gbps();
-    let cfg = LaunchConfig::with_block(o.block);
+    let cfg = LaunchShape::with_block(o.block);
     let stream = gpu.stream().map_err(|e| e.to_string())?;
     eprintln!(
         "device {}: {} (sm_{}{}, {} SMs, L2 {} MiB, peak {:.0} GB/s)",
@@ -136,7 +133,10 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     let floor_b2b = {
         let mut t = Vec::new();
         for _ in 0..20 {
-            t.push(stream.time(|s| (0..1000).try_for_each(|_| gpu.launch_empty(s))).map_err(e)? as f64 * 1e3 / 1000.0);
+            t.push(
+                stream.time(|s| (0..1000).try_for_each(|_| gpu.studies().launch_empty(s))).map_err(e)? as f64 * 1e3
+                    / 1000.0,
+            );
         }
         median(&mut t)
     };
@@ -144,7 +144,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         let mut t = Vec::new();
         for _ in 0..500 {
             let t0 = Instant::now();
-            gpu.launch_empty(&stream).map_err(e)?;
+            gpu.studies().launch_empty(&stream).map_err(e)?;
             stream.synchronize().map_err(e)?;
             t.push(t0.elapsed().as_secs_f64() * 1e6);
         }
@@ -313,6 +313,9 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     // Chains of dependent operations: PDL and graphs against torch.
     let chains = chains::section(&gpu, o, &mut failures)?;
 
+    // Our copies beside the plain driver copies.
+    let copies = copies::section(&gpu, o.max_log2, &mut failures)?;
+
     // Roofline: 1 FLOP per element; bytes per element 3 * size.
     let roofline = roofline::rows(&o.dtypes, copy, info.peak_fp32_add_gflops());
 
@@ -383,6 +386,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         custom,
         custom_sum,
         chains,
+        copies,
         ceiling,
         tuning,
         peer_matmul,

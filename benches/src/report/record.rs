@@ -3,12 +3,12 @@
 
 use serde_json::{json, Value};
 
-use super::{driver_string, git_commit, open_gpu, sha256_hex};
+use super::{driver_string, git_commit, sha256_hex};
 
 /// Writes the record of a test run to `out`.
 /// `report verify-record --cases FILE --log FILE --command CMD --out FILE`
 pub fn verify_record(cases_path: &str, log_path: &str, command: &str, out: &str) -> Result<(), String> {
-    let gpu = open_gpu(0)?;
+    let gpu = gpukern::Gpu::new(0).map_err(|e| e.to_string())?;
     let cases_text = std::fs::read_to_string(cases_path).unwrap_or_default();
     let cases: Vec<Value> = cases_text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     // A skipped case (too little memory) is neither a pass nor a failure: it is

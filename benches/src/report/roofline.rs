@@ -54,8 +54,8 @@ pub fn resources(gpu: &Gpu, variants: &[Variant], block: u32) -> gpukern::Result
     variants
         .iter()
         .map(|v| {
-            let r = gpu.kernel_resources(v.name())?;
-            let blocks = gpu.blocks_per_sm(v.name(), block)?;
+            let r = gpu.studies().kernel_resources(v.name())?;
+            let blocks = gpu.studies().blocks_per_sm(v.name(), block)?;
             Ok(KernelRow {
                 kernel: v.name().into(),
                 registers: r.registers,

@@ -119,6 +119,9 @@ pub struct Report {
     /// Chains of 16 dependent operations: plain, PDL, graphs, torch.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub chains: Vec<crate::report::chains::ChainRow>,
+    /// Our copies beside the plain driver copies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copies: Vec<crate::report::copies::CopyRow>,
     pub ceiling: Vec<crate::hopper::CeilingRow>,
     pub tuning: Vec<crate::hopper::TuneRow>,
     /// torch.matmul rows, as peers.py prints them.

@@ -5,7 +5,7 @@
 
 use super::schema::{AutoRow, BatchedRow, BlockRow, GridRow};
 use gpukern::reference::ReferenceAdd;
-use gpukern::{Gpu, LaunchConfig, Variant};
+use gpukern::{Gpu, LaunchShape, Variant};
 
 use super::{reps_for, Collected, Opts, Row};
 use crate::{add_bytes, gbps, Pick, Workload};
@@ -16,7 +16,7 @@ pub fn sweep_dtype<T: ReferenceAdd>(
     o: &Opts,
     sizes: &[usize],
     max_n: usize,
-    cfg: LaunchConfig,
+    cfg: LaunchShape,
     sweep_blocks: &[u32],
     bar: &indicatif::ProgressBar,
     c: &mut Collected,
@@ -73,11 +73,13 @@ pub fn sweep_dtype<T: ReferenceAdd>(
         let best_v = Variant::from_name(&best.0).unwrap_or(variants[0]);
         let (auto_ms, best_ms) =
             w.time_pair(gpu, Pick::Auto, Pick::Variant(best_v), cfg, n, reps_for(bytes), &stream).map_err(e)?;
-        let chosen = gpu.auto_choice(dtype, n, &[w.a.device_addr(), w.b.device_addr(), w.out.device_addr()]);
+        let addrs = [w.a.device_addr(), w.b.device_addr(), w.out.device_addr()];
+        let add = gpukern::OpKind::Binary(gpukern::BinaryOp::Add);
+        let chosen = gpu.plan(add, dtype, n, &addrs, &gpukern::Opts::auto().pdl(stream.pdl())).map_err(e)?;
         c.auto_rows.push(AutoRow {
             dtype: dtype.name().into(),
             n,
-            chosen: chosen.name().into(),
+            chosen: chosen.kernel.into(),
             median_us: auto_ms * 1e3,
             gbps: gbps(bytes, auto_ms),
             verified: ok,
@@ -127,7 +129,7 @@ pub fn sweep_dtype<T: ReferenceAdd>(
         for n in [1usize << 24, max_n].into_iter().filter(|n| *n <= max_n && *n >= 1 << 20) {
             for cap in [sms, 2 * sms, 4 * sms, 8 * sms, 16 * sms, 64 * sms, kernels_gpu::launch::MAX_GRID_X] {
                 for v in variants.iter().copied().filter(|v| *v == widest) {
-                    let lc = LaunchConfig { block: cfg.block, max_grid: cap };
+                    let lc = LaunchShape { block: cfg.block, max_grid: cap };
                     let ok = w.verify(gpu, v, lc, n, &stream).map_err(e)?.is_ok();
                     if !ok {
                         c.failures.push(format!("{v} max_grid={cap}: differs from the CPU reference"));
@@ -151,7 +153,7 @@ pub fn sweep_dtype<T: ReferenceAdd>(
         let n = max_n;
         for &v in &variants {
             for &block in sweep_blocks {
-                let lc = LaunchConfig::with_block(block);
+                let lc = LaunchShape::with_block(block);
                 bar.set_message(format!("{v} block {block}"));
                 let ok = w.verify(gpu, v, lc, n, &stream).map_err(e)?.is_ok();
                 if !ok {

@@ -24,7 +24,8 @@ pub(crate) unsafe fn launch_mismatch_count<T: AnyBits>(
     stream: Queue<'_>,
 ) -> Result<()> {
     if x.len() != y.len() || counter.len() != 1 {
-        return Err(Error::CopyLength { host: x.len(), device: y.len() });
+        let detail = format!("x has {} elements, y {}, the counter {} (needs 1)", x.len(), y.len(), counter.len());
+        return Err(Error::Shape { kernel: "count_mismatches", detail });
     }
     if x.is_empty() {
         return Ok(());
@@ -147,7 +148,7 @@ pub(crate) unsafe fn launch_ceiling(
         }
     };
     if let Some(&addr) = addrs.iter().find(|&&x| x % 16 != 0) {
-        return Err(Error::Misaligned { variant: name, operand: "operand", addr, offset: addr % 16, required: 16 });
+        return Err(Error::Misaligned { kernel: name, operand: "operand", addr, offset: addr % 16, required: 16 });
     }
     let grid = kernels_gpu::launch::grid_for(
         n as u64,

@@ -34,7 +34,7 @@ pub(crate) fn many_operand<'a, T>(
     uses: [Option<Use<'a>>; 3],
 ) -> Result<ManyOperand<'a>> {
     if a.len() != b.len() || a.len() != c.len() {
-        return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: c.len() });
+        return Err(Error::LengthMismatch { kernel: name, a: a.len(), b: b.len(), out: c.len() });
     }
     Ok(ManyOperand { a: a.addr(), b: b.addr(), c: c.addr(), n: a.len() as u64, uses })
 }

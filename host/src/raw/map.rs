@@ -74,7 +74,7 @@ pub(crate) unsafe fn launch_map<T: AnyBits, R: DevRead<T>>(
 ) -> Result<()> {
     let n = a.len();
     if (l.inputs == 2) != b.is_some() {
-        return Err(Error::WrongOperands { op: l.name, detail: "the operands do not match the kernel's inputs" });
+        return Err(Error::WrongOperands { kernel: l.name, detail: "the operands do not match the kernel's inputs" });
     }
     check_elementwise(l.name, l.align, a, b, out, n)?;
     let mut shared = 0u32;
@@ -132,10 +132,10 @@ pub(super) fn check_elementwise<T, R: DevRead<T>>(
 ) -> Result<()> {
     match b {
         Some(b) if a.len() != n || b.len() != n || out.len() != n => {
-            return Err(Error::LengthMismatch { variant: name, a: a.len(), b: b.len(), out: out.len() });
+            return Err(Error::LengthMismatch { kernel: name, a: a.len(), b: b.len(), out: out.len() });
         }
         None if a.len() != n || out.len() != n => {
-            return Err(Error::UnaryLengthMismatch { variant: name, a: a.len(), out: out.len() });
+            return Err(Error::UnaryLengthMismatch { kernel: name, a: a.len(), out: out.len() });
         }
         _ => {}
     }
@@ -143,7 +143,7 @@ pub(super) fn check_elementwise<T, R: DevRead<T>>(
     for (operand, addr) in addrs.into_iter().filter_map(|(o, a)| a.map(|a| (o, a))) {
         let offset = addr % align as u64;
         if offset != 0 {
-            return Err(Error::Misaligned { variant: name, operand, addr, offset, required: align });
+            return Err(Error::Misaligned { kernel: name, operand, addr, offset, required: align });
         }
     }
     Ok(())

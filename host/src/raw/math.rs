@@ -40,7 +40,7 @@ pub(crate) unsafe fn launch_math<R: DevRead<f32>>(
         check_elementwise(l.name, 4, *x, Some(*y), out, n)?;
     } else if out.addr() % 4 != 0 {
         return Err(crate::error::Error::Misaligned {
-            variant: l.name,
+            kernel: l.name,
             operand: "out",
             addr: out.addr(),
             offset: out.addr() % 4,

@@ -22,6 +22,7 @@ use crate::error::{DriverError, Error, Result};
 
 mod add;
 mod context;
+mod copy;
 mod driver;
 mod graph;
 mod kernel;
@@ -35,6 +36,7 @@ mod user;
 
 pub(crate) use add::*;
 pub(crate) use context::*;
+pub(crate) use copy::*;
 pub(crate) use driver::*;
 pub(crate) use graph::*;
 pub use kernel::KernelResources;
@@ -290,50 +292,6 @@ pub(crate) fn alloc(ctx: &Arc<PrimaryContext>, bytes: usize) -> Result<DeviceAll
     LIVE[0].fetch_add(1, AtomicOrdering::Relaxed);
     LIVE[1].fetch_add(bytes, AtomicOrdering::Relaxed);
     Ok(DeviceAlloc { addr: ptr, bytes, track: Track::new(ptr, bytes), ctx: ctx.clone() })
-}
-
-/// Host to device copy of a whole view.
-pub(crate) fn upload<T: AnyBits>(dst: &mut impl DevWrite<T>, src: &[T]) -> Result<()> {
-    if dst.len() != src.len() {
-        return Err(Error::CopyLength { host: src.len(), device: dst.len() });
-    }
-    let bytes = std::mem::size_of_val(src);
-    // The copy's last DMA may still run when it returns (pageable memory).
-    if let Some(t) = dst.track() {
-        t.note_legacy();
-    }
-    // SAFETY: dst is a live device range of exactly `bytes`; src is a host slice of it.
-    check(unsafe { cu::cuMemcpyHtoD_v2(dst.addr(), src.as_ptr() as *const c_void, bytes) })
-        .map_err(|source| Error::Driver { context: "cuMemcpyHtoD", source })
-}
-
-/// Device to host copy of a whole view.
-pub(crate) fn download<T: AnyBits>(dst: &mut [T], src: &impl DevRead<T>) -> Result<()> {
-    if dst.len() != src.len() {
-        return Err(Error::CopyLength { host: dst.len(), device: src.len() });
-    }
-    let bytes = std::mem::size_of_val(dst);
-    // SAFETY: src is a live device range of `bytes`; dst is a host slice of that size,
-    // and every bit pattern is a valid T (AnyBits).
-    check(unsafe { cu::cuMemcpyDtoH_v2(dst.as_mut_ptr() as *mut c_void, src.addr(), bytes) })
-        .map_err(|source| Error::Driver { context: "cuMemcpyDtoH", source })
-}
-
-/// Device to device copy between views of equal length, on a stream.
-pub(crate) fn copy_async<T: AnyBits>(
-    dst: &mut impl DevWrite<T>,
-    src: &impl DevRead<T>,
-    stream: Queue<'_>,
-) -> Result<()> {
-    if dst.len() != src.len() {
-        return Err(Error::CopyLength { host: src.len(), device: dst.len() });
-    }
-    let bytes = dst.len() * std::mem::size_of::<T>();
-    stream.order(&[reads(src), writes(dst)])?;
-    // SAFETY: both are live device ranges of `bytes`; `&mut` on dst excludes
-    // overlap; other streams' work on them is ordered before (above).
-    check(unsafe { cu::cuMemcpyDtoDAsync_v2(dst.addr(), src.addr(), bytes, stream.handle()) })
-        .map_err(|source| Error::Driver { context: "cuMemcpyDtoDAsync", source })
 }
 
 /// Fills a view with one bit pattern (of the element's width).

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::sys as cu;
 
 use super::{DevRead, DevWrite, RawStream};
-use crate::error::Result;
+use crate::error::{DriverError, Result};
 
 /// `solo`: no stream has used the allocation yet.
 const UNUSED: usize = 0;
@@ -102,6 +102,24 @@ impl Track {
         self.legacy.load(Ordering::Relaxed)
     }
 
+    /// Waits on the host for the streams that used the allocation (those
+    /// that wrote it, with `writers_only`): before the host reads (or, all of
+    /// them, writes) pinned host memory that copies may still use.
+    pub(crate) fn wait_host(&self, writers_only: bool) -> Result<(), DriverError> {
+        let streams: Vec<Arc<RawStream>> = {
+            let uses = self.uses.lock().unwrap_or_else(|p| p.into_inner());
+            uses.iter().filter(|u| u.wrote || !writers_only).map(|u| u.stream.clone()).collect()
+        };
+        streams.iter().try_for_each(|s| s.synchronize())
+    }
+
+    /// Forgets every stream, after [`Track::wait_host`] waited for all of
+    /// them (`&mut`: no other use can be queued meanwhile).
+    pub(crate) fn forget(&mut self) {
+        self.uses.get_mut().unwrap_or_else(|p| p.into_inner()).clear();
+        *self.solo.get_mut() = UNUSED;
+    }
+
     /// The stream a free waits for, after it waited for every other
     /// stream that used the allocation; `None` when no stream did.
     pub(crate) fn last_stream(&mut self) -> Result<Option<Arc<RawStream>>> {
@@ -175,6 +193,16 @@ impl<'s> Queue<'s> {
     /// The driver's handle.
     pub(crate) fn handle(self) -> cu::CUstream {
         self.handle
+    }
+
+    /// Waits on the host for the work queued here; a fault is reported as
+    /// [`crate::error::Error::KernelFault`] (without a kernel: the caller
+    /// names it).
+    pub(crate) fn synchronize(self) -> Result<()> {
+        // SAFETY: a live stream of the current context (the caller holds its
+        // liveness guard).
+        super::check(unsafe { cu::cuStreamSynchronize(self.handle) })
+            .map_err(|source| crate::error::Error::KernelFault { kernel: None, source })
     }
 
     /// Orders the operation about to be queued after the earlier work of

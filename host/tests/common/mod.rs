@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceAdd};
-use gpukern::{BulkConfig, Dtype, Element, Gpu, LaunchConfig, Variant};
+use gpukern::{BulkConfig, Dtype, Element, Gpu, LaunchShape, Variant};
 use rand::{Rng, SeedableRng};
 
 /// Sizes every variant is checked at: around every lane, warp and block edge.
@@ -165,9 +165,9 @@ pub fn host_available_bytes() -> Option<usize> {
 /// How a case launches.
 #[derive(Clone, Copy, Debug)]
 pub enum Launch {
-    Explicit(Variant, LaunchConfig),
+    Explicit(Variant, LaunchShape),
     /// A bulk-copy variant with explicit tiling.
-    Bulk(Variant, LaunchConfig, BulkConfig),
+    Bulk(Variant, LaunchShape, BulkConfig),
     Auto,
 }
 
@@ -188,10 +188,12 @@ pub fn check<T: ReferenceAdd>(launch: Launch, n: usize, data: Data) -> Result<()
         band.fill_bits(poison).map_err(e)?;
         let out = band.slice_mut(CANARY..CANARY + n).map_err(e)?;
         match launch {
-            Launch::Explicit(v, cfg) => gpu.add_with(v, cfg, &da, &db, out, &stream).map_err(e)?,
-            Launch::Bulk(v, cfg, bulk) => gpu.add_bulk_with(v, cfg, bulk, &da, &db, out, &stream).map_err(e)?,
+            Launch::Explicit(v, cfg) => gpu.studies().add_with(v, cfg, &da, &db, out, &stream).map_err(e)?,
+            Launch::Bulk(v, cfg, bulk) => {
+                gpu.studies().add_bulk_with(v, cfg, bulk, &da, &db, out, &stream).map_err(e)?
+            }
             Launch::Auto => {
-                gpu.add_auto(&da, &db, out, &stream).map_err(e)?;
+                gpu.binary(gpukern::BinaryOp::Add, &da, &db, out, &stream).map_err(e)?;
             }
         }
         stream.synchronize().map_err(e)?;
@@ -247,7 +249,7 @@ pub fn check_all_sizes<T: ReferenceAdd>(test: &str, launch: Launch) {
 }
 
 /// One `check` of an explicit variant, dispatched on its dtype.
-pub fn check_explicit(v: Variant, cfg: LaunchConfig, n: usize, data: Data) -> Result<(), String> {
+pub fn check_explicit(v: Variant, cfg: LaunchShape, n: usize, data: Data) -> Result<(), String> {
     match v.dtype() {
         Dtype::F32 => check::<f32>(Launch::Explicit(v, cfg), n, data),
         Dtype::F16 => check::<f16>(Launch::Explicit(v, cfg), n, data),
@@ -275,7 +277,7 @@ pub fn runs_here(test: &str, v: Variant) -> bool {
 }
 
 /// Dispatches on the variant's dtype.
-pub fn check_variant(test: &str, v: Variant, cfg: LaunchConfig) {
+pub fn check_variant(test: &str, v: Variant, cfg: LaunchShape) {
     if !runs_here(test, v) {
         return;
     }

@@ -82,7 +82,7 @@ fn handles_check_the_manifest_and_the_operands() {
     let mut out = gpu.alloc::<f32>(64).unwrap();
     let e = silu.run(&a, out.slice_mut(..60).unwrap(), [0.0; 2], &stream).unwrap_err();
     assert!(matches!(e, Error::UnaryLengthMismatch { a: 64, out: 60, .. }), "{e:?}");
-    let cfg = gpukern::LaunchConfig::default();
+    let cfg = gpukern::LaunchShape::default();
     let e = silu
         .run_with(
             gpukern::CustomPattern::Pack,
@@ -135,7 +135,7 @@ fn a_faulting_user_kernel_is_named_and_reset_recovers() {
         // This process goes on: the child's fault did not reach it.
         let gpu = Gpu::new(0).unwrap();
         let a: Vec<f32> = (0..1 << 16).map(|i| i as f32 * 0.5).collect();
-        let c = gpu.add_host(&a, &a).unwrap();
+        let c = gpu.binary_host(gpukern::BinaryOp::Add, &a, &a).unwrap();
         let ok = c.iter().zip(&a).all(|(c, a)| c.to_bits() == (a + a).to_bits());
         record("after a child's fault, add in the parent", 1 << 16, ok);
         assert!(ok);
@@ -164,7 +164,7 @@ fn a_faulting_user_kernel_is_named_and_reset_recovers() {
     println!("RESET recovered the device");
     let a: Vec<f32> = (0..1 << 16).map(|i| i as f32 * 0.5).collect();
     let b: Vec<f32> = (0..1 << 16).map(|i| 3.0 - i as f32).collect();
-    let c = gpu.add_host(&a, &b).unwrap();
+    let c = gpu.binary_host(gpukern::BinaryOp::Add, &a, &b).unwrap();
     assert!(c.iter().zip(a.iter().zip(&b)).all(|(c, (a, b))| c.to_bits() == (a + b).to_bits()));
     // User modules load again on the new handle and run correctly.
     let module = load(&gpu).unwrap();
