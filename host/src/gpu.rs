@@ -50,6 +50,7 @@ pub fn kernel_names() -> Vec<&'static str> {
     names.extend(kernels_gpu::foreach::ADD_MANY);
     names.extend(kernels_gpu::foreach::ADD_MANY_INLINE);
     names.extend(kernels_gpu::math::kernel_names());
+    names.extend(kernels_gpu::norms::NORM_KERNELS.iter().map(|k| k.name));
     names.extend(kernels_gpu::foreach::MARK_MANY.map(|(name, _)| name));
     names.extend(kernels_gpu::verify::MARK_TILES.map(|(name, _)| name));
     names.extend(kernels_gpu::verify::MARK_UNROLLED.map(|(name, _, _)| name));

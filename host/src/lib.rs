@@ -56,6 +56,8 @@ mod interop;
 mod many;
 mod math;
 mod module;
+mod norms;
+pub use norms::{Norm, NormOp, NormOptions, NormOrder, NormPlan, NormStrategy, Rows, MAX_COLS};
 mod operands;
 mod ops;
 mod pdl;

@@ -28,6 +28,7 @@ mod launch;
 mod many;
 mod map;
 mod math;
+mod norms;
 mod studies;
 mod user;
 
@@ -41,6 +42,7 @@ pub(crate) use launch::*;
 pub(crate) use many::*;
 pub(crate) use map::*;
 pub(crate) use math::*;
+pub(crate) use norms::*;
 pub(crate) use studies::*;
 pub(crate) use user::*;
 

@@ -1,0 +1,163 @@
+//! The norms' plan: which strategy, block and registers per thread a row
+//! length gets ([`NormPlan::auto`]), and the reduction order a plan implies
+//! ([`NormOrder`], what the CPU reference replays).
+
+use kernels_gpu::norms::{chunk_lanes, NORM_KS};
+use kernels_gpu::Dtype;
+
+use crate::error::{Error, Result};
+
+/// How a row is spread over threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NormStrategy {
+    /// One warp per row, `block / 32` rows per block; the row in registers.
+    Warp,
+    /// One block per row; the row in registers.
+    Block,
+    /// A row cut into segments of `block · k` chunks, one block each: a pass
+    /// that writes each segment's statistics to a buffer in stream-ordered
+    /// memory, then a pass that combines them in segment order and writes the
+    /// output (the row is read twice; the second read mostly from L2).
+    Split,
+}
+
+impl NormStrategy {
+    /// Every strategy.
+    pub const ALL: [NormStrategy; 3] = [NormStrategy::Warp, NormStrategy::Block, NormStrategy::Split];
+    /// Lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            NormStrategy::Warp => "warp",
+            NormStrategy::Block => "block",
+            NormStrategy::Split => "split",
+        }
+    }
+}
+
+/// A plan: the strategy, threads per block and 16-byte chunks per thread
+/// (`k`, one of 1, 2, 4, 8). [`NormPlan::auto`] is the automatic choice;
+/// any valid plan may be given for studies (`NormOptions::plan`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NormPlan {
+    /// How rows are spread.
+    pub strategy: NormStrategy,
+    /// Threads per block: a multiple of 32 up to 1024.
+    pub block: u32,
+    /// Chunks of 16 bytes each thread holds.
+    pub k: u32,
+}
+
+/// The order a plan reduces a row in (see `kernels_gpu::norms`): threads per
+/// group and elements per segment. Two plans with the same order give the
+/// same bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NormOrder {
+    /// Threads that share a segment (32, or the block).
+    pub group: u32,
+    /// Elements per segment (the row length when it is not split).
+    pub seg: u32,
+    /// Elements per chunk (16 bytes).
+    pub lanes: u32,
+}
+
+impl NormOrder {
+    /// Segments of a row of `cols`.
+    pub fn segments(self, cols: u32) -> u32 {
+        cols.div_ceil(self.seg)
+    }
+}
+
+impl NormPlan {
+    /// Most threads per block the plan gives a block or a split segment: at
+    /// `k = 8` and 16-bit elements a thread holds 64 values, and 512 such
+    /// threads fit the register file.
+    pub const MAX_AUTO_BLOCK: u32 = 512;
+
+    /// The automatic plan for rows of `cols` elements of `dtype`:
+    /// * a warp per row when 32 threads of at most 8 chunks hold it (up to
+    ///   1024 f32 or 2048 f16/bf16 elements), with the fewest chunks that do
+    ///   and 8 rows per block;
+    /// * else a block per row when at most [`NormPlan::MAX_AUTO_BLOCK`] threads
+    ///   hold it: the fewest chunks per thread (1, 2, 4, 8) that need no more
+    ///   threads than that, the block rounded up to a warp;
+    /// * else the split, 512 threads of 4 chunks per segment (8192 f32 or
+    ///   16384 f16/bf16 elements).
+    pub fn auto(dtype: Dtype, cols: usize) -> NormPlan {
+        let lanes = chunk_lanes(dtype) as usize;
+        for k in NORM_KS {
+            if cols <= 32 * k as usize * lanes {
+                return NormPlan { strategy: NormStrategy::Warp, block: 256, k };
+            }
+        }
+        for k in NORM_KS {
+            let threads = cols.div_ceil(k as usize * lanes).next_multiple_of(32);
+            if threads <= Self::MAX_AUTO_BLOCK as usize {
+                return NormPlan { strategy: NormStrategy::Block, block: threads as u32, k };
+            }
+        }
+        NormPlan { strategy: NormStrategy::Split, block: Self::MAX_AUTO_BLOCK, k: 4 }
+    }
+
+    /// The order this plan gives rows of `cols` elements of `dtype`.
+    pub fn order(self, dtype: Dtype, cols: usize) -> NormOrder {
+        let lanes = chunk_lanes(dtype);
+        let group = if self.strategy == NormStrategy::Warp { 32 } else { self.block };
+        let seg = match self.strategy {
+            NormStrategy::Split => self.block * self.k * lanes,
+            _ => cols.max(1) as u32,
+        };
+        NormOrder { group, seg, lanes }
+    }
+
+    /// Errors unless the plan can run rows of `cols` elements of `dtype`:
+    /// block a multiple of 32 in 32..=1024, `k` one of 1, 2, 4, 8, and a row
+    /// that fits the group (warp, block) or at most 65535 segments (split).
+    pub fn check(self, op: &'static str, dtype: Dtype, cols: usize) -> Result<()> {
+        if self.block == 0 || self.block % 32 != 0 || self.block > 1024 {
+            return Err(Error::BlockSize { variant: op, block: self.block, max: 1024 });
+        }
+        if !NORM_KS.contains(&self.k) {
+            return Err(Error::Shape { kernel: op, detail: format!("k = {} is not one of {NORM_KS:?}", self.k) });
+        }
+        let o = self.order(dtype, cols);
+        let holds = o.group as usize * self.k as usize * o.lanes as usize;
+        let fits = match self.strategy {
+            NormStrategy::Warp | NormStrategy::Block => cols <= holds,
+            NormStrategy::Split => cols.div_ceil(holds) <= 65535,
+        };
+        if !fits {
+            let detail = format!("the {} plan (block {}, k {}) cannot hold rows of {cols}", self.strategy.name(), self.block, self.k);
+            return Err(Error::Shape { kernel: op, detail });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_plans_hold_every_row_length() {
+        for dtype in Dtype::ALL {
+            for cols in [1usize, 3, 31, 33, 1000, 1024, 2048, 4097, 5120, 16384, 32768, 65536, 262144, 1 << 20] {
+                let p = NormPlan::auto(dtype, cols);
+                p.check("test", dtype, cols).unwrap();
+                assert!(p.block <= NormPlan::MAX_AUTO_BLOCK, "{p:?}");
+            }
+        }
+        assert_eq!(NormPlan::auto(Dtype::Bf16, 4096), NormPlan { strategy: NormStrategy::Block, block: 512, k: 1 });
+        assert_eq!(NormPlan::auto(Dtype::F32, 1024).strategy, NormStrategy::Warp);
+        assert_eq!(NormPlan::auto(Dtype::Bf16, 65536).strategy, NormStrategy::Split);
+    }
+
+    #[test]
+    fn bad_plans_are_refused() {
+        let p = NormPlan { strategy: NormStrategy::Warp, block: 256, k: 1 };
+        assert!(p.check("t", Dtype::F32, 129).is_err());
+        assert!(NormPlan { block: 48, ..p }.check("t", Dtype::F32, 4).is_err());
+        assert!(NormPlan { k: 3, ..p }.check("t", Dtype::F32, 4).is_err());
+        assert!(NormPlan { block: 2048, ..p }.check("t", Dtype::F32, 4).is_err());
+        p.check("t", Dtype::F32, 128).unwrap();
+    }
+}
