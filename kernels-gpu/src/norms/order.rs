@@ -135,7 +135,8 @@ pub fn output(family: Family, alt: bool, v: f32, f: (f32, f32), w: f32, b: f32) 
         Family::Rms => (v * f.0) * w,
         Family::Layer => fma((v - f.0) * f.1, w, b),
         Family::Softmax if alt => (v - f.0) - f.1,
-        Family::Softmax => exp(v - f.0) * f.1,
+        // The term the single-group kernels keep in registers, times 1/Z.
+        Family::Softmax => softmax_term(v, f.0) * f.1,
     }
 }
 
