@@ -191,7 +191,13 @@ impl Gpu {
     ) -> Result<NormPlan> {
         let kind = op.op();
         let name = kind.name();
-        let plan = opts.plan.unwrap_or_else(|| NormPlan::auto(T::DTYPE, rows.cols));
+        let (family, alt) = kind.family();
+        // The device's block limit of each kernel (its registers decide it).
+        let max_block = |k: u32| {
+            let kernel = norm_kernel(family, T::DTYPE, k).map(|n| n.name);
+            kernel.and_then(|n| self.shared.kernel(n).ok()?.resources().ok()).map_or(0, |r| r.max_threads_per_block)
+        };
+        let plan = opts.plan.unwrap_or_else(|| NormPlan::auto_within(T::DTYPE, rows.cols, |p| p.block <= max_block(p.k)));
         let bad = |detail: String| Err(Error::Shape { kernel: name, detail });
         if rows.cols > MAX_COLS || rows.rows >= 1 << 31 {
             return bad(format!("{} rows of {} elements: at most 2^31 - 1 rows of 2^24", rows.rows, rows.cols));
@@ -217,10 +223,13 @@ impl Gpu {
         let owners = owners.into_iter().chain([residual.map(|v| v.owner()), h.as_ref().map(|v| v.owner())]);
         self.check_buffers_owned(name, owners.flatten())?;
         plan.check(name, T::DTYPE, rows.cols)?;
+        let max = max_block(plan.k);
+        if plan.block > max {
+            return Err(Error::BlockSize { variant: name, block: plan.block, max });
+        }
         if rows.rows == 0 || rows.cols == 0 {
             return Ok(plan);
         }
-        let (family, alt) = kind.family();
         let kernel = norm_kernel(family, T::DTYPE, plan.k).ok_or(Error::Shape { kernel: name, detail: "no kernel".into() })?;
         let order = plan.order(T::DTYPE, rows.cols);
         let lanes = chunk_lanes(T::DTYPE);

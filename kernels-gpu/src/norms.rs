@@ -18,9 +18,10 @@
 //! elements in increasing index order, starting from `+0.0` (a sum) or `-inf`
 //! (a max). The group then combines its threads' values: within each warp a
 //! butterfly over lane masks 16, 8, 4, 2, 1 (lane `i` computes `op(own,
-//! lane i^m)`), then, for groups of several warps, every thread folds the
-//! warps' totals in warp order. Segments are combined in segment order by the
-//! functions of [`order`]. The accesses (128-bit or not) never change the order.
+//! lane i^m)`); for groups of several warps, the warps' totals (lane 0's),
+//! padded to 32 with the identity (`+0.0`, `-inf`), go through a second
+//! butterfly. Segments are combined in segment order by the functions of
+//! [`order`]. The accesses (128-bit or not) never change the order.
 
 pub mod order;
 

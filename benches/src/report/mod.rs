@@ -17,6 +17,7 @@ pub mod launch;
 pub mod lead;
 pub mod main_table;
 pub mod markdown;
+pub mod norms;
 mod opts;
 pub mod peers;
 pub mod plots;
@@ -313,6 +314,10 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     // Chains of dependent operations: PDL and graphs against torch.
     let chains = chains::section(&gpu, o, &mut failures)?;
 
+    // Row reductions (norms and softmax) beside neg and torch.
+    let norms = norms::section(&gpu, o, &mut failures)?;
+    let norms_plans = norms::study(&gpu, o)?;
+
     // Roofline: 1 FLOP per element; bytes per element 3 * size.
     let roofline = roofline::rows(&o.dtypes, copy, info.peak_fp32_add_gflops());
 
@@ -383,6 +388,8 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         custom,
         custom_sum,
         chains,
+        norms,
+        norms_plans,
         ceiling,
         tuning,
         peer_matmul,

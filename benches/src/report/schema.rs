@@ -119,6 +119,12 @@ pub struct Report {
     /// Chains of 16 dependent operations: plain, PDL, graphs, torch.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub chains: Vec<crate::report::chains::ChainRow>,
+    /// The norms section (absent from reports before it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub norms: Vec<crate::report::norms::NormRow>,
+    /// The norms' plan study.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub norms_plans: Vec<crate::report::norms::NormPlanRow>,
     pub ceiling: Vec<crate::hopper::CeilingRow>,
     pub tuning: Vec<crate::hopper::TuneRow>,
     /// torch.matmul rows, as peers.py prints them.

@@ -77,25 +77,42 @@ impl NormPlan {
     /// * a warp per row when 32 threads of at most 8 chunks hold it (up to
     ///   1024 f32 or 2048 f16/bf16 elements), with the fewest chunks that do
     ///   and 8 rows per block;
-    /// * else a block per row when at most [`NormPlan::MAX_AUTO_BLOCK`] threads
-    ///   hold it: the fewest chunks per thread (1, 2, 4, 8) that need no more
-    ///   threads than that, the block rounded up to a warp;
-    /// * else the split, 512 threads of 4 chunks per segment (8192 f32 or
-    ///   16384 f16/bf16 elements).
+    /// * else a block per row: the fewest chunks per thread (2, 4, 8) that
+    ///   need at most 256 threads, else (1, 2, 4, 8) at most
+    ///   [`NormPlan::MAX_AUTO_BLOCK`], the block rounded up to a warp (more
+    ///   bytes in flight per thread and more rows per SM: on the H100, 512
+    ///   threads of one chunk reached ×0.65 of neg in bf16 at 16384×4096);
+    /// * else the split, 256 threads of 4 chunks per segment (4096 f32 or
+    ///   8192 f16/bf16 elements).
     pub fn auto(dtype: Dtype, cols: usize) -> NormPlan {
+        Self::auto_within(dtype, cols, |_| true)
+    }
+
+    /// [`NormPlan::auto`] among the plans `launchable` accepts (the device's
+    /// limit on a kernel's block, from its registers): the first candidate of
+    /// the same preference order that it accepts.
+    pub fn auto_within(dtype: Dtype, cols: usize, launchable: impl Fn(NormPlan) -> bool) -> NormPlan {
         let lanes = chunk_lanes(dtype) as usize;
-        for k in NORM_KS {
-            if cols <= 32 * k as usize * lanes {
-                return NormPlan { strategy: NormStrategy::Warp, block: 256, k };
+        let mut cands = Vec::new();
+        for k in NORM_KS.into_iter().filter(|&k| cols <= 32 * k as usize * lanes) {
+            cands.push(NormPlan { strategy: NormStrategy::Warp, block: 256, k });
+        }
+        // A block of at most 256 threads holding at least two chunks each
+        // first (more bytes in flight per thread, more rows per SM), then up
+        // to 512 threads with any k.
+        for (max, ks) in [(256, &NORM_KS[1..]), (Self::MAX_AUTO_BLOCK as usize, &NORM_KS[..])] {
+            for &k in ks {
+                let threads = cols.div_ceil(k as usize * lanes).next_multiple_of(32);
+                if threads <= max {
+                    cands.push(NormPlan { strategy: NormStrategy::Block, block: threads as u32, k });
+                }
             }
         }
-        for k in NORM_KS {
-            let threads = cols.div_ceil(k as usize * lanes).next_multiple_of(32);
-            if threads <= Self::MAX_AUTO_BLOCK as usize {
-                return NormPlan { strategy: NormStrategy::Block, block: threads as u32, k };
-            }
+        for block in [256, 128] {
+            cands.push(NormPlan { strategy: NormStrategy::Split, block, k: 4 });
         }
-        NormPlan { strategy: NormStrategy::Split, block: Self::MAX_AUTO_BLOCK, k: 4 }
+        let fallback = NormPlan { strategy: NormStrategy::Split, block: 32, k: 1 };
+        cands.into_iter().find(|p| launchable(*p)).unwrap_or(fallback)
     }
 
     /// The order this plan gives rows of `cols` elements of `dtype`.
@@ -146,7 +163,7 @@ mod tests {
                 assert!(p.block <= NormPlan::MAX_AUTO_BLOCK, "{p:?}");
             }
         }
-        assert_eq!(NormPlan::auto(Dtype::Bf16, 4096), NormPlan { strategy: NormStrategy::Block, block: 512, k: 1 });
+        assert_eq!(NormPlan::auto(Dtype::Bf16, 4096), NormPlan { strategy: NormStrategy::Block, block: 256, k: 2 });
         assert_eq!(NormPlan::auto(Dtype::F32, 1024).strategy, NormStrategy::Warp);
         assert_eq!(NormPlan::auto(Dtype::Bf16, 65536).strategy, NormStrategy::Split);
     }

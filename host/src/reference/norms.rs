@@ -77,28 +77,34 @@ pub struct NormOut<T> {
     pub h: Option<Vec<T>>,
 }
 
-/// A group's combination by `op` of its threads' values (`vals.len()` a
-/// multiple of 32): each warp's butterfly, lane 0's result, then the warps in
-/// order.
-fn group(vals: &[f32], op: impl Fn(f32, f32) -> f32) -> f32 {
-    let warp_total = |w: &[f32]| {
-        let mut a: [f32; 32] = w.try_into().expect("a warp");
-        for m in [16, 8, 4, 2, 1] {
-            let old = a;
-            for (i, v) in a.iter_mut().enumerate() {
-                *v = op(old[i], old[i ^ m]);
-            }
+/// `op` over 32 lanes as the warp butterfly computes it; lane 0's result.
+fn butterfly(w: &[f32], op: &impl Fn(f32, f32) -> f32) -> f32 {
+    let mut a: [f32; 32] = w.try_into().expect("a warp");
+    for m in [16, 8, 4, 2, 1] {
+        let old = a;
+        for (i, v) in a.iter_mut().enumerate() {
+            *v = op(old[i], old[i ^ m]);
         }
-        a[0]
-    };
-    let mut warps = vals.chunks(32).map(warp_total);
-    let first = warps.next().expect("one warp");
-    warps.fold(first, &op)
+    }
+    a[0]
+}
+
+/// A group's combination by `op` of its threads' values (`vals.len()` a
+/// multiple of 32): each warp's butterfly; with several warps, their totals
+/// padded to 32 with `id` and a second butterfly.
+fn group(vals: &[f32], op: impl Fn(f32, f32) -> f32, id: f32) -> f32 {
+    let mut warps: Vec<f32> = vals.chunks(32).map(|w| butterfly(w, &op)).collect();
+    if warps.len() == 1 {
+        return warps[0];
+    }
+    warps.resize(32, id);
+    butterfly(&warps, &op)
 }
 
 /// `op` over one segment in the plan's order: each thread folds its elements
 /// (from `init`, in index order), then [`group`].
 fn segment(v: &[f32], o: NormOrder, init: f32, step: impl Fn(f32, f32) -> f32, op: impl Fn(f32, f32) -> f32) -> f32 {
+    // The second butterfly pads with the fold's identity.
     let (g, l) = (o.group as usize, o.lanes as usize);
     let threads: Vec<f32> = (0..g)
         .map(|t| {
@@ -106,7 +112,7 @@ fn segment(v: &[f32], o: NormOrder, init: f32, step: impl Fn(f32, f32) -> f32, o
             elems.fold(init, |acc, i| step(acc, v[i]))
         })
         .collect();
-    group(&threads, op)
+    group(&threads, op, init)
 }
 
 /// The two statistics of one segment (see `kernels_gpu::norms::order::combine`).

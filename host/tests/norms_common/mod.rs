@@ -166,7 +166,8 @@ pub fn plans(dtype: Dtype, cols: usize) -> Vec<Option<NormPlan>> {
         NormPlan { strategy: NormStrategy::Warp, block: 64, k: 1 },
         NormPlan { strategy: NormStrategy::Warp, block: 256, k: 8 },
         NormPlan { strategy: NormStrategy::Block, block: 128, k: 2 },
-        NormPlan { strategy: NormStrategy::Block, block: 512, k: 8 },
+        NormPlan { strategy: NormStrategy::Block, block: 256, k: 8 },
+        NormPlan { strategy: NormStrategy::Block, block: 512, k: 1 },
         NormPlan { strategy: NormStrategy::Split, block: 32, k: 1 },
         NormPlan { strategy: NormStrategy::Split, block: 96, k: 4 },
     ];

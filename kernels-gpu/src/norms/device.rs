@@ -128,17 +128,13 @@ unsafe fn store_chunk<E: Elem>(base: *mut E::T, e0: u32, end: u32, vec: bool, va
 }
 
 /// The group's combination of every thread's `v` by `op` (see the parent
-/// module): the warp butterfly, then, for a group of several warps (the
-/// block), the warps' totals folded in warp order through scratch `slot`.
-/// Every thread of the block calls it, with the same `g` and `slot`.
+/// module): the warp butterfly; for a group of several warps (the block),
+/// each warp's total through scratch `slot`, then a second butterfly over the
+/// warps' totals, padded to 32 with `id`. Every thread of the block calls it,
+/// with the same `g` and `slot`.
 #[inline(always)]
-fn reduce(mut v: f32, op: impl Fn(f32, f32) -> f32, g: u32, slot: usize) -> f32 {
-    // A counted loop over the masks, as `warp::warp_sum_f32`.
-    let mut m = 16;
-    while m > 0 {
-        v = op(v, f32::from_bits(warp::shfl_xor(v.to_bits(), m)));
-        m /= 2;
-    }
+fn reduce(v: f32, op: impl Fn(f32, f32) -> f32, id: f32, g: u32, slot: usize) -> f32 {
+    let v = butterfly(v, &op);
     if g == 32 {
         return v;
     }
@@ -151,15 +147,29 @@ fn reduce(mut v: f32, op: impl Fn(f32, f32) -> f32, g: u32, slot: usize) -> f32 
         unsafe { *sh.add(base + (tid / 32) as usize) = v };
     }
     sync_threads();
-    // SAFETY: written before the barrier, never written again in this launch.
-    let mut r = unsafe { *sh.add(base) };
-    let mut w = 1;
-    while w < (g / 32) as usize {
-        // SAFETY: as above.
-        r = op(r, unsafe { *sh.add(base + w) });
-        w += 1;
+    let lane = tid % 32;
+    // SAFETY: the warps' slots, written before the barrier and never again in
+    // this launch; lanes past the last warp read nothing.
+    let t = if lane < g / 32 { unsafe { *sh.add(base + lane as usize) } } else { id };
+    butterfly(t, &op)
+}
+
+/// `op` over the warp's 32 values: lane `i` folds `op(own, lane i^m)` for
+/// masks 16, 8, 4, 2, 1 (a counted loop, as `warp::warp_sum_f32`).
+#[inline(always)]
+fn butterfly(mut v: f32, op: &impl Fn(f32, f32) -> f32) -> f32 {
+    let mut m = 16;
+    while m > 0 {
+        v = op(v, f32::from_bits(warp::shfl_xor(v.to_bits(), m)));
+        m /= 2;
     }
-    r
+    v
+}
+
+/// `p + q` (a function, so that every sum is the same `add.rn.f32`).
+#[inline(always)]
+fn add(p: f32, q: f32) -> f32 {
+    p + q
 }
 
 /// This thread's valid elements folded by `f` from `init`, in index order.
@@ -229,20 +239,22 @@ unsafe fn norm<E: Elem, const K: usize>(fam: Family, a: Args<E::T>) {
     let single = mode != MODE_APPLY;
     let stats = if single {
         let seg_stats = match fam {
-            Family::Rms => (reduce(fold::<E, K>(&v, ok, 0.0, sq_step), #[inline(always)] |p, q| p + q, g, 0), 0.0),
+            Family::Rms => (reduce(fold::<E, K>(&v, ok, 0.0, sq_step), add, 0.0, g, 0), 0.0),
             Family::Layer => {
-                let sum = reduce(fold::<E, K>(&v, ok, 0.0, #[inline(always)] |p, q| p + q), #[inline(always)] |p, q| p + q, g, 0);
+                let sum = reduce(fold::<E, K>(&v, ok, 0.0, add), add, 0.0, g, 0);
                 let mean = order::mean_of(sum, end - start);
-                (mean, reduce(fold::<E, K>(&v, ok, 0.0, #[inline(always)] |p, q| sq_step(p, q - mean)), #[inline(always)] |p, q| p + q, g, 1))
+                (mean, reduce(fold::<E, K>(&v, ok, 0.0, #[inline(always)] |p, q| sq_step(p, q - mean)), add, 0.0, g, 1))
             }
             Family::Softmax => {
-                let m = reduce(fold::<E, K>(&v, ok, f32::NEG_INFINITY, max_det), max_det, g, 0);
-                let z = fold::<E, K>(&v, ok, 0.0, #[inline(always)] |p, q| p + softmax_term(q, m));
-                if !alt && mode != MODE_STATS {
-                    // Softmax's output is term · (1/Z): keep the terms.
+                let m = reduce(fold::<E, K>(&v, ok, f32::NEG_INFINITY, max_det), max_det, f32::NEG_INFINITY, g, 0);
+                let z = if !alt && mode != MODE_STATS {
+                    // Softmax's output is term · (1/Z): keep the terms, sum them.
                     unroll::<K>(#[inline(always)] |j| each_lane::<E>(#[inline(always)] |l| v[j][l] = softmax_term(v[j][l], m)));
-                }
-                (m, reduce(z, #[inline(always)] |p, q| p + q, g, 1))
+                    fold::<E, K>(&v, ok, 0.0, add)
+                } else {
+                    fold::<E, K>(&v, ok, 0.0, #[inline(always)] |p, q| p + softmax_term(q, m))
+                };
+                (m, reduce(z, add, 0.0, g, 1))
             }
         };
         if mode == MODE_STATS {
