@@ -29,9 +29,10 @@ pub fn sm90_kernel_names() -> Vec<&'static str> {
     let ops = kernels_gpu::ops::OP_KERNELS.iter().filter(|k| k.needs_sm90() && !k.name.starts_with("add_"));
     // The PDL twins (`kernels_gpu::ops::PDL_KERNELS`).
     let pdl = kernels_gpu::ops::PDL_KERNELS.iter().map(|k| k.name);
+    let norms = kernels_gpu::norms::cluster_kernel_names();
     // The foreach add's twins.
     let many = kernels_gpu::foreach::ADD_MANY_PDL.into_iter().chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL);
-    add.chain(ops.map(|k| k.name)).chain(pdl).chain(many).collect()
+    add.chain(ops.map(|k| k.name)).chain(pdl).chain(many).chain(norms).collect()
 }
 
 /// Every kernel of the portable module; all are resolved when a [`Gpu`] is created.

@@ -24,7 +24,7 @@
 mod plan;
 pub use plan::{NormOrder, NormPlan, NormStrategy};
 
-use kernels_gpu::norms::{chunk_lanes, norm_kernel, Family, FLAG_ALT, FLAG_VEC, FLAG_WARP};
+use kernels_gpu::norms::{chunk_lanes, cluster_kernel, norm_kernel, Family, FLAG_ALT, FLAG_VEC, FLAG_WARP};
 
 use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::error::{Error, Result};
@@ -193,11 +193,17 @@ impl Gpu {
         let name = kind.name();
         let (family, alt) = kind.family();
         // The device's block limit of each kernel (its registers decide it).
-        let max_block = |k: u32| {
-            let kernel = norm_kernel(family, T::DTYPE, k).map(|n| n.name);
-            kernel.and_then(|n| self.shared.kernel(n).ok()?.resources().ok()).map_or(0, |r| r.max_threads_per_block)
+        // The kernel of a plan (a cluster kernel only where the sm_90 module
+        // is loaded) and its block limit (its registers decide it).
+        let kernel_of = |p: NormPlan| match p.strategy {
+            NormStrategy::Cluster => cluster_kernel(family, T::DTYPE, p.k).filter(|_| self.info().has_sm90()),
+            _ => norm_kernel(family, T::DTYPE, p.k).map(|n| n.name),
         };
-        let plan = opts.plan.unwrap_or_else(|| NormPlan::auto_within(T::DTYPE, rows.cols, |p| p.block <= max_block(p.k)));
+        let max_block = |p: NormPlan| {
+            let r = kernel_of(p).and_then(|n| self.shared.kernel(n).ok()?.resources().ok());
+            r.map_or(0, |r| r.max_threads_per_block)
+        };
+        let plan = opts.plan.unwrap_or_else(|| NormPlan::auto_within(T::DTYPE, rows.cols, |p| p.block <= max_block(p)));
         let bad = |detail: String| Err(Error::Shape { kernel: name, detail });
         if rows.cols > MAX_COLS || rows.rows >= 1 << 31 {
             return bad(format!("{} rows of {} elements: at most 2^31 - 1 rows of 2^24", rows.rows, rows.cols));
@@ -223,14 +229,17 @@ impl Gpu {
         let owners = owners.into_iter().chain([residual.map(|v| v.owner()), h.as_ref().map(|v| v.owner())]);
         self.check_buffers_owned(name, owners.flatten())?;
         plan.check(name, T::DTYPE, rows.cols)?;
-        let max = max_block(plan.k);
+        let Some(kernel) = kernel_of(plan) else {
+            let has = format!("{}.{}", self.info().compute_capability.0, self.info().compute_capability.1);
+            return Err(Error::Unsupported { kernel: "norm (cluster plan)", needs: "9.0", has });
+        };
+        let max = max_block(plan);
         if plan.block > max {
             return Err(Error::BlockSize { variant: name, block: plan.block, max });
         }
         if rows.rows == 0 || rows.cols == 0 {
             return Ok(plan);
         }
-        let kernel = norm_kernel(family, T::DTYPE, plan.k).ok_or(Error::Shape { kernel: name, detail: "no kernel".into() })?;
         let order = plan.order(T::DTYPE, rows.cols);
         let lanes = chunk_lanes(T::DTYPE);
         let aligned = |a: u64| a % 16 == 0;
@@ -242,8 +251,9 @@ impl Gpu {
         let warp = plan.strategy == NormStrategy::Warp;
         let flags = if warp { FLAG_WARP } else { 0 } | if vec { FLAG_VEC } else { 0 } | if alt { FLAG_ALT } else { 0 };
         let l = NormLaunch {
-            name: kernel.name,
-            func: self.shared.func(kernel.name)?,
+            name: kernel,
+            func: self.shared.func(kernel)?,
+            cluster: plan.strategy == NormStrategy::Cluster,
             block: plan.block,
             rows_per_block: if warp { plan.block / 32 } else { 1 },
             segs: order.segments(rows.cols as u32),

@@ -122,6 +122,9 @@ fn norms_long_rows_and_many_rows() {
             }
             let plan = Some(NormPlan { strategy: NormStrategy::Split, block: 512, k: 1 });
             cases.push((dtype, Case { plan, ..base(op, 2, 100_003) }));
+            // Clusters of 5 (bf16, f16) and 9 blocks (f32: the non-portable size).
+            let plan = Some(NormPlan { strategy: NormStrategy::Cluster, block: 512, k: 4 });
+            cases.push((dtype, Case { plan, ..base(op, 3, 65536 + 5) }));
         }
     }
     run_all("norms_long_rows_and_many_rows", cases);

@@ -25,7 +25,7 @@
 
 pub mod order;
 
-#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
+#[cfg(target_arch = "nvptx64")]
 mod device;
 
 use crate::Dtype;
@@ -121,6 +121,44 @@ norm_table!(
     "norm_softmax_bf16_k4" Softmax Bf16 4, "norm_softmax_bf16_k8" Softmax Bf16 8,
 );
 
+/// Chunks per thread of the cluster kernels.
+pub const CLUSTER_KS: [u32; 3] = [2, 4, 8];
+/// Most blocks in a cluster the plans use (16 is the non-portable size the
+/// H100 and H200 allow).
+pub const MAX_CLUSTER: u32 = 16;
+
+/// Entry point of the cluster kernel of `(family, dtype, k)` (sm_90 module):
+/// the kernel of [`NORM_KERNELS`] with `_cluster` appended, launched as
+/// clusters of the row's segments along y (the blocks exchange their segment
+/// statistics through distributed shared memory; one pass over the row).
+pub fn cluster_kernel(family: Family, dtype: Dtype, k: u32) -> Option<&'static str> {
+    let i = NORM_KERNELS.iter().position(|n| n.family == family && n.dtype == dtype && n.k == k)?;
+    CLUSTER_KS.contains(&k).then(|| CLUSTER_NAMES[i])
+}
+
+macro_rules! cluster_names {
+    ($($n:literal),* $(,)?) => {
+        /// `NORM_KERNELS[i].name` + `_cluster` (k = 1 has none: empty).
+        const CLUSTER_NAMES: [&str; 36] = [$($n),*];
+    };
+}
+cluster_names!(
+    "", "norm_rms_f32_k2_cluster", "norm_rms_f32_k4_cluster", "norm_rms_f32_k8_cluster",
+    "", "norm_rms_f16_k2_cluster", "norm_rms_f16_k4_cluster", "norm_rms_f16_k8_cluster",
+    "", "norm_rms_bf16_k2_cluster", "norm_rms_bf16_k4_cluster", "norm_rms_bf16_k8_cluster",
+    "", "norm_layer_f32_k2_cluster", "norm_layer_f32_k4_cluster", "norm_layer_f32_k8_cluster",
+    "", "norm_layer_f16_k2_cluster", "norm_layer_f16_k4_cluster", "norm_layer_f16_k8_cluster",
+    "", "norm_layer_bf16_k2_cluster", "norm_layer_bf16_k4_cluster", "norm_layer_bf16_k8_cluster",
+    "", "norm_softmax_f32_k2_cluster", "norm_softmax_f32_k4_cluster", "norm_softmax_f32_k8_cluster",
+    "", "norm_softmax_f16_k2_cluster", "norm_softmax_f16_k4_cluster", "norm_softmax_f16_k8_cluster",
+    "", "norm_softmax_bf16_k2_cluster", "norm_softmax_bf16_k4_cluster", "norm_softmax_bf16_k8_cluster",
+);
+
+/// Every cluster kernel's entry point.
+pub fn cluster_kernel_names() -> impl Iterator<Item = &'static str> {
+    CLUSTER_NAMES.into_iter().filter(|n| !n.is_empty())
+}
+
 /// The kernel of `(family, dtype, k)`, if `k` is one of [`NORM_KS`].
 pub fn norm_kernel(family: Family, dtype: Dtype, k: u32) -> Option<&'static NormKernel> {
     NORM_KERNELS.iter().find(|n| n.family == family && n.dtype == dtype && n.k == k)
@@ -149,5 +187,10 @@ mod tests {
             }
         }
         assert_eq!(norm_kernel(Family::Rms, Dtype::F32, 3), None);
+        for k in NORM_KERNELS {
+            let c = cluster_kernel(k.family, k.dtype, k.k);
+            assert_eq!(c.map(std::string::String::from), CLUSTER_KS.contains(&k.k).then(|| std::format!("{}_cluster", k.name)));
+        }
+        assert_eq!(cluster_kernel_names().count(), 27);
     }
 }

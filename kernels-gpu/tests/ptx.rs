@@ -251,7 +251,13 @@ fn hopper_module_holds_exactly_the_bulk_and_sm90_bf16_kernels() {
     let pdl = kernels_gpu::ops::PDL_KERNELS.len()
         + kernels_gpu::foreach::ADD_MANY_PDL.len()
         + kernels_gpu::foreach::ADD_MANY_INLINE_PDL.len();
-    assert_eq!(entries.len(), bulk.len() + ops - 1 + pdl, "{entries:?}");
+    // The norms' cluster kernels (`kernels_gpu::norms::cluster_kernel`).
+    let clusters = kernels_gpu::norms::cluster_kernel_names().count();
+    assert_eq!(entries.len(), bulk.len() + ops - 1 + pdl + clusters, "{entries:?}");
+    for name in kernels_gpu::norms::cluster_kernel_names() {
+        assert!(PTX90.contains(&format!(".visible .entry {name}(")), "missing .entry {name} in the sm_90 module");
+        assert!(!PTX.contains(&format!(".entry {name}(")), "{name} must not be in the sm_70 module");
+    }
     for name in &bulk {
         assert!(PTX90.contains(&format!(".visible .entry {name}(")), "missing .entry {name} in the sm_90 module");
         assert!(!PTX.contains(&format!(".entry {name}(")), "{name} must not be in the sm_70 module");

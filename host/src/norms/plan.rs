@@ -19,17 +19,25 @@ pub enum NormStrategy {
     /// memory, then a pass that combines them in segment order and writes the
     /// output (the row is read twice; the second read mostly from L2).
     Split,
+    /// sm_90: a row's segments (as [`NormStrategy::Split`] cuts them, 2 to
+    /// 16) are one thread-block cluster's blocks; each holds its segment in
+    /// registers, the blocks exchange their statistics through distributed
+    /// shared memory, and the row is read once. Same order (and bits) as the
+    /// split with the same block and `k` (2, 4 or 8).
+    Cluster,
 }
 
 impl NormStrategy {
     /// Every strategy.
-    pub const ALL: [NormStrategy; 3] = [NormStrategy::Warp, NormStrategy::Block, NormStrategy::Split];
+    pub const ALL: [NormStrategy; 4] =
+        [NormStrategy::Warp, NormStrategy::Block, NormStrategy::Split, NormStrategy::Cluster];
     /// Lower-case name.
     pub const fn name(self) -> &'static str {
         match self {
             NormStrategy::Warp => "warp",
             NormStrategy::Block => "block",
             NormStrategy::Split => "split",
+            NormStrategy::Cluster => "cluster",
         }
     }
 }
@@ -91,6 +99,10 @@ impl NormPlan {
     /// [`NormPlan::auto`] among the plans `launchable` accepts (the device's
     /// limit on a kernel's block, from its registers): the first candidate of
     /// the same preference order that it accepts.
+    ///
+    /// On sm_90 (`launchable` accepts cluster plans only there), rows past a
+    /// block take a cluster of at most 8 blocks (the portable size) where one
+    /// holds them: 256 threads of 4 chunks, else 512 of 4, else 512 of 8.
     pub fn auto_within(dtype: Dtype, cols: usize, launchable: impl Fn(NormPlan) -> bool) -> NormPlan {
         let lanes = chunk_lanes(dtype) as usize;
         let mut cands = Vec::new();
@@ -108,6 +120,12 @@ impl NormPlan {
                 }
             }
         }
+        for (block, k) in [(256, 4), (512, 4), (512, 8)] {
+            let segs = cols.div_ceil((block * k) as usize * lanes);
+            if (2..=8).contains(&segs) {
+                cands.push(NormPlan { strategy: NormStrategy::Cluster, block, k });
+            }
+        }
         for block in [256, 128] {
             cands.push(NormPlan { strategy: NormStrategy::Split, block, k: 4 });
         }
@@ -120,7 +138,7 @@ impl NormPlan {
         let lanes = chunk_lanes(dtype);
         let group = if self.strategy == NormStrategy::Warp { 32 } else { self.block };
         let seg = match self.strategy {
-            NormStrategy::Split => self.block * self.k * lanes,
+            NormStrategy::Split | NormStrategy::Cluster => self.block * self.k * lanes,
             _ => cols.max(1) as u32,
         };
         NormOrder { group, seg, lanes }
@@ -128,7 +146,9 @@ impl NormPlan {
 
     /// Errors unless the plan can run rows of `cols` elements of `dtype`:
     /// block a multiple of 32 in 32..=1024, `k` one of 1, 2, 4, 8, and a row
-    /// that fits the group (warp, block) or at most 65535 segments (split).
+    /// that fits the group (warp, block), at most 65535 segments (split), or
+    /// 2 to 16 segments and `k` 2, 4 or 8 (cluster; the device is checked at
+    /// launch).
     pub fn check(self, op: &'static str, dtype: Dtype, cols: usize) -> Result<()> {
         if self.block == 0 || self.block % 32 != 0 || self.block > 1024 {
             return Err(Error::BlockSize { variant: op, block: self.block, max: 1024 });
@@ -141,6 +161,10 @@ impl NormPlan {
         let fits = match self.strategy {
             NormStrategy::Warp | NormStrategy::Block => cols <= holds,
             NormStrategy::Split => cols.div_ceil(holds) <= 65535,
+            NormStrategy::Cluster => {
+                let segs = cols.div_ceil(holds) as u32;
+                (2..=kernels_gpu::norms::MAX_CLUSTER).contains(&segs) && kernels_gpu::norms::CLUSTER_KS.contains(&self.k)
+            }
         };
         if !fits {
             let detail = format!("the {} plan (block {}, k {}) cannot hold rows of {cols}", self.strategy.name(), self.block, self.k);
@@ -165,7 +189,10 @@ mod tests {
         }
         assert_eq!(NormPlan::auto(Dtype::Bf16, 4096), NormPlan { strategy: NormStrategy::Block, block: 256, k: 2 });
         assert_eq!(NormPlan::auto(Dtype::F32, 1024).strategy, NormStrategy::Warp);
-        assert_eq!(NormPlan::auto(Dtype::Bf16, 65536).strategy, NormStrategy::Split);
+        assert_eq!(NormPlan::auto(Dtype::Bf16, 65536).strategy, NormStrategy::Cluster);
+        let no_cluster = NormPlan::auto_within(Dtype::Bf16, 65536, |p| p.strategy != NormStrategy::Cluster);
+        assert_eq!(no_cluster.strategy, NormStrategy::Split);
+        assert_eq!(NormPlan::auto(Dtype::Bf16, 1 << 20).strategy, NormStrategy::Split);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use cudarc::driver::sys as cu;
 
-use super::{arg, check, launch_overlapped, DevRead, DevWrite, Geometry3, RawFn};
+use super::{arg, check, launch_clustered, launch_overlapped, DevRead, DevWrite, Geometry3, RawFn};
 use crate::error::{Error, Result};
 
 /// One norm launch, as the plan made it (`kernels_gpu::norms` for the flags).
@@ -17,8 +17,11 @@ pub(crate) struct NormLaunch {
     pub block: u32,
     /// Rows per block: 1, or `block / 32` with `FLAG_WARP`.
     pub rows_per_block: u32,
-    /// Segments per row (more than one: the two-pass split).
+    /// Segments per row (more than one: the two-pass split, or one pass of a
+    /// cluster of `segs` blocks with `cluster`).
     pub segs: u32,
+    /// A cluster kernel (sm_90 module), launched as clusters of `segs` blocks.
+    pub cluster: bool,
     /// Elements per segment.
     pub seg: u32,
     /// `FLAG_WARP`, `FLAG_VEC`, `FLAG_ALT` (no mode bits: set here).
@@ -45,6 +48,10 @@ pub(crate) struct NormIo<'a, R, W> {
 
 fn shape(kernel: &'static str, detail: String) -> Error {
     Error::Shape { kernel, detail }
+}
+
+fn warp_flag(l: &NormLaunch) -> bool {
+    l.flags & kernels_gpu::norms::FLAG_WARP != 0
 }
 
 /// Elements a pitched operand must hold.
@@ -155,6 +162,35 @@ pub(crate) fn launch_norm<T, R: DevRead<T>, W: DevWrite<T>>(
         // operands are present. Outputs are exclusively borrowed views.
         unsafe { launch_overlapped(l.func, g, stream, &mut params, false) }
     };
+    if l.cluster {
+        if warp_flag(l) || l.segs < 2 || l.segs > kernels_gpu::norms::MAX_CLUSTER {
+            return Err(shape(l.name, format!("a cluster of {} segments", l.segs)));
+        }
+        let (mut px, mut pr, mut pw, mut pb, mut py, mut ph, mut pp) = (px, pr, pw, pb, py, ph, 0u64);
+        let (mut rows, mut cols, mut xp, mut yp, mut eps) = (l.rows, l.cols, l.x_pitch, l.y_pitch, l.eps);
+        let (mut flags, mut seg) = (l.flags | MODE_FULL, l.seg);
+        let mut params = [
+            arg(&mut px),
+            arg(&mut pr),
+            arg(&mut pw),
+            arg(&mut pb),
+            arg(&mut py),
+            arg(&mut ph),
+            arg(&mut pp),
+            arg(&mut rows),
+            arg(&mut cols),
+            arg(&mut xp),
+            arg(&mut yp),
+            arg(&mut eps),
+            arg(&mut flags),
+            arg(&mut seg),
+        ];
+        // SAFETY: as the launches below, for a cluster kernel: one row per
+        // cluster of `segs` blocks along y (grid.y = segs), block rank =
+        // segment; the blocks read each other's two statistics words of
+        // shared memory between two cluster barriers; no `part` buffer.
+        return unsafe { launch_clustered(l.func, g, l.segs, stream, &mut params) };
+    }
     if l.segs == 1 {
         return launch(MODE_FULL, 0);
     }

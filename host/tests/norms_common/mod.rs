@@ -159,7 +159,8 @@ fn compare<T: Element>(what: &str, got: &[T], want: &[T], c: &Case, pitch: usize
 }
 
 /// The plans worth checking for rows of `cols` of `dtype`: the automatic one,
-/// a warp, a block of each kind, and splits into many short segments.
+/// a warp, a block of each kind, splits into many short segments, and
+/// clusters (sm_90) of 2 to 16 blocks.
 pub fn plans(dtype: Dtype, cols: usize) -> Vec<Option<NormPlan>> {
     let mut p = vec![None];
     let cands = [
@@ -170,6 +171,8 @@ pub fn plans(dtype: Dtype, cols: usize) -> Vec<Option<NormPlan>> {
         NormPlan { strategy: NormStrategy::Block, block: 512, k: 1 },
         NormPlan { strategy: NormStrategy::Split, block: 32, k: 1 },
         NormPlan { strategy: NormStrategy::Split, block: 96, k: 4 },
+        NormPlan { strategy: NormStrategy::Cluster, block: 32, k: 2 },
+        NormPlan { strategy: NormStrategy::Cluster, block: 64, k: 4 },
     ];
     p.extend(cands.into_iter().filter(|c| c.check("plans", dtype, cols).is_ok()).map(Some));
     p

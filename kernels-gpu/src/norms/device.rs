@@ -8,7 +8,12 @@ use gpukern_device::pack::{load128, store128, Pack16};
 use gpukern_device::{sync_threads, thread, warp};
 
 use super::order::{self, max_det, softmax_term, sq_step};
-use super::{Family, FLAG_ALT, FLAG_VEC, FLAG_WARP, MODE_APPLY, MODE_MASK, MODE_STATS, PART_WORDS};
+use super::{Family, FLAG_ALT, FLAG_VEC, FLAG_WARP, MODE_APPLY, MODE_FULL, MODE_MASK, MODE_STATS, PART_WORDS};
+
+gpukern_device::static_shared!(
+    /// A cluster block's segment statistics, read by the cluster's blocks.
+    norm_part: [f32; 2]
+);
 
 gpukern_device::static_shared!(
     /// The warps' totals of the group reductions: 32 slots per reduction of
@@ -194,7 +199,7 @@ fn fold<E: Elem, const K: usize>(
 /// pointer and pitch is 16-byte aligned; a 1-D block of 32·w threads; `seg` a
 /// multiple of the chunk covering each group's segment in `K` chunks per thread.
 #[inline(always)]
-unsafe fn norm<E: Elem, const K: usize>(fam: Family, a: Args<E::T>) {
+unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Family, a: Args<E::T>) {
     let (tid, _) = thread::thread_xy();
     let (bx, s) = thread::block_xy();
     let (bdim, _) = thread::block_dim_xy();
@@ -247,7 +252,7 @@ unsafe fn norm<E: Elem, const K: usize>(fam: Family, a: Args<E::T>) {
             }
             Family::Softmax => {
                 let m = reduce(fold::<E, K>(&v, ok, f32::NEG_INFINITY, max_det), max_det, f32::NEG_INFINITY, g, 0);
-                let z = if !alt && mode != MODE_STATS {
+                let z = if !alt && mode == MODE_FULL && !CLUSTER {
                     // Softmax's output is term · (1/Z): keep the terms, sum them.
                     unroll::<K>(#[inline(always)] |j| each_lane::<E>(#[inline(always)] |l| v[j][l] = softmax_term(v[j][l], m)));
                     fold::<E, K>(&v, ok, 0.0, add)
@@ -257,7 +262,11 @@ unsafe fn norm<E: Elem, const K: usize>(fam: Family, a: Args<E::T>) {
                 (m, reduce(z, add, 0.0, g, 1))
             }
         };
-        if mode == MODE_STATS {
+        if CLUSTER {
+            // SAFETY: every block of the cluster is one row's segment
+            // (FLAG_WARP off, cluster = grid.y = segments: the host's plan).
+            unsafe { exchange(fam, seg_stats, t, segs, a.seg, a.cols) }
+        } else if mode == MODE_STATS {
             if active && t == 0 {
                 let p = a.part.wrapping_add((row as usize * segs as usize + s as usize) * PART_WORDS);
                 // SAFETY: this segment's words of `part`, written by this thread alone.
@@ -267,8 +276,9 @@ unsafe fn norm<E: Elem, const K: usize>(fam: Family, a: Args<E::T>) {
                 }
             }
             return;
+        } else {
+            seg_stats
         }
-        seg_stats
     } else {
         let p = a.part.wrapping_add(row as usize * segs as usize * PART_WORDS) as *const f32;
         // SAFETY: the row's segments' words, written by the first pass; read
@@ -284,7 +294,7 @@ unsafe fn norm<E: Elem, const K: usize>(fam: Family, a: Args<E::T>) {
     };
 
     let f = order::factors(fam, alt, stats, a.cols, a.eps);
-    let kept_terms = fam == Family::Softmax && !alt && single;
+    let kept_terms = fam == Family::Softmax && !alt && mode == MODE_FULL && !CLUSTER;
     unroll::<K>(#[inline(always)] |j| {
         if has(j) {
             let (mut wv, mut bv, mut o) = ([1.0f32; 8], [0.0f32; 8], [0.0f32; 8]);
@@ -303,10 +313,53 @@ unsafe fn norm<E: Elem, const K: usize>(fam: Family, a: Args<E::T>) {
             unsafe { store_chunk::<E>(yrow, e0(j), end, vec, &o) };
         }
     });
+    if CLUSTER {
+        cluster_sync();
+    }
+}
+
+/// The cluster's exchange: thread 0 of each block publishes its segment's
+/// statistics in shared memory, the cluster syncs, every thread combines the
+/// `segs` blocks' statistics in rank (= segment) order from their shared
+/// memory. The caller syncs the cluster once more before its block exits.
+///
+/// # Safety
+/// A cluster launch of `segs` blocks along y, block rank = segment; every
+/// thread of the cluster calls it once.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+unsafe fn exchange(fam: Family, mine: (f32, f32), t: u32, segs: u32, seg: u32, cols: u32) -> (f32, f32) {
+    use gpukern_device::cluster;
+    let p = norm_part() as *mut f32;
+    if t == 0 {
+        // SAFETY: this block's two words, written once, before the sync.
+        unsafe {
+            *p = mine.0;
+            *p.add(1) = mine.1;
+        }
+    }
+    cluster::sync();
+    // SAFETY: written before the sync by block `q` < segs, alive until the
+    // caller's second sync.
+    let part = #[inline(always)] |q: u32| unsafe { (cluster::read_f32(p, q), cluster::read_f32(p.add(1), q)) };
+    order::combine(fam, segs, seg, cols, part)
+}
+
+/// Portable builds have no cluster kernels.
+#[cfg(not(target_feature = "sm_90"))]
+#[inline(always)]
+unsafe fn exchange(_: Family, mine: (f32, f32), _: u32, _: u32, _: u32, _: u32) -> (f32, f32) {
+    mine
+}
+
+#[inline(always)]
+fn cluster_sync() {
+    #[cfg(target_feature = "sm_90")]
+    gpukern_device::cluster::sync();
 }
 
 macro_rules! norm_entries {
-    ($($name:ident $fam:ident $e:ident $k:literal),* $(,)?) => {$(
+    ($cluster:literal; $($name:ident $fam:ident $e:ident $k:literal),* $(,)?) => {$(
         /// A norm kernel (see [`super::NormKernel`] for the parameters).
         ///
         /// # Safety
@@ -320,12 +373,13 @@ macro_rules! norm_entries {
         ) {
             let a = Args { x, r, w, b, y, h, part, rows, cols, xp, yp, eps, flags, seg };
             // SAFETY: forwarded.
-            unsafe { norm::<$e, $k>(Family::$fam, a) }
+            unsafe { norm::<$e, $k, $cluster>(Family::$fam, a) }
         }
     )*};
 }
 
-norm_entries!(
+#[cfg(not(target_feature = "sm_90"))]
+norm_entries!(false;
     norm_rms_f32_k1 Rms F32 1, norm_rms_f32_k2 Rms F32 2, norm_rms_f32_k4 Rms F32 4, norm_rms_f32_k8 Rms F32 8,
     norm_rms_f16_k1 Rms F16 1, norm_rms_f16_k2 Rms F16 2, norm_rms_f16_k4 Rms F16 4, norm_rms_f16_k8 Rms F16 8,
     norm_rms_bf16_k1 Rms Bf16 1, norm_rms_bf16_k2 Rms Bf16 2, norm_rms_bf16_k4 Rms Bf16 4,
@@ -342,4 +396,24 @@ norm_entries!(
     norm_softmax_f16_k8 Softmax F16 8,
     norm_softmax_bf16_k1 Softmax Bf16 1, norm_softmax_bf16_k2 Softmax Bf16 2,
     norm_softmax_bf16_k4 Softmax Bf16 4, norm_softmax_bf16_k8 Softmax Bf16 8,
+);
+
+// The cluster kernels (sm_90 module): a row's segments are a cluster's blocks.
+#[cfg(target_feature = "sm_90")]
+norm_entries!(true;
+    norm_rms_f32_k2_cluster Rms F32 2, norm_rms_f32_k4_cluster Rms F32 4, norm_rms_f32_k8_cluster Rms F32 8,
+    norm_rms_f16_k2_cluster Rms F16 2, norm_rms_f16_k4_cluster Rms F16 4, norm_rms_f16_k8_cluster Rms F16 8,
+    norm_rms_bf16_k2_cluster Rms Bf16 2, norm_rms_bf16_k4_cluster Rms Bf16 4, norm_rms_bf16_k8_cluster Rms Bf16 8,
+    norm_layer_f32_k2_cluster Layer F32 2, norm_layer_f32_k4_cluster Layer F32 4,
+    norm_layer_f32_k8_cluster Layer F32 8,
+    norm_layer_f16_k2_cluster Layer F16 2, norm_layer_f16_k4_cluster Layer F16 4,
+    norm_layer_f16_k8_cluster Layer F16 8,
+    norm_layer_bf16_k2_cluster Layer Bf16 2, norm_layer_bf16_k4_cluster Layer Bf16 4,
+    norm_layer_bf16_k8_cluster Layer Bf16 8,
+    norm_softmax_f32_k2_cluster Softmax F32 2, norm_softmax_f32_k4_cluster Softmax F32 4,
+    norm_softmax_f32_k8_cluster Softmax F32 8,
+    norm_softmax_f16_k2_cluster Softmax F16 2, norm_softmax_f16_k4_cluster Softmax F16 4,
+    norm_softmax_f16_k8_cluster Softmax F16 8,
+    norm_softmax_bf16_k2_cluster Softmax Bf16 2, norm_softmax_bf16_k4_cluster Softmax Bf16 4,
+    norm_softmax_bf16_k8_cluster Softmax Bf16 8,
 );
