@@ -37,9 +37,7 @@ pub fn blocks() -> u32 {
 #[inline(always)]
 pub fn sync() {
     // SAFETY: a barrier; not `nomem`, so no memory access moves across it.
-    unsafe {
-        asm!("barrier.cluster.arrive.release; barrier.cluster.wait.acquire;", options(nostack, preserves_flags))
-    };
+    unsafe { asm!("barrier.cluster.arrive.release; barrier.cluster.wait.acquire;", options(nostack, preserves_flags)) };
 }
 
 /// Reads the f32 at `p`, a pointer into this block's shared memory, from the

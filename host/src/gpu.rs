@@ -126,8 +126,13 @@ impl Gpu {
             for name in sm90_kernel_names() {
                 let f = m.function(name).map_err(|source| Error::MissingKernel { name, source })?;
                 // The bulk kernels size their shared memory at launch; let them
-                // use all a block may have, not only the default 48 KiB.
-                raw::set_max_dynamic_shared(f, shared_optin)?;
+                // use all a block may have, not only the default 48 KiB. (Not
+                // the norms' cluster kernels: their static shared memory plus
+                // that much would exceed the block's limit, which the driver
+                // refuses; they use no dynamic shared memory.)
+                if !kernels_gpu::norms::cluster_kernel_names().any(|n| n == name) {
+                    raw::set_max_dynamic_shared(f, shared_optin)?;
+                }
                 funcs.insert(name, Kernel::new(f));
             }
             modules.push(m);

@@ -20,7 +20,7 @@ use crate::operands::Operands;
 
 impl Gpu {
     /// Errors unless `stream` lives in this `Gpu`'s context on its device.
-    fn check_cudarc_stream(&self, op: &'static str, stream: &CudaStream) -> Result<()> {
+    pub(crate) fn check_cudarc_stream(&self, op: &'static str, stream: &CudaStream) -> Result<()> {
         let ctx = stream.context();
         let same = std::ptr::addr_eq(ctx.cu_ctx(), self.shared.ctx.as_raw()) && ctx.ordinal() == self.info().index;
         if !same {

@@ -178,8 +178,30 @@ impl Gpu {
         self.norm_on(op, x.into_view(), y.into_view_mut(), rows, opts, stream.raw())
     }
 
-    /// [`Gpu::norm`] on a raw stream of this `Gpu`'s context (the cudarc
-    /// interop; the caller checked the stream).
+    /// [`Gpu::norm`] queued on a cudarc stream of this device's primary
+    /// context (feature `cudarc`), for libraries built on cudarc (candle):
+    /// make the views of their buffers with [`View::from_raw_parts`] and
+    /// [`ViewMut::from_raw_parts`] (taking the addresses through cudarc's
+    /// `DevicePtr`/`DevicePtrMut`, whose guards order the stream after earlier
+    /// work and record this call's use when they drop). No copy and no
+    /// synchronisation; a stream of another context is
+    /// [`Error::ForeignContext`].
+    #[cfg(feature = "cudarc")]
+    pub fn norm_cudarc<'a, T: Element>(
+        &self,
+        op: Norm<'a, T>,
+        x: View<'a, T>,
+        y: ViewMut<'a, T>,
+        rows: Rows,
+        opts: NormOptions,
+        stream: &cudarc::driver::CudaStream,
+    ) -> Result<NormPlan> {
+        self.check_cudarc_stream(op.op().name(), stream)?;
+        self.norm_on(op, x, y, rows, opts, stream.cu_stream())
+    }
+
+    /// [`Gpu::norm`] on a raw stream of this `Gpu`'s context (the caller
+    /// checked the stream).
     pub(crate) fn norm_on<'a, T: Element>(
         &self,
         op: Norm<'a, T>,

@@ -35,13 +35,23 @@ fn run_all(test: &str, cases: impl IntoIterator<Item = (Dtype, Case)>) {
     let mut count = 0;
     for (dtype, c) in cases {
         let r = run_dtype(&gpu, dtype, &c);
-        record(test, &format!("{} {:?} {}x{} {:?}", c.op.name(), dtype, c.rows, c.cols, c.plan), c.rows * c.cols, r.is_ok());
+        record(
+            test,
+            &format!("{} {:?} {}x{} {:?}", c.op.name(), dtype, c.rows, c.cols, c.plan),
+            c.rows * c.cols,
+            r.is_ok(),
+        );
         count += 1;
         if let Err(e) = r {
             failures.push(e);
         }
     }
-    assert!(failures.is_empty(), "{} of {count} cases failed; first: {:#?}", failures.len(), &failures[..failures.len().min(5)]);
+    assert!(
+        failures.is_empty(),
+        "{} of {count} cases failed; first: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
 }
 
 #[test]
@@ -112,8 +122,11 @@ fn norms_special_rows_and_eps() {
 fn norms_long_rows_and_many_rows() {
     // Under compute-sanitizer the longest rows are left out (minutes each).
     let sanitizing = std::env::var_os("GPUKERN_SANITIZE").is_some();
-    let shapes: &[(usize, usize)] =
-        if sanitizing { &[(2, 65536 + 5), (4099, 16)] } else { &[(2, 65536 + 5), (3, 262144), (1, 1 << 20), (4099, 16), (1500, 129)] };
+    let shapes: &[(usize, usize)] = if sanitizing {
+        &[(2, 65536 + 5), (4099, 16)]
+    } else {
+        &[(2, 65536 + 5), (3, 262144), (1, 1 << 20), (4099, 16), (1500, 129)]
+    };
     let mut cases = Vec::new();
     for op in NormOp::ALL {
         for dtype in Dtype::ALL {
@@ -176,4 +189,60 @@ fn norms_argument_errors_write_nothing() {
     gpu.norm(Norm::Softmax, &x, &mut y, Rows::contiguous(4, 0), NormOptions::default(), &s).unwrap();
     s.synchronize().unwrap();
     assert!(y.to_vec().unwrap().iter().all(|v| v.to_bits() == POISON), "an empty call wrote");
+}
+
+/// `norm_cudarc`: cudarc buffers (a window at an odd offset, as candle
+/// passes a tensor's layout) on a cudarc stream, bit for bit with the CPU
+/// reference; a stream of another context is refused.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn norms_on_cudarc_buffers_and_stream() {
+    use cudarc::driver::{CudaContext, DevicePtr, DevicePtrMut};
+    use gpukern::half::bf16;
+    use gpukern::reference::norms::{self as rn, HostNorm};
+    use gpukern::{View, ViewMut};
+    let gpu = gpu();
+    let ctx = CudaContext::new(0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let (rows, cols, off) = (6, 1000, 3);
+    let x: Vec<bf16> = (0..off + rows * cols).map(|i| bf16::from_f32(((i * 37) % 101) as f32 / 13.0 - 3.0)).collect();
+    let w: Vec<bf16> = (0..cols).map(|i| bf16::from_f32(1.0 + (i % 7) as f32 / 8.0)).collect();
+    let (dx, dw) = (stream.clone_htod(&x).unwrap(), stream.clone_htod(&w).unwrap());
+    let mut dy = stream.alloc_zeros::<bf16>(rows * cols).unwrap();
+    let shape = Rows::contiguous(rows, cols);
+    let plan = {
+        let window = dx.slice(off..);
+        let (px, _gx) = window.device_ptr(&stream);
+        let (pw, _gw) = dw.device_ptr(&stream);
+        let (py, _gy) = dy.device_ptr_mut(&stream);
+        // SAFETY: cudarc allocated these ranges in the primary context (this
+        // Gpu's); the guards and borrows keep them alive for the call, and the
+        // stream orders every later use after it.
+        let (xv, wv, yv) = unsafe {
+            (
+                View::<bf16>::from_raw_parts(&gpu, px, rows * cols).unwrap(),
+                View::<bf16>::from_raw_parts(&gpu, pw, cols).unwrap(),
+                ViewMut::<bf16>::from_raw_parts(&gpu, py, rows * cols).unwrap(),
+            )
+        };
+        let op = Norm::Rms { weight: wv, eps: 1e-6 };
+        gpu.norm_cudarc(op, xv, yv, shape, NormOptions::default(), &stream).unwrap()
+    };
+    let got: Vec<bf16> = stream.clone_dtoh(&dy).unwrap();
+    let want = rn::norm(HostNorm::Rms { weight: &w, eps: 1e-6 }, &x[off..], shape, plan.order(Dtype::Bf16, cols));
+    assert!(got.iter().zip(&want.y).all(|(g, w)| g.to_bits() == w.to_bits()), "differs from the CPU reference");
+    // Another context's stream: an error, nothing launched.
+    let other = CudaContext::new_non_primary(0, 0).unwrap();
+    let other_stream = other.new_stream().unwrap();
+    let (px, _gx) = dx.device_ptr(&stream);
+    let (py, _gy) = dy.device_ptr_mut(&stream);
+    // SAFETY: as above.
+    let (xv, yv) = unsafe {
+        (
+            View::<bf16>::from_raw_parts(&gpu, px, cols).unwrap(),
+            ViewMut::<bf16>::from_raw_parts(&gpu, py, cols).unwrap(),
+        )
+    };
+    let e = gpu.norm_cudarc(Norm::Softmax, xv, yv, Rows::contiguous(1, cols), NormOptions::default(), &other_stream);
+    assert!(matches!(e, Err(Error::ForeignContext { .. })), "{e:?}");
 }

@@ -14,12 +14,13 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
 
 fn case() -> impl Strategy<Value = (Dtype, Case, usize)> {
-    let cols = prop_oneof![
-        1usize..=40,
-        (prop::sample::select(vec![64usize, 256, 512, 1024, 2048, 4096, 8192, 16384]), -9i64..=9)
-            .prop_map(|(b, d)| (b as i64 + d).max(1) as usize),
-        1usize..20_000,
-    ];
+    let cols =
+        prop_oneof![
+            1usize..=40,
+            (prop::sample::select(vec![64usize, 256, 512, 1024, 2048, 4096, 8192, 16384]), -9i64..=9)
+                .prop_map(|(b, d)| (b as i64 + d).max(1) as usize),
+            1usize..20_000,
+        ];
     (
         prop::sample::select(NormOp::ALL.to_vec()),
         prop::sample::select(Dtype::ALL.to_vec()),

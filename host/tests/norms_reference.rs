@@ -107,7 +107,9 @@ fn split_and_whole_rows_agree_closely() {
     let x: Vec<f32> = (0..cols).map(|_| rng.gen_range(-3.0f32..3.0)).collect();
     let w = vec![1.0f32; cols];
     let shape = Rows::contiguous(1, cols);
-    for op in [HostNorm::Rms { weight: &w, eps: 0.0 }, HostNorm::Softmax, HostNorm::Layer { weight: &w, bias: &w, eps: 0.0 }] {
+    for op in
+        [HostNorm::Rms { weight: &w, eps: 0.0 }, HostNorm::Softmax, HostNorm::Layer { weight: &w, bias: &w, eps: 0.0 }]
+    {
         let whole = rn::norm(op, &x, shape, NormPlan::auto(Dtype::F32, cols).order(Dtype::F32, cols));
         let split = NormPlan { strategy: NormStrategy::Split, block: 32, k: 1 };
         let parts = rn::norm(op, &x, shape, split.order(Dtype::F32, cols));
@@ -120,6 +122,7 @@ fn split_and_whole_rows_agree_closely() {
 #[test]
 fn softmax_does_not_overflow_near_the_largest_values() {
     let x = [f16::MAX, f16::MAX, f16::from_f32(-65504.0), f16::from_f32(60000.0)];
-    let y = rn::norm(HostNorm::Softmax, &x, Rows::contiguous(1, 4), NormPlan::auto(Dtype::F16, 4).order(Dtype::F16, 4)).y;
+    let y =
+        rn::norm(HostNorm::Softmax, &x, Rows::contiguous(1, 4), NormPlan::auto(Dtype::F16, 4).order(Dtype::F16, 4)).y;
     assert_eq!(y.iter().map(|v| v.to_f32()).collect::<Vec<_>>(), [0.5, 0.5, 0.0, 0.0]);
 }

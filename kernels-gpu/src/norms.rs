@@ -26,7 +26,11 @@
 pub mod order;
 
 #[cfg(target_arch = "nvptx64")]
+mod cluster;
+#[cfg(target_arch = "nvptx64")]
 mod device;
+#[cfg(target_arch = "nvptx64")]
+mod entries;
 
 use crate::Dtype;
 
@@ -143,15 +147,42 @@ macro_rules! cluster_names {
     };
 }
 cluster_names!(
-    "", "norm_rms_f32_k2_cluster", "norm_rms_f32_k4_cluster", "norm_rms_f32_k8_cluster",
-    "", "norm_rms_f16_k2_cluster", "norm_rms_f16_k4_cluster", "norm_rms_f16_k8_cluster",
-    "", "norm_rms_bf16_k2_cluster", "norm_rms_bf16_k4_cluster", "norm_rms_bf16_k8_cluster",
-    "", "norm_layer_f32_k2_cluster", "norm_layer_f32_k4_cluster", "norm_layer_f32_k8_cluster",
-    "", "norm_layer_f16_k2_cluster", "norm_layer_f16_k4_cluster", "norm_layer_f16_k8_cluster",
-    "", "norm_layer_bf16_k2_cluster", "norm_layer_bf16_k4_cluster", "norm_layer_bf16_k8_cluster",
-    "", "norm_softmax_f32_k2_cluster", "norm_softmax_f32_k4_cluster", "norm_softmax_f32_k8_cluster",
-    "", "norm_softmax_f16_k2_cluster", "norm_softmax_f16_k4_cluster", "norm_softmax_f16_k8_cluster",
-    "", "norm_softmax_bf16_k2_cluster", "norm_softmax_bf16_k4_cluster", "norm_softmax_bf16_k8_cluster",
+    "",
+    "norm_rms_f32_k2_cluster",
+    "norm_rms_f32_k4_cluster",
+    "norm_rms_f32_k8_cluster",
+    "",
+    "norm_rms_f16_k2_cluster",
+    "norm_rms_f16_k4_cluster",
+    "norm_rms_f16_k8_cluster",
+    "",
+    "norm_rms_bf16_k2_cluster",
+    "norm_rms_bf16_k4_cluster",
+    "norm_rms_bf16_k8_cluster",
+    "",
+    "norm_layer_f32_k2_cluster",
+    "norm_layer_f32_k4_cluster",
+    "norm_layer_f32_k8_cluster",
+    "",
+    "norm_layer_f16_k2_cluster",
+    "norm_layer_f16_k4_cluster",
+    "norm_layer_f16_k8_cluster",
+    "",
+    "norm_layer_bf16_k2_cluster",
+    "norm_layer_bf16_k4_cluster",
+    "norm_layer_bf16_k8_cluster",
+    "",
+    "norm_softmax_f32_k2_cluster",
+    "norm_softmax_f32_k4_cluster",
+    "norm_softmax_f32_k8_cluster",
+    "",
+    "norm_softmax_f16_k2_cluster",
+    "norm_softmax_f16_k4_cluster",
+    "norm_softmax_f16_k8_cluster",
+    "",
+    "norm_softmax_bf16_k2_cluster",
+    "norm_softmax_bf16_k4_cluster",
+    "norm_softmax_bf16_k8_cluster",
 );
 
 /// Every cluster kernel's entry point.
@@ -189,7 +220,10 @@ mod tests {
         assert_eq!(norm_kernel(Family::Rms, Dtype::F32, 3), None);
         for k in NORM_KERNELS {
             let c = cluster_kernel(k.family, k.dtype, k.k);
-            assert_eq!(c.map(std::string::String::from), CLUSTER_KS.contains(&k.k).then(|| std::format!("{}_cluster", k.name)));
+            assert_eq!(
+                c.map(std::string::String::from),
+                CLUSTER_KS.contains(&k.k).then(|| std::format!("{}_cluster", k.name))
+            );
         }
         assert_eq!(cluster_kernel_names().count(), 27);
     }

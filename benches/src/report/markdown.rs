@@ -132,12 +132,13 @@ pub fn markdown(r: &Value) -> String {
             crate::report::norms::markdown(&norms)
         );
     }
-    let study: Vec<crate::report::norms::NormPlanRow> = serde_json::from_value(r["norms_plans"].clone()).unwrap_or_default();
+    let study: Vec<crate::report::norms_study::NormPlanRow> =
+        serde_json::from_value(r["norms_plans"].clone()).unwrap_or_default();
     if !study.is_empty() {
         let _ = writeln!(
             s,
             "\n### Norms: the plan study\n\nEvery plan (`strategy/block/k`) that holds the rows, f32 and bf16, rms_norm, layer_norm and softmax, timed as above; `×neg` is neg's time over the plan's at the same elements. The automatic plan and the three fastest with their kernels' registers per thread.\n\n{}",
-            crate::report::norms::study_markdown(&study)
+            crate::report::norms_study::study_markdown(&study)
         );
     }
     let _ = writeln!(s, "\n## Peers\n\n{}\n", r["peers_note"].as_str().unwrap_or(""));

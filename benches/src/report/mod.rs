@@ -18,6 +18,7 @@ pub mod lead;
 pub mod main_table;
 pub mod markdown;
 pub mod norms;
+pub mod norms_study;
 mod opts;
 pub mod peers;
 pub mod plots;
@@ -316,7 +317,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
 
     // Row reductions (norms and softmax) beside neg and torch.
     let norms = norms::section(&gpu, o, &mut failures)?;
-    let norms_plans = norms::study(&gpu, o)?;
+    let norms_plans = norms_study::study(&gpu, o)?;
 
     // Roofline: 1 FLOP per element; bytes per element 3 * size.
     let roofline = roofline::rows(&o.dtypes, copy, info.peak_fp32_add_gflops());

@@ -124,7 +124,7 @@ pub struct Report {
     pub norms: Vec<crate::report::norms::NormRow>,
     /// The norms' plan study.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub norms_plans: Vec<crate::report::norms::NormPlanRow>,
+    pub norms_plans: Vec<crate::report::norms_study::NormPlanRow>,
     pub ceiling: Vec<crate::hopper::CeilingRow>,
     pub tuning: Vec<crate::hopper::TuneRow>,
     /// torch.matmul rows, as peers.py prints them.

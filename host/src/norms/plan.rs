@@ -163,11 +163,17 @@ impl NormPlan {
             NormStrategy::Split => cols.div_ceil(holds) <= 65535,
             NormStrategy::Cluster => {
                 let segs = cols.div_ceil(holds) as u32;
-                (2..=kernels_gpu::norms::MAX_CLUSTER).contains(&segs) && kernels_gpu::norms::CLUSTER_KS.contains(&self.k)
+                (2..=kernels_gpu::norms::MAX_CLUSTER).contains(&segs)
+                    && kernels_gpu::norms::CLUSTER_KS.contains(&self.k)
             }
         };
         if !fits {
-            let detail = format!("the {} plan (block {}, k {}) cannot hold rows of {cols}", self.strategy.name(), self.block, self.k);
+            let detail = format!(
+                "the {} plan (block {}, k {}) cannot hold rows of {cols}",
+                self.strategy.name(),
+                self.block,
+                self.k
+            );
             return Err(Error::Shape { kernel: op, detail });
         }
         Ok(())

@@ -72,7 +72,11 @@ fn check_norm<T, R: DevRead<T>, W: DevWrite<T>>(l: &NormLaunch, io: &NormIo<'_, 
     if l.rows_per_block != if warp { l.block / 32 } else { 1 } || (warp && l.segs != 1) {
         return Err(shape(n, "rows per block do not match the group".into()));
     }
-    if l.segs == 0 || l.seg == 0 || (l.segs > 1 && l.seg % l.lanes != 0) || (l.segs as u64) * (l.seg as u64) < l.cols as u64 {
+    if l.segs == 0
+        || l.seg == 0
+        || (l.segs > 1 && l.seg % l.lanes != 0)
+        || (l.segs as u64) * (l.seg as u64) < l.cols as u64
+    {
         return Err(shape(n, format!("{} segments of {} do not cover {} columns", l.segs, l.seg, l.cols)));
     }
     if (l.cols as u64).div_ceil(l.seg as u64) != l.segs as u64 {
@@ -80,7 +84,8 @@ fn check_norm<T, R: DevRead<T>, W: DevWrite<T>>(l: &NormLaunch, io: &NormIo<'_, 
     }
     let size = std::mem::size_of::<T>() as u64;
     let (xs, ys) = (span(l.rows, l.cols, l.x_pitch), span(l.rows, l.cols, l.y_pitch));
-    let reads = [("x", Some(io.x), xs), ("residual", io.r, xs), ("weight", io.w, l.cols as u64), ("bias", io.b, l.cols as u64)];
+    let reads =
+        [("x", Some(io.x), xs), ("residual", io.r, xs), ("weight", io.w, l.cols as u64), ("bias", io.b, l.cols as u64)];
     let writes = [("y", Some(&*io.y), ys), ("h", io.h.as_deref(), ys)];
     let vec = l.flags & kernels_gpu::norms::FLAG_VEC != 0;
     if vec && (l.x_pitch % l.lanes as u64 != 0 || l.y_pitch % l.lanes as u64 != 0) {

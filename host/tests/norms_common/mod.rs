@@ -104,7 +104,12 @@ pub fn run<T: Element>(gpu: &Gpu, c: &Case) -> Result<NormPlan, String> {
     let yspan = (c.rows - 1) * yp + c.cols;
     let poison = vec![T::from_bits32(POISON); c.offsets.1 + yspan + CANARY];
     let e = |e: gpukern::Error| e.to_string();
-    let (dx, dr, dw, db) = (gpu.upload(&x).map_err(e)?, gpu.upload(&r).map_err(e)?, gpu.upload(&w).map_err(e)?, gpu.upload(&b).map_err(e)?);
+    let (dx, dr, dw, db) = (
+        gpu.upload(&x).map_err(e)?,
+        gpu.upload(&r).map_err(e)?,
+        gpu.upload(&w).map_err(e)?,
+        gpu.upload(&b).map_err(e)?,
+    );
     let (mut dy, mut dh) = (gpu.upload(&poison).map_err(e)?, gpu.upload(&poison).map_err(e)?);
     let s = gpu.stream().map_err(e)?;
     let xv = dx.slice(c.offsets.0..).map_err(e)?;

@@ -1,19 +1,15 @@
 //! The norm kernels' device code: one generic row function, instantiated per
-//! (family, dtype, K) by [`norm_entries!`]. The order it reduces in is the one
+//! (family, dtype, K) in `entries.rs`. The order it reduces in is the one
 //! the parent module describes; `super::order` holds the arithmetic it shares
 //! with the CPU reference.
 
-use gpukern_device::lanes::{Bf16, Elem, F16, F32};
+use gpukern_device::lanes::Elem;
 use gpukern_device::pack::{load128, store128, Pack16};
 use gpukern_device::{sync_threads, thread, warp};
 
+use super::cluster::{cluster_sync, exchange};
 use super::order::{self, max_det, softmax_term, sq_step};
 use super::{Family, FLAG_ALT, FLAG_VEC, FLAG_WARP, MODE_APPLY, MODE_FULL, MODE_MASK, MODE_STATS, PART_WORDS};
-
-gpukern_device::static_shared!(
-    /// A cluster block's segment statistics, read by the cluster's blocks.
-    norm_part: [f32; 2]
-);
 
 gpukern_device::static_shared!(
     /// The warps' totals of the group reductions: 32 slots per reduction of
@@ -24,21 +20,21 @@ gpukern_device::static_shared!(
 
 /// A launch's parameters.
 #[derive(Clone, Copy)]
-struct Args<T> {
-    x: *const T,
-    r: *const T,
-    w: *const T,
-    b: *const T,
-    y: *mut T,
-    h: *mut T,
-    part: *mut f32,
-    rows: u32,
-    cols: u32,
-    xp: u64,
-    yp: u64,
-    eps: f32,
-    flags: u32,
-    seg: u32,
+pub(super) struct Args<T> {
+    pub(super) x: *const T,
+    pub(super) r: *const T,
+    pub(super) w: *const T,
+    pub(super) b: *const T,
+    pub(super) y: *mut T,
+    pub(super) h: *mut T,
+    pub(super) part: *mut f32,
+    pub(super) rows: u32,
+    pub(super) cols: u32,
+    pub(super) xp: u64,
+    pub(super) yp: u64,
+    pub(super) eps: f32,
+    pub(super) flags: u32,
+    pub(super) seg: u32,
 }
 
 /// `f(0) … f(U - 1)` with constant arguments (1, 2, 4 or 8), so the register
@@ -92,14 +88,20 @@ unsafe fn load_chunk<E: Elem>(base: *const E::T, e0: u32, end: u32, vec: bool, o
     if vec && e0 + lanes <= end {
         // SAFETY: per the contract; a whole aligned chunk.
         let p = unsafe { load128(base.add(e0 as usize) as *const Pack16) };
-        each_lane::<E>(#[inline(always)] |l| out[l] = E::widen(E::from_bits(lane_bits::<E>(&p, l))));
+        each_lane::<E>(
+            #[inline(always)]
+            |l| out[l] = E::widen(E::from_bits(lane_bits::<E>(&p, l))),
+        );
     } else {
-        each_lane::<E>(#[inline(always)] |l| {
-            if e0 + (l as u32) < end {
-                // SAFETY: inside the readable range.
-                out[l] = E::widen(unsafe { *base.add(e0 as usize + l) });
-            }
-        });
+        each_lane::<E>(
+            #[inline(always)]
+            |l| {
+                if e0 + (l as u32) < end {
+                    // SAFETY: inside the readable range.
+                    out[l] = E::widen(unsafe { *base.add(e0 as usize + l) });
+                }
+            },
+        );
     }
 }
 
@@ -112,23 +114,29 @@ unsafe fn store_chunk<E: Elem>(base: *mut E::T, e0: u32, end: u32, vec: bool, va
     let lanes = E::LANES as u32;
     if vec && e0 + lanes <= end {
         let mut p = Pack16([0; 4]);
-        each_lane::<E>(#[inline(always)] |l| {
-            let bits = E::bits(E::narrow(vals[l]));
-            if E::LANES == 4 {
-                p.0[l] = bits;
-            } else {
-                p.0[l / 2] |= bits << (16 * (l % 2));
-            }
-        });
+        each_lane::<E>(
+            #[inline(always)]
+            |l| {
+                let bits = E::bits(E::narrow(vals[l]));
+                if E::LANES == 4 {
+                    p.0[l] = bits;
+                } else {
+                    p.0[l / 2] |= bits << (16 * (l % 2));
+                }
+            },
+        );
         // SAFETY: per the contract; a whole aligned chunk.
         unsafe { store128(base.add(e0 as usize) as *mut Pack16, p) };
     } else {
-        each_lane::<E>(#[inline(always)] |l| {
-            if e0 + (l as u32) < end {
-                // SAFETY: inside the writable range.
-                unsafe { *base.add(e0 as usize + l) = E::narrow(vals[l]) };
-            }
-        });
+        each_lane::<E>(
+            #[inline(always)]
+            |l| {
+                if e0 + (l as u32) < end {
+                    // SAFETY: inside the writable range.
+                    unsafe { *base.add(e0 as usize + l) = E::narrow(vals[l]) };
+                }
+            },
+        );
     }
 }
 
@@ -186,7 +194,15 @@ fn fold<E: Elem, const K: usize>(
     f: impl Fn(f32, f32) -> f32,
 ) -> f32 {
     let mut acc = init;
-    unroll::<K>(#[inline(always)] |j| each_lane::<E>(#[inline(always)] |l| acc = if ok(j, l) { f(acc, v[j][l]) } else { acc }));
+    unroll::<K>(
+        #[inline(always)]
+        |j| {
+            each_lane::<E>(
+                #[inline(always)]
+                |l| acc = if ok(j, l) { f(acc, v[j][l]) } else { acc },
+            )
+        },
+    );
     acc
 }
 
@@ -199,7 +215,7 @@ fn fold<E: Elem, const K: usize>(
 /// pointer and pitch is 16-byte aligned; a 1-D block of 32·w threads; `seg` a
 /// multiple of the chunk covering each group's segment in `K` chunks per thread.
 #[inline(always)]
-unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Family, a: Args<E::T>) {
+pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Family, a: Args<E::T>) {
     let (tid, _) = thread::thread_xy();
     let (bx, s) = thread::block_xy();
     let (bdim, _) = thread::block_dim_xy();
@@ -218,28 +234,37 @@ unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Family, a: Arg
     let rrow = a.r.wrapping_add(row as usize * a.xp as usize);
     let yrow = a.y.wrapping_add(row as usize * a.yp as usize);
     let hrow = a.h.wrapping_add(row as usize * a.yp as usize);
-    let e0 = #[inline(always)] |j: usize| start + (t + j as u32 * g) * lanes;
-    let has = #[inline(always)] |j: usize| active && e0(j) < end;
-    let ok = #[inline(always)] |j: usize, l: usize| active && e0(j) + (l as u32) < end;
+    let e0 = #[inline(always)]
+    |j: usize| start + (t + j as u32 * g) * lanes;
+    let has = #[inline(always)]
+    |j: usize| active && e0(j) < end;
+    let ok = #[inline(always)]
+    |j: usize, l: usize| active && e0(j) + (l as u32) < end;
     let residual = fam == Family::Rms && alt;
 
     let mut v = [[0.0f32; 8]; K];
-    unroll::<K>(#[inline(always)] |j| {
-        if has(j) {
-            // SAFETY: the row's chunk, inside the plan's ranges.
-            unsafe { load_chunk::<E>(xrow, e0(j), end, vec, &mut v[j]) };
-            if residual {
-                let mut r = [0.0f32; 8];
-                // SAFETY: as above, for the residual.
-                unsafe { load_chunk::<E>(rrow, e0(j), end, vec, &mut r) };
-                each_lane::<E>(#[inline(always)] |l| v[j][l] = E::widen(E::narrow(v[j][l] + r[l])));
-                if mode != MODE_APPLY {
-                    // SAFETY: this thread's chunk of h.
-                    unsafe { store_chunk::<E>(hrow, e0(j), end, vec, &v[j]) };
+    unroll::<K>(
+        #[inline(always)]
+        |j| {
+            if has(j) {
+                // SAFETY: the row's chunk, inside the plan's ranges.
+                unsafe { load_chunk::<E>(xrow, e0(j), end, vec, &mut v[j]) };
+                if residual {
+                    let mut r = [0.0f32; 8];
+                    // SAFETY: as above, for the residual.
+                    unsafe { load_chunk::<E>(rrow, e0(j), end, vec, &mut r) };
+                    each_lane::<E>(
+                        #[inline(always)]
+                        |l| v[j][l] = E::widen(E::narrow(v[j][l] + r[l])),
+                    );
+                    if mode != MODE_APPLY {
+                        // SAFETY: this thread's chunk of h.
+                        unsafe { store_chunk::<E>(hrow, e0(j), end, vec, &v[j]) };
+                    }
                 }
             }
-        }
-    });
+        },
+    );
 
     let single = mode != MODE_APPLY;
     let stats = if single {
@@ -248,16 +273,45 @@ unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Family, a: Arg
             Family::Layer => {
                 let sum = reduce(fold::<E, K>(&v, ok, 0.0, add), add, 0.0, g, 0);
                 let mean = order::mean_of(sum, end - start);
-                (mean, reduce(fold::<E, K>(&v, ok, 0.0, #[inline(always)] |p, q| sq_step(p, q - mean)), add, 0.0, g, 1))
+                (
+                    mean,
+                    reduce(
+                        fold::<E, K>(
+                            &v,
+                            ok,
+                            0.0,
+                            #[inline(always)]
+                            |p, q| sq_step(p, q - mean),
+                        ),
+                        add,
+                        0.0,
+                        g,
+                        1,
+                    ),
+                )
             }
             Family::Softmax => {
                 let m = reduce(fold::<E, K>(&v, ok, f32::NEG_INFINITY, max_det), max_det, f32::NEG_INFINITY, g, 0);
                 let z = if !alt && mode == MODE_FULL && !CLUSTER {
                     // Softmax's output is term · (1/Z): keep the terms, sum them.
-                    unroll::<K>(#[inline(always)] |j| each_lane::<E>(#[inline(always)] |l| v[j][l] = softmax_term(v[j][l], m)));
+                    unroll::<K>(
+                        #[inline(always)]
+                        |j| {
+                            each_lane::<E>(
+                                #[inline(always)]
+                                |l| v[j][l] = softmax_term(v[j][l], m),
+                            )
+                        },
+                    );
                     fold::<E, K>(&v, ok, 0.0, add)
                 } else {
-                    fold::<E, K>(&v, ok, 0.0, #[inline(always)] |p, q| p + softmax_term(q, m))
+                    fold::<E, K>(
+                        &v,
+                        ok,
+                        0.0,
+                        #[inline(always)]
+                        |p, q| p + softmax_term(q, m),
+                    )
                 };
                 (m, reduce(z, add, 0.0, g, 1))
             }
@@ -283,7 +337,8 @@ unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Family, a: Arg
         let p = a.part.wrapping_add(row as usize * segs as usize * PART_WORDS) as *const f32;
         // SAFETY: the row's segments' words, written by the first pass; read
         // only for an active row.
-        let part = #[inline(always)] |q: u32| unsafe {
+        let part = #[inline(always)]
+        |q: u32| unsafe {
             if active {
                 (*p.add(q as usize * PART_WORDS), *p.add(q as usize * PART_WORDS + 1))
             } else {
@@ -295,125 +350,32 @@ unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Family, a: Arg
 
     let f = order::factors(fam, alt, stats, a.cols, a.eps);
     let kept_terms = fam == Family::Softmax && !alt && mode == MODE_FULL && !CLUSTER;
-    unroll::<K>(#[inline(always)] |j| {
-        if has(j) {
-            let (mut wv, mut bv, mut o) = ([1.0f32; 8], [0.0f32; 8], [0.0f32; 8]);
-            if fam != Family::Softmax {
-                // SAFETY: the weight's columns of this chunk.
-                unsafe { load_chunk::<E>(a.w, e0(j), end, vec, &mut wv) };
+    unroll::<K>(
+        #[inline(always)]
+        |j| {
+            if has(j) {
+                let (mut wv, mut bv, mut o) = ([1.0f32; 8], [0.0f32; 8], [0.0f32; 8]);
+                if fam != Family::Softmax {
+                    // SAFETY: the weight's columns of this chunk.
+                    unsafe { load_chunk::<E>(a.w, e0(j), end, vec, &mut wv) };
+                }
+                if fam == Family::Layer {
+                    // SAFETY: the bias's columns of this chunk.
+                    unsafe { load_chunk::<E>(a.b, e0(j), end, vec, &mut bv) };
+                }
+                each_lane::<E>(
+                    #[inline(always)]
+                    |l| {
+                        o[l] =
+                            if kept_terms { v[j][l] * f.1 } else { order::output(fam, alt, v[j][l], f, wv[l], bv[l]) };
+                    },
+                );
+                // SAFETY: this thread's chunk of y.
+                unsafe { store_chunk::<E>(yrow, e0(j), end, vec, &o) };
             }
-            if fam == Family::Layer {
-                // SAFETY: the bias's columns of this chunk.
-                unsafe { load_chunk::<E>(a.b, e0(j), end, vec, &mut bv) };
-            }
-            each_lane::<E>(#[inline(always)] |l| {
-                o[l] = if kept_terms { v[j][l] * f.1 } else { order::output(fam, alt, v[j][l], f, wv[l], bv[l]) };
-            });
-            // SAFETY: this thread's chunk of y.
-            unsafe { store_chunk::<E>(yrow, e0(j), end, vec, &o) };
-        }
-    });
+        },
+    );
     if CLUSTER {
         cluster_sync();
     }
 }
-
-/// The cluster's exchange: thread 0 of each block publishes its segment's
-/// statistics in shared memory, the cluster syncs, every thread combines the
-/// `segs` blocks' statistics in rank (= segment) order from their shared
-/// memory. The caller syncs the cluster once more before its block exits.
-///
-/// # Safety
-/// A cluster launch of `segs` blocks along y, block rank = segment; every
-/// thread of the cluster calls it once.
-#[cfg(target_feature = "sm_90")]
-#[inline(always)]
-unsafe fn exchange(fam: Family, mine: (f32, f32), t: u32, segs: u32, seg: u32, cols: u32) -> (f32, f32) {
-    use gpukern_device::cluster;
-    let p = norm_part() as *mut f32;
-    if t == 0 {
-        // SAFETY: this block's two words, written once, before the sync.
-        unsafe {
-            *p = mine.0;
-            *p.add(1) = mine.1;
-        }
-    }
-    cluster::sync();
-    // SAFETY: written before the sync by block `q` < segs, alive until the
-    // caller's second sync.
-    let part = #[inline(always)] |q: u32| unsafe { (cluster::read_f32(p, q), cluster::read_f32(p.add(1), q)) };
-    order::combine(fam, segs, seg, cols, part)
-}
-
-/// Portable builds have no cluster kernels.
-#[cfg(not(target_feature = "sm_90"))]
-#[inline(always)]
-unsafe fn exchange(_: Family, mine: (f32, f32), _: u32, _: u32, _: u32, _: u32) -> (f32, f32) {
-    mine
-}
-
-#[inline(always)]
-fn cluster_sync() {
-    #[cfg(target_feature = "sm_90")]
-    gpukern_device::cluster::sync();
-}
-
-macro_rules! norm_entries {
-    ($cluster:literal; $($name:ident $fam:ident $e:ident $k:literal),* $(,)?) => {$(
-        /// A norm kernel (see [`super::NormKernel`] for the parameters).
-        ///
-        /// # Safety
-        /// The host's plan (see `norm`).
-        #[no_mangle]
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            x: *const <$e as Elem>::T, r: *const <$e as Elem>::T, w: *const <$e as Elem>::T,
-            b: *const <$e as Elem>::T, y: *mut <$e as Elem>::T, h: *mut <$e as Elem>::T, part: *mut f32,
-            rows: u32, cols: u32, xp: u64, yp: u64, eps: f32, flags: u32, seg: u32,
-        ) {
-            let a = Args { x, r, w, b, y, h, part, rows, cols, xp, yp, eps, flags, seg };
-            // SAFETY: forwarded.
-            unsafe { norm::<$e, $k, $cluster>(Family::$fam, a) }
-        }
-    )*};
-}
-
-#[cfg(not(target_feature = "sm_90"))]
-norm_entries!(false;
-    norm_rms_f32_k1 Rms F32 1, norm_rms_f32_k2 Rms F32 2, norm_rms_f32_k4 Rms F32 4, norm_rms_f32_k8 Rms F32 8,
-    norm_rms_f16_k1 Rms F16 1, norm_rms_f16_k2 Rms F16 2, norm_rms_f16_k4 Rms F16 4, norm_rms_f16_k8 Rms F16 8,
-    norm_rms_bf16_k1 Rms Bf16 1, norm_rms_bf16_k2 Rms Bf16 2, norm_rms_bf16_k4 Rms Bf16 4,
-    norm_rms_bf16_k8 Rms Bf16 8,
-    norm_layer_f32_k1 Layer F32 1, norm_layer_f32_k2 Layer F32 2, norm_layer_f32_k4 Layer F32 4,
-    norm_layer_f32_k8 Layer F32 8,
-    norm_layer_f16_k1 Layer F16 1, norm_layer_f16_k2 Layer F16 2, norm_layer_f16_k4 Layer F16 4,
-    norm_layer_f16_k8 Layer F16 8,
-    norm_layer_bf16_k1 Layer Bf16 1, norm_layer_bf16_k2 Layer Bf16 2, norm_layer_bf16_k4 Layer Bf16 4,
-    norm_layer_bf16_k8 Layer Bf16 8,
-    norm_softmax_f32_k1 Softmax F32 1, norm_softmax_f32_k2 Softmax F32 2, norm_softmax_f32_k4 Softmax F32 4,
-    norm_softmax_f32_k8 Softmax F32 8,
-    norm_softmax_f16_k1 Softmax F16 1, norm_softmax_f16_k2 Softmax F16 2, norm_softmax_f16_k4 Softmax F16 4,
-    norm_softmax_f16_k8 Softmax F16 8,
-    norm_softmax_bf16_k1 Softmax Bf16 1, norm_softmax_bf16_k2 Softmax Bf16 2,
-    norm_softmax_bf16_k4 Softmax Bf16 4, norm_softmax_bf16_k8 Softmax Bf16 8,
-);
-
-// The cluster kernels (sm_90 module): a row's segments are a cluster's blocks.
-#[cfg(target_feature = "sm_90")]
-norm_entries!(true;
-    norm_rms_f32_k2_cluster Rms F32 2, norm_rms_f32_k4_cluster Rms F32 4, norm_rms_f32_k8_cluster Rms F32 8,
-    norm_rms_f16_k2_cluster Rms F16 2, norm_rms_f16_k4_cluster Rms F16 4, norm_rms_f16_k8_cluster Rms F16 8,
-    norm_rms_bf16_k2_cluster Rms Bf16 2, norm_rms_bf16_k4_cluster Rms Bf16 4, norm_rms_bf16_k8_cluster Rms Bf16 8,
-    norm_layer_f32_k2_cluster Layer F32 2, norm_layer_f32_k4_cluster Layer F32 4,
-    norm_layer_f32_k8_cluster Layer F32 8,
-    norm_layer_f16_k2_cluster Layer F16 2, norm_layer_f16_k4_cluster Layer F16 4,
-    norm_layer_f16_k8_cluster Layer F16 8,
-    norm_layer_bf16_k2_cluster Layer Bf16 2, norm_layer_bf16_k4_cluster Layer Bf16 4,
-    norm_layer_bf16_k8_cluster Layer Bf16 8,
-    norm_softmax_f32_k2_cluster Softmax F32 2, norm_softmax_f32_k4_cluster Softmax F32 4,
-    norm_softmax_f32_k8_cluster Softmax F32 8,
-    norm_softmax_f16_k2_cluster Softmax F16 2, norm_softmax_f16_k4_cluster Softmax F16 4,
-    norm_softmax_f16_k8_cluster Softmax F16 8,
-    norm_softmax_bf16_k2_cluster Softmax Bf16 2, norm_softmax_bf16_k4_cluster Softmax Bf16 4,
-    norm_softmax_bf16_k8_cluster Softmax Bf16 8,
-);
