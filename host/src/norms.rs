@@ -264,11 +264,11 @@ impl Gpu {
         }
         let order = plan.order(T::DTYPE, rows.cols);
         let lanes = chunk_lanes(T::DTYPE);
-        let aligned = |a: u64| a % 16 == 0;
+        let aligned = |a: u64| a.is_multiple_of(16);
         let mut addrs = vec![x.addr(), y.addr()];
         addrs.extend([weight, bias, residual].iter().flatten().map(|v| v.addr()));
         addrs.extend(h.as_ref().map(|v| v.addr()));
-        let pitches = rows.x_pitch % lanes as usize == 0 && rows.y_pitch % lanes as usize == 0;
+        let pitches = rows.x_pitch.is_multiple_of(lanes as usize) && rows.y_pitch.is_multiple_of(lanes as usize);
         let vec = !opts.scalar && pitches && addrs.into_iter().all(aligned);
         let warp = plan.strategy == NormStrategy::Warp;
         let flags = if warp { FLAG_WARP } else { 0 } | if vec { FLAG_VEC } else { 0 } | if alt { FLAG_ALT } else { 0 };

@@ -149,7 +149,7 @@ fn norms_argument_errors_write_nothing() {
     let gpu = gpu();
     let s = gpu.stream().unwrap();
     let x = gpu.upload(&vec![1.0f32; 64]).unwrap();
-    let w = gpu.upload(&vec![1.0f32; 16]).unwrap();
+    let w = gpu.upload(&[1.0f32; 16]).unwrap();
     let mut y = gpu.upload(&vec![f32::from_bits(POISON); 64]).unwrap();
     let rms = |w| Norm::Rms { weight: w, eps: 1e-6 };
     let cases: Vec<(&str, Rows, Option<NormPlan>, usize)> = vec![

@@ -150,7 +150,7 @@ impl NormPlan {
     /// 2 to 16 segments and `k` 2, 4 or 8 (cluster; the device is checked at
     /// launch).
     pub fn check(self, op: &'static str, dtype: Dtype, cols: usize) -> Result<()> {
-        if self.block == 0 || self.block % 32 != 0 || self.block > 1024 {
+        if self.block == 0 || !self.block.is_multiple_of(32) || self.block > 1024 {
             return Err(Error::BlockSize { variant: op, block: self.block, max: 1024 });
         }
         if !NORM_KS.contains(&self.k) {

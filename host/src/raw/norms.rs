@@ -65,7 +65,7 @@ fn check_norm<T, R: DevRead<T>, W: DevWrite<T>>(l: &NormLaunch, io: &NormIo<'_, 
     if l.rows == 0 || l.cols == 0 {
         return Err(shape(n, "rows and cols must be at least 1".into()));
     }
-    if l.block == 0 || l.block % 32 != 0 || l.block > 1024 {
+    if l.block == 0 || !l.block.is_multiple_of(32) || l.block > 1024 {
         return Err(Error::BlockSize { variant: n, block: l.block, max: 1024 });
     }
     let warp = l.flags & kernels_gpu::norms::FLAG_WARP != 0;
@@ -74,7 +74,7 @@ fn check_norm<T, R: DevRead<T>, W: DevWrite<T>>(l: &NormLaunch, io: &NormIo<'_, 
     }
     if l.segs == 0
         || l.seg == 0
-        || (l.segs > 1 && l.seg % l.lanes != 0)
+        || (l.segs > 1 && !l.seg.is_multiple_of(l.lanes))
         || (l.segs as u64) * (l.seg as u64) < l.cols as u64
     {
         return Err(shape(n, format!("{} segments of {} do not cover {} columns", l.segs, l.seg, l.cols)));
@@ -88,7 +88,7 @@ fn check_norm<T, R: DevRead<T>, W: DevWrite<T>>(l: &NormLaunch, io: &NormIo<'_, 
         [("x", Some(io.x), xs), ("residual", io.r, xs), ("weight", io.w, l.cols as u64), ("bias", io.b, l.cols as u64)];
     let writes = [("y", Some(&*io.y), ys), ("h", io.h.as_deref(), ys)];
     let vec = l.flags & kernels_gpu::norms::FLAG_VEC != 0;
-    if vec && (l.x_pitch % l.lanes as u64 != 0 || l.y_pitch % l.lanes as u64 != 0) {
+    if vec && (!l.x_pitch.is_multiple_of(l.lanes as u64) || !l.y_pitch.is_multiple_of(l.lanes as u64)) {
         return Err(shape(n, "128-bit accesses need pitches of whole 16-byte chunks".into()));
     }
     let all = reads.iter().map(|(w, v, s)| (*w, v.map(|v| (v.addr(), v.len())), *s));

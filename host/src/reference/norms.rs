@@ -39,6 +39,8 @@ impl<T> HostNorm<'_, T> {
             HostNorm::LogSoftmax => NormOp::LogSoftmax,
         }
     }
+    /// (weight, bias, residual, eps).
+    #[allow(clippy::type_complexity)]
     fn parts(&self) -> (Option<&[T]>, Option<&[T]>, Option<&[T]>, f32) {
         match *self {
             HostNorm::Rms { weight, eps } => (Some(weight), None, None, eps),
