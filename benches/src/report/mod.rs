@@ -314,10 +314,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
 
     // Chains of dependent operations: PDL and graphs against torch.
     let chains = chains::section(&gpu, o, &mut failures)?;
-
-    // Row reductions (norms and softmax) beside neg and torch.
-    let norms = norms::section(&gpu, o, &mut failures)?;
-    let norms_plans = norms_study::study(&gpu, o)?;
+    let (norms, norms_plans) = (norms::section(&gpu, o, &mut failures)?, norms_study::study(&gpu, o)?);
 
     // Roofline: 1 FLOP per element; bytes per element 3 * size.
     let roofline = roofline::rows(&o.dtypes, copy, info.peak_fp32_add_gflops());
