@@ -202,6 +202,35 @@ mod tests {
     }
 
     #[test]
+    fn cluster_and_split_of_the_same_shape_share_the_order() {
+        for dtype in Dtype::ALL {
+            let split = NormPlan { strategy: NormStrategy::Split, block: 256, k: 4 };
+            let cluster = NormPlan { strategy: NormStrategy::Cluster, ..split };
+            assert_eq!(split.order(dtype, 50_000), cluster.order(dtype, 50_000));
+        }
+        // A cluster needs 2 to 16 segments and k of 2, 4 or 8.
+        let c = NormPlan { strategy: NormStrategy::Cluster, block: 256, k: 4 };
+        assert!(c.check("t", Dtype::F32, 4096).is_err(), "one segment");
+        c.check("t", Dtype::F32, 4097).unwrap();
+        c.check("t", Dtype::F32, 16 * 4096).unwrap();
+        assert!(c.check("t", Dtype::F32, 16 * 4096 + 1).is_err(), "17 segments");
+        assert!(NormPlan { k: 1, ..c }.check("t", Dtype::F32, 5000).is_err());
+    }
+
+    #[test]
+    fn auto_skips_plans_the_device_cannot_launch() {
+        // Without clusters (not sm_90) a row past a block is split.
+        let p = NormPlan::auto_within(Dtype::F32, 30_000, |p| p.strategy != NormStrategy::Cluster);
+        assert_eq!(p.strategy, NormStrategy::Split);
+        // Blocks over 256 threads refused (registers): a smaller k·block that holds the row.
+        let p = NormPlan::auto_within(Dtype::Bf16, 16384, |p| p.block <= 256);
+        assert!(p.block <= 256 && p.check("t", Dtype::Bf16, 16384).is_ok(), "{p:?}");
+        // Nothing accepted: the smallest split, which every device runs.
+        let p = NormPlan::auto_within(Dtype::F32, 10, |_| false);
+        assert_eq!(p, NormPlan { strategy: NormStrategy::Split, block: 32, k: 1 });
+    }
+
+    #[test]
     fn bad_plans_are_refused() {
         let p = NormPlan { strategy: NormStrategy::Warp, block: 256, k: 1 };
         assert!(p.check("t", Dtype::F32, 129).is_err());
