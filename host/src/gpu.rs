@@ -29,9 +29,10 @@ pub fn sm90_kernel_names() -> Vec<&'static str> {
     let ops = kernels_gpu::ops::OP_KERNELS.iter().filter(|k| k.needs_sm90() && !k.name.starts_with("add_"));
     // The PDL twins (`kernels_gpu::ops::PDL_KERNELS`).
     let pdl = kernels_gpu::ops::PDL_KERNELS.iter().map(|k| k.name);
+    let norms = kernels_gpu::norms::cluster_kernel_names();
     // The foreach add's twins.
     let many = kernels_gpu::foreach::ADD_MANY_PDL.into_iter().chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL);
-    add.chain(ops.map(|k| k.name)).chain(pdl).chain(many).collect()
+    add.chain(ops.map(|k| k.name)).chain(pdl).chain(many).chain(norms).collect()
 }
 
 /// Every kernel of the portable module; all are resolved when a [`Gpu`] is created.
@@ -50,6 +51,7 @@ pub fn kernel_names() -> Vec<&'static str> {
     names.extend(kernels_gpu::foreach::ADD_MANY);
     names.extend(kernels_gpu::foreach::ADD_MANY_INLINE);
     names.extend(kernels_gpu::math::kernel_names());
+    names.extend(kernels_gpu::norms::NORM_KERNELS.iter().map(|k| k.name));
     names.extend(kernels_gpu::foreach::MARK_MANY.map(|(name, _)| name));
     names.extend(kernels_gpu::verify::MARK_TILES.map(|(name, _)| name));
     names.extend(kernels_gpu::verify::MARK_UNROLLED.map(|(name, _, _)| name));
@@ -124,8 +126,13 @@ impl Gpu {
             for name in sm90_kernel_names() {
                 let f = m.function(name).map_err(|source| Error::MissingKernel { kernel: name, source })?;
                 // The bulk kernels size their shared memory at launch; let them
-                // use all a block may have, not only the default 48 KiB.
-                raw::set_max_dynamic_shared(f, shared_optin)?;
+                // use all a block may have, not only the default 48 KiB. (Not
+                // the norms' cluster kernels: their static shared memory plus
+                // that much would exceed the block's limit, which the driver
+                // refuses; they use no dynamic shared memory.)
+                if !kernels_gpu::norms::cluster_kernel_names().any(|n| n == name) {
+                    raw::set_max_dynamic_shared(f, shared_optin)?;
+                }
                 funcs.insert(name, Kernel::new(f));
             }
             modules.push(m);

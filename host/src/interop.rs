@@ -97,7 +97,7 @@ cudarc_output!(CudaSlice<T>, CudaViewMut<'_, T>);
 
 impl Gpu {
     /// Errors unless `ctx` is this `Gpu`'s context on its device.
-    fn check_cudarc_context(&self, op: &'static str, ctx: &CudaContext) -> Result<()> {
+    pub(crate) fn check_cudarc_context(&self, op: &'static str, ctx: &CudaContext) -> Result<()> {
         let same = std::ptr::addr_eq(ctx.cu_ctx(), self.shared.ctx.as_raw()) && ctx.ordinal() == self.info().index;
         if !same {
             return Err(Error::ForeignContext { kernel: op, device: self.info().index });

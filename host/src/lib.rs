@@ -90,6 +90,8 @@ mod many;
 mod math;
 mod module;
 mod names;
+mod norms;
+pub use norms::{Norm, NormOp, NormOptions, NormOrder, NormPlan, NormStrategy, Rows, MAX_COLS};
 mod operands;
 mod ops;
 mod opts;

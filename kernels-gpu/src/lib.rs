@@ -16,7 +16,10 @@
 //! the bulk-copy adds of [`bulk`]); a module's entry points are compiled under
 //! `not(target_feature = "sm_90")` or `target_feature = "sm_90"` accordingly.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math, stmt_expr_attributes)
+)]
 // The sm_90 build compiles a subset of the kernels; some features go unused there.
 #![cfg_attr(all(target_arch = "nvptx64", target_feature = "sm_90"), allow(unused_features))]
 
@@ -36,6 +39,7 @@ pub mod foreach;
 pub mod fusion;
 pub mod math;
 pub mod matmul;
+pub mod norms;
 pub mod ops;
 pub mod transpose;
 pub mod verify;

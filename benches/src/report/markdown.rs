@@ -126,6 +126,23 @@ pub fn markdown(r: &Value) -> String {
     }
     let copies: Vec<super::copies::CopyRow> = serde_json::from_value(r["copies"].clone()).unwrap_or_default();
     super::copies::render(&mut s, &copies);
+    let norms: Vec<crate::report::norms::NormRow> = serde_json::from_value(r["norms"].clone()).unwrap_or_default();
+    if !norms.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Norms and softmax\n\n`Gpu::norm` with the automatic plan (`strategy/block/k`), every row bit-exact against the CPU reference's replay of the plan (shapes up to 2^22 elements), timed as the element-wise rows. GB/s counts x read and y written (add_rms_norm: x, residual, h, y); `×neg` divides by neg's GB/s over the same elements of the same dtype in this run (target from 2^22 elements: ×0.90). torch (`peers.py --norms`): `F.rms_norm`, `F.layer_norm`, `torch.softmax`, `torch.log_softmax`, `rms_norm(x + r)`, eager and `torch.compile`. Small shapes: 16 back-to-back calls from an idle GPU, µs per call (no PDL twin and no graph capture of the norms yet).\n\n{}",
+            crate::report::norms::markdown(&norms)
+        );
+    }
+    let study: Vec<crate::report::norms_study::NormPlanRow> =
+        serde_json::from_value(r["norms_plans"].clone()).unwrap_or_default();
+    if !study.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n### Norms: the plan study\n\nEvery plan (`strategy/block/k`) that holds the rows, f32 and bf16, rms_norm, layer_norm and softmax, timed as above; `×neg` is neg's time over the plan's at the same elements. The automatic plan and the three fastest with their kernels' registers per thread.\n\n{}",
+            crate::report::norms_study::study_markdown(&study)
+        );
+    }
     let _ = writeln!(s, "\n## Peers\n\n{}\n", r["peers_note"].as_str().unwrap_or(""));
     let _ = writeln!(s, "## All sizes\n\n{}", main_table(r, None));
     s

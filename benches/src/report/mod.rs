@@ -18,6 +18,8 @@ pub mod launch;
 pub mod lead;
 pub mod main_table;
 pub mod markdown;
+pub mod norms;
+pub mod norms_study;
 mod opts;
 pub mod peers;
 pub mod plots;
@@ -312,6 +314,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
 
     // Chains of dependent operations: PDL and graphs against torch.
     let chains = chains::section(&gpu, o, &mut failures)?;
+    let (norms, norms_plans) = (norms::section(&gpu, o, &mut failures)?, norms_study::study(&gpu, o)?);
 
     // Our copies beside the plain driver copies.
     let copies = copies::section(&gpu, o.max_log2, &mut failures)?;
@@ -387,6 +390,8 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
         custom_sum,
         chains,
         copies,
+        norms,
+        norms_plans,
         ceiling,
         tuning,
         peer_matmul,

@@ -41,6 +41,9 @@ pub struct Opts {
     /// Skip the chains section (16 dependent operations: plain, PDL, graphs, torch).
     #[arg(long = "no-chains", action = clap::ArgAction::SetFalse)]
     pub chains: bool,
+    /// Skip the norms section (RMSNorm, LayerNorm, softmax beside neg and torch).
+    #[arg(long = "no-norms", action = clap::ArgAction::SetFalse)]
+    pub norms: bool,
     /// Skip the lead sections (tuning sweep, ceiling, add_many).
     #[arg(long = "no-lead", action = clap::ArgAction::SetFalse)]
     pub lead: bool,
@@ -79,6 +82,7 @@ impl Opts {
         if self.quick {
             (self.cpu, self.sweep, self.studies, self.lead, self.ops) = (false, false, false, false, false);
             self.chains = false;
+            self.norms = false;
         }
         Ok(self)
     }

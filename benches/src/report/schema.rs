@@ -122,6 +122,12 @@ pub struct Report {
     /// Our copies beside the plain driver copies.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub copies: Vec<crate::report::copies::CopyRow>,
+    /// The norms section (absent from reports before it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub norms: Vec<crate::report::norms::NormRow>,
+    /// The norms' plan study.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub norms_plans: Vec<crate::report::norms_study::NormPlanRow>,
     pub ceiling: Vec<crate::hopper::CeilingRow>,
     pub tuning: Vec<crate::hopper::TuneRow>,
     /// torch.matmul rows, as peers.py prints them.

@@ -1,6 +1,8 @@
 //! The launch primitive: every kernel launch of the crate goes through
 //! [`launch_overlapped`] (plain `cuLaunchKernel`, or `cuLaunchKernelEx` with the
-//! programmatic-dependent-launch attribute).
+//! programmatic-dependent-launch attribute) or, for thread-block clusters,
+//! [`launch_clustered`] (`cuLaunchKernelEx` with the cluster dimension); both
+//! attributed launches share `launch_ex`.
 
 use std::ffi::c_void;
 
@@ -103,11 +105,52 @@ pub(crate) unsafe fn launch_overlapped(
     // SAFETY: a plain C union of integers; zero is a valid value of every field.
     let mut value: cu::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
     value.programmaticStreamSerializationAllowed = 1;
-    let mut attr = cu::CUlaunchAttribute {
-        id: cu::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
-        pad: [0; 4],
-        value,
-    };
+    let id = cu::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    // SAFETY: forwarded to the caller's contract (the kernel waits first).
+    unsafe { launch_ex(func, g, stream, params, cu::CUlaunchAttribute { id, pad: [0; 4], value }) }
+}
+
+/// As [`launch_3d`], as thread-block clusters of `cluster` blocks along y
+/// (`cuLaunchKernelEx` with the cluster-dimension attribute; `grid.1` a
+/// multiple of `cluster`). Clusters of more than 8 blocks are allowed for the
+/// kernel first (the non-portable size; the launch fails where the device
+/// cannot place them).
+///
+/// # Safety
+/// As [`launch`]; the device is sm_90 or later and the kernel was built for
+/// clusters (it may read other blocks' shared memory of its cluster).
+pub(crate) unsafe fn launch_clustered(
+    func: RawFn,
+    g: Geometry3,
+    cluster: u32,
+    stream: cu::CUstream,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    if cluster > 8 {
+        let a = cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED;
+        // SAFETY: sets one attribute of a live function handle.
+        check(unsafe { cu::cuFuncSetAttribute(func.0, a, 1) })
+            .map_err(|source| Error::Driver { context: "cuFuncSetAttribute", source })?;
+    }
+    // SAFETY: a plain C union of integers; zero is a valid value of every field.
+    let mut value: cu::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+    value.clusterDim = cu::CUlaunchAttributeValue_union__bindgen_ty_1 { x: 1, y: cluster, z: 1 };
+    let id = cu::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    // SAFETY: forwarded to the caller's contract.
+    unsafe { launch_ex(func, g, stream, params, cu::CUlaunchAttribute { id, pad: [0; 4], value }) }
+}
+
+/// `cuLaunchKernelEx` with one attribute: the PDL and cluster launches.
+///
+/// # Safety
+/// As [`launch`], and what the attribute asks of the kernel.
+unsafe fn launch_ex(
+    func: RawFn,
+    g: Geometry3,
+    stream: cu::CUstream,
+    params: &mut [*mut c_void],
+    mut attr: cu::CUlaunchAttribute,
+) -> Result<()> {
     let config = cu::CUlaunchConfig {
         gridDimX: g.grid.0,
         gridDimY: g.grid.1,
@@ -120,8 +163,8 @@ pub(crate) unsafe fn launch_overlapped(
         attrs: &mut attr,
         numAttrs: 1,
     };
-    // SAFETY: forwarded to the caller's contract (the kernel waits first);
-    // `config` and `attr` live across the call.
+    // SAFETY: forwarded to the caller's contract; `config` and `attr` live
+    // across the call.
     let r = unsafe { cu::cuLaunchKernelEx(&config, func.0, params.as_mut_ptr(), std::ptr::null_mut()) };
     check(r).map_err(|source| Error::Driver { context: "cuLaunchKernelEx", source })
 }

@@ -1,0 +1,242 @@
+//! The norms' plan: which strategy, block and registers per thread a row
+//! length gets ([`NormPlan::auto`]), and the reduction order a plan implies
+//! ([`NormOrder`], what the CPU reference replays).
+
+use kernels_gpu::norms::{chunk_lanes, NORM_KS};
+use kernels_gpu::Dtype;
+
+use crate::error::{Error, Result};
+
+/// How a row is spread over threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NormStrategy {
+    /// One warp per row, `block / 32` rows per block; the row in registers.
+    Warp,
+    /// One block per row; the row in registers.
+    Block,
+    /// A row cut into segments of `block · k` chunks, one block each: a pass
+    /// that writes each segment's statistics to a buffer in stream-ordered
+    /// memory, then a pass that combines them in segment order and writes the
+    /// output (the row is read twice; the second read mostly from L2).
+    Split,
+    /// sm_90: a row's segments (as [`NormStrategy::Split`] cuts them, 2 to
+    /// 16) are one thread-block cluster's blocks; each holds its segment in
+    /// registers, the blocks exchange their statistics through distributed
+    /// shared memory, and the row is read once. Same order (and bits) as the
+    /// split with the same block and `k` (2, 4 or 8).
+    Cluster,
+}
+
+impl NormStrategy {
+    /// Every strategy.
+    pub const ALL: [NormStrategy; 4] =
+        [NormStrategy::Warp, NormStrategy::Block, NormStrategy::Split, NormStrategy::Cluster];
+    /// Lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            NormStrategy::Warp => "warp",
+            NormStrategy::Block => "block",
+            NormStrategy::Split => "split",
+            NormStrategy::Cluster => "cluster",
+        }
+    }
+}
+
+/// A plan: the strategy, threads per block and 16-byte chunks per thread
+/// (`k`, one of 1, 2, 4, 8). [`NormPlan::auto`] is the automatic choice;
+/// any valid plan may be given for studies (`NormOptions::plan`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NormPlan {
+    /// How rows are spread.
+    pub strategy: NormStrategy,
+    /// Threads per block: a multiple of 32 up to 1024.
+    pub block: u32,
+    /// Chunks of 16 bytes each thread holds.
+    pub k: u32,
+}
+
+/// The order a plan reduces a row in (see `kernels_gpu::norms`): threads per
+/// group and elements per segment. Two plans with the same order give the
+/// same bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NormOrder {
+    /// Threads that share a segment (32, or the block).
+    pub group: u32,
+    /// Elements per segment (the row length when it is not split).
+    pub seg: u32,
+    /// Elements per chunk (16 bytes).
+    pub lanes: u32,
+}
+
+impl NormOrder {
+    /// Segments of a row of `cols`.
+    pub fn segments(self, cols: u32) -> u32 {
+        cols.div_ceil(self.seg)
+    }
+}
+
+impl NormPlan {
+    /// Most threads per block the plan gives a block or a split segment: at
+    /// `k = 8` and 16-bit elements a thread holds 64 values, and 512 such
+    /// threads fit the register file.
+    pub const MAX_AUTO_BLOCK: u32 = 512;
+
+    /// The automatic plan for rows of `cols` elements of `dtype`:
+    /// * a warp per row when 32 threads of at most 8 chunks hold it (up to
+    ///   1024 f32 or 2048 f16/bf16 elements), with the fewest chunks that do
+    ///   and 8 rows per block;
+    /// * else a block per row: the fewest chunks per thread (2, 4, 8) that
+    ///   need at most 256 threads, else (1, 2, 4, 8) at most
+    ///   [`NormPlan::MAX_AUTO_BLOCK`], the block rounded up to a warp (more
+    ///   bytes in flight per thread and more rows per SM: on the H100, 512
+    ///   threads of one chunk reached ×0.65 of neg in bf16 at 16384×4096);
+    /// * else the split, 256 threads of 4 chunks per segment (4096 f32 or
+    ///   8192 f16/bf16 elements).
+    pub fn auto(dtype: Dtype, cols: usize) -> NormPlan {
+        Self::auto_within(dtype, cols, |_| true)
+    }
+
+    /// [`NormPlan::auto`] among the plans `launchable` accepts (the device's
+    /// limit on a kernel's block, from its registers): the first candidate of
+    /// the same preference order that it accepts.
+    ///
+    /// On sm_90 (`launchable` accepts cluster plans only there), rows past a
+    /// block take a cluster of at most 8 blocks (the portable size) where one
+    /// holds them: 256 threads of 4 chunks, else 512 of 4, else 512 of 8.
+    pub fn auto_within(dtype: Dtype, cols: usize, launchable: impl Fn(NormPlan) -> bool) -> NormPlan {
+        let lanes = chunk_lanes(dtype) as usize;
+        let mut cands = Vec::new();
+        for k in NORM_KS.into_iter().filter(|&k| cols <= 32 * k as usize * lanes) {
+            cands.push(NormPlan { strategy: NormStrategy::Warp, block: 256, k });
+        }
+        // A block of at most 256 threads holding at least two chunks each
+        // first (more bytes in flight per thread, more rows per SM), then up
+        // to 512 threads with any k.
+        for (max, ks) in [(256, &NORM_KS[1..]), (Self::MAX_AUTO_BLOCK as usize, &NORM_KS[..])] {
+            for &k in ks {
+                let threads = cols.div_ceil(k as usize * lanes).next_multiple_of(32);
+                if threads <= max {
+                    cands.push(NormPlan { strategy: NormStrategy::Block, block: threads as u32, k });
+                }
+            }
+        }
+        for (block, k) in [(256, 4), (512, 4), (512, 8)] {
+            let segs = cols.div_ceil((block * k) as usize * lanes);
+            if (2..=8).contains(&segs) {
+                cands.push(NormPlan { strategy: NormStrategy::Cluster, block, k });
+            }
+        }
+        for block in [256, 128] {
+            cands.push(NormPlan { strategy: NormStrategy::Split, block, k: 4 });
+        }
+        let fallback = NormPlan { strategy: NormStrategy::Split, block: 32, k: 1 };
+        cands.into_iter().find(|p| launchable(*p)).unwrap_or(fallback)
+    }
+
+    /// The order this plan gives rows of `cols` elements of `dtype`.
+    pub fn order(self, dtype: Dtype, cols: usize) -> NormOrder {
+        let lanes = chunk_lanes(dtype);
+        let group = if self.strategy == NormStrategy::Warp { 32 } else { self.block };
+        let seg = match self.strategy {
+            NormStrategy::Split | NormStrategy::Cluster => self.block * self.k * lanes,
+            _ => cols.max(1) as u32,
+        };
+        NormOrder { group, seg, lanes }
+    }
+
+    /// Errors unless the plan can run rows of `cols` elements of `dtype`:
+    /// block a multiple of 32 in 32..=1024, `k` one of 1, 2, 4, 8, and a row
+    /// that fits the group (warp, block), at most 65535 segments (split), or
+    /// 2 to 16 segments and `k` 2, 4 or 8 (cluster; the device is checked at
+    /// launch).
+    pub fn check(self, op: &'static str, dtype: Dtype, cols: usize) -> Result<()> {
+        if self.block == 0 || !self.block.is_multiple_of(32) || self.block > 1024 {
+            return Err(Error::BlockSize { kernel: op, block: self.block, max: 1024 });
+        }
+        if !NORM_KS.contains(&self.k) {
+            return Err(Error::Shape { kernel: op, detail: format!("k = {} is not one of {NORM_KS:?}", self.k) });
+        }
+        let o = self.order(dtype, cols);
+        let holds = o.group as usize * self.k as usize * o.lanes as usize;
+        let fits = match self.strategy {
+            NormStrategy::Warp | NormStrategy::Block => cols <= holds,
+            NormStrategy::Split => cols.div_ceil(holds) <= 65535,
+            NormStrategy::Cluster => {
+                let segs = cols.div_ceil(holds) as u32;
+                (2..=kernels_gpu::norms::MAX_CLUSTER).contains(&segs)
+                    && kernels_gpu::norms::CLUSTER_KS.contains(&self.k)
+            }
+        };
+        if !fits {
+            let detail = format!(
+                "the {} plan (block {}, k {}) cannot hold rows of {cols}",
+                self.strategy.name(),
+                self.block,
+                self.k
+            );
+            return Err(Error::Shape { kernel: op, detail });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_plans_hold_every_row_length() {
+        for dtype in Dtype::ALL {
+            for cols in [1usize, 3, 31, 33, 1000, 1024, 2048, 4097, 5120, 16384, 32768, 65536, 262144, 1 << 20] {
+                let p = NormPlan::auto(dtype, cols);
+                p.check("test", dtype, cols).unwrap();
+                assert!(p.block <= NormPlan::MAX_AUTO_BLOCK, "{p:?}");
+            }
+        }
+        assert_eq!(NormPlan::auto(Dtype::Bf16, 4096), NormPlan { strategy: NormStrategy::Block, block: 256, k: 2 });
+        assert_eq!(NormPlan::auto(Dtype::F32, 1024).strategy, NormStrategy::Warp);
+        assert_eq!(NormPlan::auto(Dtype::Bf16, 65536).strategy, NormStrategy::Cluster);
+        let no_cluster = NormPlan::auto_within(Dtype::Bf16, 65536, |p| p.strategy != NormStrategy::Cluster);
+        assert_eq!(no_cluster.strategy, NormStrategy::Split);
+        assert_eq!(NormPlan::auto(Dtype::Bf16, 1 << 20).strategy, NormStrategy::Split);
+    }
+
+    #[test]
+    fn cluster_and_split_of_the_same_shape_share_the_order() {
+        for dtype in Dtype::ALL {
+            let split = NormPlan { strategy: NormStrategy::Split, block: 256, k: 4 };
+            let cluster = NormPlan { strategy: NormStrategy::Cluster, ..split };
+            assert_eq!(split.order(dtype, 50_000), cluster.order(dtype, 50_000));
+        }
+        // A cluster needs 2 to 16 segments and k of 2, 4 or 8.
+        let c = NormPlan { strategy: NormStrategy::Cluster, block: 256, k: 4 };
+        assert!(c.check("t", Dtype::F32, 4096).is_err(), "one segment");
+        c.check("t", Dtype::F32, 4097).unwrap();
+        c.check("t", Dtype::F32, 16 * 4096).unwrap();
+        assert!(c.check("t", Dtype::F32, 16 * 4096 + 1).is_err(), "17 segments");
+        assert!(NormPlan { k: 1, ..c }.check("t", Dtype::F32, 5000).is_err());
+    }
+
+    #[test]
+    fn auto_skips_plans_the_device_cannot_launch() {
+        // Without clusters (not sm_90) a row past a block is split.
+        let p = NormPlan::auto_within(Dtype::F32, 30_000, |p| p.strategy != NormStrategy::Cluster);
+        assert_eq!(p.strategy, NormStrategy::Split);
+        // Blocks over 256 threads refused (registers): a smaller k·block that holds the row.
+        let p = NormPlan::auto_within(Dtype::Bf16, 16384, |p| p.block <= 256);
+        assert!(p.block <= 256 && p.check("t", Dtype::Bf16, 16384).is_ok(), "{p:?}");
+        // Nothing accepted: the smallest split, which every device runs.
+        let p = NormPlan::auto_within(Dtype::F32, 10, |_| false);
+        assert_eq!(p, NormPlan { strategy: NormStrategy::Split, block: 32, k: 1 });
+    }
+
+    #[test]
+    fn bad_plans_are_refused() {
+        let p = NormPlan { strategy: NormStrategy::Warp, block: 256, k: 1 };
+        assert!(p.check("t", Dtype::F32, 129).is_err());
+        assert!(NormPlan { block: 48, ..p }.check("t", Dtype::F32, 4).is_err());
+        assert!(NormPlan { k: 3, ..p }.check("t", Dtype::F32, 4).is_err());
+        assert!(NormPlan { block: 2048, ..p }.check("t", Dtype::F32, 4).is_err());
+        p.check("t", Dtype::F32, 128).unwrap();
+    }
+}

@@ -1,0 +1,223 @@
+//! Launches of the norm kernels (`kernels_gpu::norms`): one launch for a row
+//! held by one group, or two around a statistics buffer in stream-ordered
+//! memory for a row split into segments. Everything the kernels' contract
+//! needs is checked here, before the unsafe blocks.
+
+use cudarc::driver::sys as cu;
+
+use super::{
+    arg, check, launch_clustered, launch_overlapped, reads, writes, DevRead, DevWrite, Geometry3, Queue, RawFn,
+};
+use crate::error::{Error, Result};
+
+/// One norm launch, as the plan made it (`kernels_gpu::norms` for the flags).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NormLaunch {
+    pub name: &'static str,
+    pub func: RawFn,
+    /// Threads per block (a multiple of 32, at most 1024).
+    pub block: u32,
+    /// Rows per block: 1, or `block / 32` with `FLAG_WARP`.
+    pub rows_per_block: u32,
+    /// Segments per row (more than one: the two-pass split, or one pass of a
+    /// cluster of `segs` blocks with `cluster`).
+    pub segs: u32,
+    /// A cluster kernel (sm_90 module), launched as clusters of `segs` blocks.
+    pub cluster: bool,
+    /// Elements per segment.
+    pub seg: u32,
+    /// `FLAG_WARP`, `FLAG_VEC`, `FLAG_ALT` (no mode bits: set here).
+    pub flags: u32,
+    pub rows: u32,
+    pub cols: u32,
+    pub x_pitch: u64,
+    pub y_pitch: u64,
+    pub eps: f32,
+    /// Elements per 16-byte chunk.
+    pub lanes: u32,
+}
+
+/// The operands of one norm launch; `r`/`h` for add_rms_norm, `w` and `b`
+/// where the family reads them.
+pub(crate) struct NormIo<'a, R, W> {
+    pub x: &'a R,
+    pub r: Option<&'a R>,
+    pub w: Option<&'a R>,
+    pub b: Option<&'a R>,
+    pub y: &'a mut W,
+    pub h: Option<&'a mut W>,
+}
+
+fn shape(kernel: &'static str, detail: String) -> Error {
+    Error::Shape { kernel, detail }
+}
+
+fn warp_flag(l: &NormLaunch) -> bool {
+    l.flags & kernels_gpu::norms::FLAG_WARP != 0
+}
+
+/// Elements a pitched operand must hold.
+fn span(rows: u32, cols: u32, pitch: u64) -> u64 {
+    (rows as u64 - 1) * pitch + cols as u64
+}
+
+/// Checks everything the kernels rely on (see `kernels_gpu::norms::device`).
+fn check_norm<T, R: DevRead<T>, W: DevWrite<T>>(l: &NormLaunch, io: &NormIo<'_, R, W>) -> Result<()> {
+    let n = l.name;
+    if l.rows == 0 || l.cols == 0 {
+        return Err(shape(n, "rows and cols must be at least 1".into()));
+    }
+    if l.block == 0 || !l.block.is_multiple_of(32) || l.block > 1024 {
+        return Err(Error::BlockSize { kernel: n, block: l.block, max: 1024 });
+    }
+    let warp = l.flags & kernels_gpu::norms::FLAG_WARP != 0;
+    if l.rows_per_block != if warp { l.block / 32 } else { 1 } || (warp && l.segs != 1) {
+        return Err(shape(n, "rows per block do not match the group".into()));
+    }
+    if l.segs == 0
+        || l.seg == 0
+        || (l.segs > 1 && !l.seg.is_multiple_of(l.lanes))
+        || (l.segs as u64) * (l.seg as u64) < l.cols as u64
+    {
+        return Err(shape(n, format!("{} segments of {} do not cover {} columns", l.segs, l.seg, l.cols)));
+    }
+    if (l.cols as u64).div_ceil(l.seg as u64) != l.segs as u64 {
+        return Err(shape(n, "a segment past the row".into()));
+    }
+    let size = std::mem::size_of::<T>() as u64;
+    let (xs, ys) = (span(l.rows, l.cols, l.x_pitch), span(l.rows, l.cols, l.y_pitch));
+    let reads =
+        [("x", Some(io.x), xs), ("residual", io.r, xs), ("weight", io.w, l.cols as u64), ("bias", io.b, l.cols as u64)];
+    let writes = [("y", Some(&*io.y), ys), ("h", io.h.as_deref(), ys)];
+    let vec = l.flags & kernels_gpu::norms::FLAG_VEC != 0;
+    if vec && (!l.x_pitch.is_multiple_of(l.lanes as u64) || !l.y_pitch.is_multiple_of(l.lanes as u64)) {
+        return Err(shape(n, "128-bit accesses need pitches of whole 16-byte chunks".into()));
+    }
+    let all = reads.iter().map(|(w, v, s)| (*w, v.map(|v| (v.addr(), v.len())), *s));
+    let all = all.chain(writes.iter().map(|(w, v, s)| (*w, v.map(|v| (v.addr(), v.len())), *s)));
+    for (what, v, need) in all {
+        let Some((addr, len)) = v else { continue };
+        if (len as u64) < need {
+            return Err(shape(n, format!("{what} has {len} elements, needs {need}")));
+        }
+        let required = if vec { 16 } else { size };
+        if addr % required != 0 {
+            return Err(Error::Misaligned {
+                kernel: n,
+                operand: what,
+                addr,
+                offset: addr % required,
+                required: required as usize,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Queues the norm: one launch (`segs == 1`), or the statistics pass and the
+/// output pass around a buffer of `rows · segs · PART_WORDS` f32 allocated
+/// and freed in stream order. The operands the family reads must be given:
+/// Rms `w` (and `r`, `h` with `FLAG_ALT`), Layer `w` and `b`. Queued after
+/// other streams' work on the operands (`order.rs`).
+///
+/// # Safety
+/// `l.func` is the norm kernel of `family` named `l.name` in the library's
+/// table (`kernels_gpu::norms`), from a module of the stream's context, so
+/// its parameter list is the one passed here; `l.cluster` only for a
+/// `_cluster` kernel of the sm_90 module, on sm_90.
+pub(crate) unsafe fn launch_norm<T, R: DevRead<T>, W: DevWrite<T>>(
+    l: &NormLaunch,
+    family: kernels_gpu::norms::Family,
+    io: NormIo<'_, R, W>,
+    queue: Queue<'_>,
+) -> Result<()> {
+    use kernels_gpu::norms::{Family, FLAG_ALT, MODE_APPLY, MODE_FULL, MODE_STATS, PART_WORDS};
+    check_norm(l, &io)?;
+    let ins = [Some(io.x), io.r, io.w, io.b].map(|v| v.and_then(|v| reads(v)));
+    queue.order(&[ins[0], ins[1], ins[2], ins[3], writes(&*io.y), io.h.as_deref().and_then(|h| writes(h))])?;
+    let stream: cu::CUstream = queue.handle();
+    let alt = l.flags & FLAG_ALT != 0;
+    let needs = match family {
+        Family::Rms => io.w.is_some() && (!alt || (io.r.is_some() && io.h.is_some())),
+        Family::Layer => io.w.is_some() && io.b.is_some(),
+        Family::Softmax => true,
+    };
+    if !needs {
+        return Err(Error::WrongOperands { kernel: l.name, detail: "an operand the operation reads is missing" });
+    }
+    let grid = (l.rows.div_ceil(l.rows_per_block), l.segs, 1);
+    let g = Geometry3 { grid, block: (l.block, 1, 1), shared_bytes: 0 };
+    let addr = |v: Option<&R>| v.map_or(0, |v| v.addr());
+    let (px, pr, pw, pb) = (io.x.addr(), addr(io.r), addr(io.w), addr(io.b));
+    let (py, ph) = (io.y.addr(), io.h.as_ref().map_or(0, |h| h.addr()));
+    let launch = |mode: u32, part: u64| {
+        let (mut px, mut pr, mut pw, mut pb, mut py, mut ph, mut pp) = (px, pr, pw, pb, py, ph, part);
+        let (mut rows, mut cols, mut xp, mut yp, mut eps) = (l.rows, l.cols, l.x_pitch, l.y_pitch, l.eps);
+        let (mut flags, mut seg) = (l.flags | mode, l.seg);
+        let mut params = [
+            arg(&mut px),
+            arg(&mut pr),
+            arg(&mut pw),
+            arg(&mut pb),
+            arg(&mut py),
+            arg(&mut ph),
+            arg(&mut pp),
+            arg(&mut rows),
+            arg(&mut cols),
+            arg(&mut xp),
+            arg(&mut yp),
+            arg(&mut eps),
+            arg(&mut flags),
+            arg(&mut seg),
+        ];
+        // SAFETY: the parameter list of every norm kernel, in order. The
+        // kernel touches x, r at row·x_pitch + c and y, h at row·y_pitch + c
+        // for row < rows, c < cols (inside the spans checked above), w and b
+        // at c < cols, part at (row·segs + s)·PART_WORDS + 0..2 in the split
+        // modes (allocated below); 128-bit accesses only with FLAG_VEC, whose
+        // alignment is checked; the block is a multiple of 32; the family's
+        // operands are present. Outputs are exclusively borrowed views.
+        unsafe { launch_overlapped(l.func, g, stream, &mut params, false) }
+    };
+    if l.cluster {
+        if warp_flag(l) || l.segs < 2 || l.segs > kernels_gpu::norms::MAX_CLUSTER {
+            return Err(shape(l.name, format!("a cluster of {} segments", l.segs)));
+        }
+        let (mut px, mut pr, mut pw, mut pb, mut py, mut ph, mut pp) = (px, pr, pw, pb, py, ph, 0u64);
+        let (mut rows, mut cols, mut xp, mut yp, mut eps) = (l.rows, l.cols, l.x_pitch, l.y_pitch, l.eps);
+        let (mut flags, mut seg) = (l.flags | MODE_FULL, l.seg);
+        let mut params = [
+            arg(&mut px),
+            arg(&mut pr),
+            arg(&mut pw),
+            arg(&mut pb),
+            arg(&mut py),
+            arg(&mut ph),
+            arg(&mut pp),
+            arg(&mut rows),
+            arg(&mut cols),
+            arg(&mut xp),
+            arg(&mut yp),
+            arg(&mut eps),
+            arg(&mut flags),
+            arg(&mut seg),
+        ];
+        // SAFETY: as the launches below, for a cluster kernel: one row per
+        // cluster of `segs` blocks along y (grid.y = segs), block rank =
+        // segment; the blocks read each other's two statistics words of
+        // shared memory between two cluster barriers; no `part` buffer.
+        return unsafe { launch_clustered(l.func, g, l.segs, stream, &mut params) };
+    }
+    if l.segs == 1 {
+        return launch(MODE_FULL, 0);
+    }
+    let bytes = l.rows as usize * l.segs as usize * PART_WORDS * 4;
+    let mut part: cu::CUdeviceptr = 0;
+    let driver = |context| move |source| Error::Driver { context, source };
+    // SAFETY: writes one device pointer; the allocation is ordered on `stream`.
+    check(unsafe { cu::cuMemAllocAsync(&mut part, bytes, stream) }).map_err(driver("cuMemAllocAsync"))?;
+    let ran = launch(MODE_STATS, part).and_then(|_| launch(MODE_APPLY, part));
+    // SAFETY: frees the buffer after both passes, in stream order.
+    let freed = check(unsafe { cu::cuMemFreeAsync(part, stream) }).map_err(driver("cuMemFreeAsync"));
+    ran.and(freed)
+}

@@ -1,0 +1,248 @@
+//! The norms on the GPU against the CPU reference, bit for bit: every
+//! operation × dtype × plan over odd row lengths, offsets, pitched rows with
+//! canaries before, after and between rows, special rows (all equal, all
+//! zero, NaN, ±inf, near the dtype's overflow, masked with -inf), eps edge
+//! cases, the long-row split, and the argument errors (nothing written).
+
+mod common;
+mod norms_common;
+
+use common::{gpu, record};
+use gpukern::{Dtype, Error, Norm, NormOp, NormOptions, NormPlan, NormStrategy, Rows};
+use norms_common::{plans, run_dtype, Case, Fill, POISON};
+
+const COLS: [usize; 10] = [1, 3, 8, 31, 33, 1000, 1024, 2049, 4097, 5120];
+
+fn base(op: NormOp, rows: usize, cols: usize) -> Case {
+    Case {
+        op,
+        rows,
+        cols,
+        gaps: (0, 0),
+        offsets: (0, 0, 0),
+        plan: None,
+        scalar: false,
+        fill: Fill::Random,
+        eps: 1e-5,
+        seed: (rows * 1_000_003 + cols) as u64,
+    }
+}
+
+/// Runs every case, records each, and fails with the first failures.
+fn run_all(test: &str, cases: impl IntoIterator<Item = (Dtype, Case)>) {
+    let gpu = gpu();
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for (dtype, c) in cases {
+        let r = run_dtype(&gpu, dtype, &c);
+        record(
+            test,
+            &format!("{} {:?} {}x{} {:?}", c.op.name(), dtype, c.rows, c.cols, c.plan),
+            c.rows * c.cols,
+            r.is_ok(),
+        );
+        count += 1;
+        if let Err(e) = r {
+            failures.push(e);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {count} cases failed; first: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn norms_every_plan_and_row_length() {
+    let mut cases = Vec::new();
+    for op in NormOp::ALL {
+        for dtype in Dtype::ALL {
+            for cols in COLS {
+                for plan in plans(dtype, cols) {
+                    cases.push((dtype, Case { plan, ..base(op, 5, cols) }));
+                }
+            }
+        }
+    }
+    run_all("norms_every_plan_and_row_length", cases);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn norms_offsets_pitches_and_canaries() {
+    let mut cases = Vec::new();
+    for op in NormOp::ALL {
+        for dtype in Dtype::ALL {
+            for (cols, gaps, offsets) in [
+                (33, (5, 3), (1, 3, 2)),
+                (64, (8, 0), (8, 8, 8)),
+                (1000, (3, 11), (0, 1, 0)),
+                (4097, (0, 1), (2, 0, 1)),
+                (2048, (16, 8), (8, 16, 0)),
+            ] {
+                for plan in plans(dtype, cols) {
+                    for scalar in [false, true] {
+                        cases.push((dtype, Case { plan, gaps, offsets, scalar, ..base(op, 7, cols) }));
+                    }
+                }
+            }
+        }
+    }
+    run_all("norms_offsets_pitches_and_canaries", cases);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn norms_special_rows_and_eps() {
+    let mut cases = Vec::new();
+    for op in NormOp::ALL {
+        for dtype in Dtype::ALL {
+            for fill in Fill::ALL {
+                for cols in [1, 31, 1000, 5000] {
+                    for plan in plans(dtype, cols) {
+                        cases.push((dtype, Case { plan, fill, ..base(op, 4, cols) }));
+                    }
+                }
+            }
+            for eps in [0.0, 1e-30, f32::MIN_POSITIVE, 1e-6, 1.0, 1e30, f32::INFINITY] {
+                for fill in [Fill::Random, Fill::Zero, Fill::Equal] {
+                    cases.push((dtype, Case { eps, fill, ..base(op, 3, 100) }));
+                }
+            }
+        }
+    }
+    run_all("norms_special_rows_and_eps", cases);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn norms_long_rows_and_many_rows() {
+    // Under compute-sanitizer the longest rows are left out (minutes each).
+    let sanitizing = std::env::var_os("GPUKERN_SANITIZE").is_some();
+    let shapes: &[(usize, usize)] = if sanitizing {
+        &[(2, 65536 + 5), (4099, 16)]
+    } else {
+        &[(2, 65536 + 5), (3, 262144), (1, 1 << 20), (4099, 16), (1500, 129)]
+    };
+    let mut cases = Vec::new();
+    for op in NormOp::ALL {
+        for dtype in Dtype::ALL {
+            for &(rows, cols) in shapes {
+                cases.push((dtype, Case { seed: 7, ..base(op, rows, cols) }));
+            }
+            let plan = Some(NormPlan { strategy: NormStrategy::Split, block: 512, k: 1 });
+            cases.push((dtype, Case { plan, ..base(op, 2, 100_003) }));
+            // Clusters of 5 (bf16, f16) and 9 blocks (f32: the non-portable size).
+            let plan = Some(NormPlan { strategy: NormStrategy::Cluster, block: 512, k: 4 });
+            cases.push((dtype, Case { plan, ..base(op, 3, 65536 + 5) }));
+        }
+    }
+    run_all("norms_long_rows_and_many_rows", cases);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn norms_argument_errors_write_nothing() {
+    let gpu = gpu();
+    let s = gpu.stream().unwrap();
+    let x = gpu.upload(&vec![1.0f32; 64]).unwrap();
+    let w = gpu.upload(&[1.0f32; 16]).unwrap();
+    let mut y = gpu.upload(&vec![f32::from_bits(POISON); 64]).unwrap();
+    let rms = |w| Norm::Rms { weight: w, eps: 1e-6 };
+    let cases: Vec<(&str, Rows, Option<NormPlan>, usize)> = vec![
+        ("pitch below cols", Rows { rows: 2, cols: 16, x_pitch: 15, y_pitch: 16 }, None, 16),
+        ("y pitch below cols", Rows { rows: 2, cols: 16, x_pitch: 16, y_pitch: 8 }, None, 16),
+        ("x too short", Rows::contiguous(5, 16), None, 16),
+        ("weight length", Rows::contiguous(2, 16), None, 15),
+        ("cols too long", Rows::contiguous(1, (1 << 24) + 1), None, 16),
+        ("bad block", Rows::contiguous(2, 16), Some(NormPlan { strategy: NormStrategy::Block, block: 48, k: 1 }), 16),
+        ("bad k", Rows::contiguous(2, 16), Some(NormPlan { strategy: NormStrategy::Block, block: 32, k: 3 }), 16),
+    ];
+    for (what, rows, plan, wlen) in cases {
+        let wv = w.slice(..wlen).unwrap();
+        let r = gpu.norm(rms(wv), &x, &mut y, rows, NormOptions { plan, scalar: false }, &s);
+        assert!(matches!(r, Err(Error::Shape { .. } | Error::BlockSize { .. })), "{what}: {r:?}");
+    }
+    // A plan that cannot hold the row (32 threads × 1 chunk of 4 f32 < 200).
+    let small = NormPlan { strategy: NormStrategy::Warp, block: 32, k: 1 };
+    let opts = NormOptions { plan: Some(small), scalar: false };
+    let r = gpu.norm(Norm::Softmax, &x, &mut y, Rows::contiguous(1, 200), opts, &s);
+    assert!(matches!(&r, Err(Error::Shape { detail, .. }) if detail.contains("cannot hold")), "plan too small: {r:?}");
+    // A weight for a family without one is not an operand (softmax): fine;
+    // a layer norm whose bias has the wrong length is refused.
+    let r = gpu.norm(
+        Norm::Layer { weight: w.slice(..16).unwrap(), bias: w.slice(..8).unwrap(), eps: 0.0 },
+        &x,
+        &mut y,
+        Rows::contiguous(2, 16),
+        NormOptions::default(),
+        &s,
+    );
+    assert!(matches!(r, Err(Error::Shape { .. })), "bias length: {r:?}");
+    s.synchronize().unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|v| v.to_bits() == POISON), "an error wrote");
+    // Empty: nothing queued, Ok.
+    gpu.norm(Norm::Softmax, &x, &mut y, Rows::contiguous(0, 16), NormOptions::default(), &s).unwrap();
+    gpu.norm(Norm::Softmax, &x, &mut y, Rows::contiguous(4, 0), NormOptions::default(), &s).unwrap();
+    s.synchronize().unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|v| v.to_bits() == POISON), "an empty call wrote");
+}
+
+/// `norm_cudarc`: cudarc buffers (a window at an odd offset, as candle
+/// passes a tensor's layout) on a cudarc stream, bit for bit with the CPU
+/// reference; a stream of another context is refused.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn norms_on_cudarc_buffers_and_stream() {
+    use cudarc::driver::{CudaContext, DevicePtr, DevicePtrMut};
+    use gpukern::half::bf16;
+    use gpukern::reference::norms::{self as rn, HostNorm};
+    use gpukern::{View, ViewMut};
+    let gpu = gpu();
+    let ctx = CudaContext::new(0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let (rows, cols, off) = (6, 1000, 3);
+    let x: Vec<bf16> = (0..off + rows * cols).map(|i| bf16::from_f32(((i * 37) % 101) as f32 / 13.0 - 3.0)).collect();
+    let w: Vec<bf16> = (0..cols).map(|i| bf16::from_f32(1.0 + (i % 7) as f32 / 8.0)).collect();
+    let (dx, dw) = (stream.clone_htod(&x).unwrap(), stream.clone_htod(&w).unwrap());
+    let mut dy = stream.alloc_zeros::<bf16>(rows * cols).unwrap();
+    let shape = Rows::contiguous(rows, cols);
+    let plan = {
+        let window = dx.slice(off..);
+        let (px, _gx) = window.device_ptr(&stream);
+        let (pw, _gw) = dw.device_ptr(&stream);
+        let (py, _gy) = dy.device_ptr_mut(&stream);
+        // SAFETY: cudarc allocated these ranges in the primary context (this
+        // Gpu's); the guards and borrows keep them alive for the call, and the
+        // stream orders every later use after it.
+        let (xv, wv, yv) = unsafe {
+            (
+                View::<bf16>::from_raw_parts(&gpu, px, rows * cols).unwrap(),
+                View::<bf16>::from_raw_parts(&gpu, pw, cols).unwrap(),
+                ViewMut::<bf16>::from_raw_parts(&gpu, py, rows * cols).unwrap(),
+            )
+        };
+        let op = Norm::Rms { weight: wv, eps: 1e-6 };
+        gpu.norm_cudarc(op, xv, yv, shape, NormOptions::default(), &stream).unwrap()
+    };
+    let got: Vec<bf16> = stream.clone_dtoh(&dy).unwrap();
+    let want = rn::norm(HostNorm::Rms { weight: &w, eps: 1e-6 }, &x[off..], shape, plan.order(Dtype::Bf16, cols));
+    assert!(got.iter().zip(&want.y).all(|(g, w)| g.to_bits() == w.to_bits()), "differs from the CPU reference");
+    // Another context's stream: an error, nothing launched.
+    let other = CudaContext::new_non_primary(0, 0).unwrap();
+    let other_stream = other.new_stream().unwrap();
+    let (px, _gx) = dx.device_ptr(&stream);
+    let (py, _gy) = dy.device_ptr_mut(&stream);
+    // SAFETY: as above.
+    let (xv, yv) = unsafe {
+        (
+            View::<bf16>::from_raw_parts(&gpu, px, cols).unwrap(),
+            ViewMut::<bf16>::from_raw_parts(&gpu, py, cols).unwrap(),
+        )
+    };
+    let e = gpu.norm_cudarc(Norm::Softmax, xv, yv, Rows::contiguous(1, cols), NormOptions::default(), &other_stream);
+    assert!(matches!(e, Err(Error::ForeignContext { .. })), "{e:?}");
+}

@@ -1,0 +1,230 @@
+//! The row reductions along the last dimension: RMSNorm (with the fused
+//! residual add), LayerNorm, softmax and log-softmax, f32/f16/bf16 with f32
+//! accumulation. Portable module.
+//!
+//! One kernel per (family, dtype, `K`), all with the same parameter list
+//! ([`NormKernel`]); `K` is how many 16-byte chunks of its row a thread holds
+//! in registers. Runtime flags pick the rest: a warp or the whole block per row
+//! ([`FLAG_WARP`]), 128-bit or element accesses ([`FLAG_VEC`]), the family's
+//! variant ([`FLAG_ALT`]: the residual of `add_rms_norm`, the log of
+//! `log_softmax`) and the mode ([`MODE_FULL`], or the two passes of a row
+//! split over several blocks: [`MODE_STATS`], [`MODE_APPLY`]).
+//!
+//! # The order of every reduction (what the CPU reference replays)
+//! A row is cut into segments of `seg` elements (one segment unless the row is
+//! split), each handled by a group of `g` threads (32, or the block). A segment
+//! is cut into chunks of `L` elements (`L` = 16 bytes / element size); thread
+//! `t` of the group owns chunks `t, t + g, t + 2g, …` and accumulates its
+//! elements in increasing index order, starting from `+0.0` (a sum) or `-inf`
+//! (a max). The group then combines its threads' values: within each warp a
+//! butterfly over lane masks 16, 8, 4, 2, 1 (lane `i` computes `op(own,
+//! lane i^m)`); for groups of several warps, the warps' totals (lane 0's),
+//! padded to 32 with the identity (`+0.0`, `-inf`), go through a second
+//! butterfly. Segments are combined in segment order by the functions of
+//! [`order`]. The accesses (128-bit or not) never change the order.
+
+pub mod order;
+
+#[cfg(target_arch = "nvptx64")]
+mod cluster;
+#[cfg(target_arch = "nvptx64")]
+mod device;
+#[cfg(target_arch = "nvptx64")]
+mod entries;
+
+use crate::Dtype;
+
+/// A thread's chunks held in registers: each family has a kernel per value.
+pub const NORM_KS: [u32; 4] = [1, 2, 4, 8];
+
+/// Flag: one warp per row (several rows per block) instead of the block.
+pub const FLAG_WARP: u32 = 1;
+/// Flag: 128-bit accesses (every operand and pitch 16-byte aligned).
+pub const FLAG_VEC: u32 = 2;
+/// Flag: the family's variant: `add_rms_norm`'s residual, or `log_softmax`.
+pub const FLAG_ALT: u32 = 4;
+/// Mode: statistics and output in one launch (the row in one group).
+pub const MODE_FULL: u32 = 0;
+/// Mode: first pass of a split row: each segment's statistics into `part`
+/// (and `add_rms_norm`'s `h`).
+pub const MODE_STATS: u32 = 8;
+/// Mode: second pass of a split row: the segments' statistics combined, the
+/// output written.
+pub const MODE_APPLY: u32 = 16;
+/// The bits of the mode.
+pub const MODE_MASK: u32 = 24;
+/// f32 words per segment in the statistics buffer `part`.
+pub const PART_WORDS: usize = 2;
+/// The most threads a group (the block) may have.
+pub const MAX_GROUP: u32 = 1024;
+
+/// The kernel families.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// `rms_norm` and `add_rms_norm`.
+    Rms,
+    /// `layer_norm`.
+    Layer,
+    /// `softmax` and `log_softmax`.
+    Softmax,
+}
+
+impl Family {
+    /// Every family.
+    pub const ALL: [Family; 3] = [Family::Rms, Family::Layer, Family::Softmax];
+    /// Lower-case name, as in the kernels' names.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Family::Rms => "rms",
+            Family::Layer => "layer",
+            Family::Softmax => "softmax",
+        }
+    }
+}
+
+/// One norm kernel: `norm_<family>_<dtype>_k<K>(x, r, w, b, y, h, part, rows,
+/// cols, x_pitch, y_pitch, eps, flags, seg)`, pointers to the dtype (`part`
+/// to f32), `rows`, `cols`, `seg`, `flags` u32, the pitches u64 (elements),
+/// `eps` f32. Grid: (row groups, segments); block: 32·w threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NormKernel {
+    /// Entry point.
+    pub name: &'static str,
+    /// Family.
+    pub family: Family,
+    /// Element type.
+    pub dtype: Dtype,
+    /// Chunks per thread.
+    pub k: u32,
+}
+
+macro_rules! norm_table {
+    ($($name:literal $fam:ident $dt:ident $k:literal),* $(,)?) => {
+        /// Every norm kernel (portable module).
+        pub const NORM_KERNELS: [NormKernel; 36] = [$(NormKernel {
+            name: $name, family: Family::$fam, dtype: Dtype::$dt, k: $k,
+        }),*];
+    };
+}
+norm_table!(
+    "norm_rms_f32_k1" Rms F32 1, "norm_rms_f32_k2" Rms F32 2, "norm_rms_f32_k4" Rms F32 4, "norm_rms_f32_k8" Rms F32 8,
+    "norm_rms_f16_k1" Rms F16 1, "norm_rms_f16_k2" Rms F16 2, "norm_rms_f16_k4" Rms F16 4, "norm_rms_f16_k8" Rms F16 8,
+    "norm_rms_bf16_k1" Rms Bf16 1, "norm_rms_bf16_k2" Rms Bf16 2, "norm_rms_bf16_k4" Rms Bf16 4,
+    "norm_rms_bf16_k8" Rms Bf16 8,
+    "norm_layer_f32_k1" Layer F32 1, "norm_layer_f32_k2" Layer F32 2, "norm_layer_f32_k4" Layer F32 4,
+    "norm_layer_f32_k8" Layer F32 8,
+    "norm_layer_f16_k1" Layer F16 1, "norm_layer_f16_k2" Layer F16 2, "norm_layer_f16_k4" Layer F16 4,
+    "norm_layer_f16_k8" Layer F16 8,
+    "norm_layer_bf16_k1" Layer Bf16 1, "norm_layer_bf16_k2" Layer Bf16 2, "norm_layer_bf16_k4" Layer Bf16 4,
+    "norm_layer_bf16_k8" Layer Bf16 8,
+    "norm_softmax_f32_k1" Softmax F32 1, "norm_softmax_f32_k2" Softmax F32 2, "norm_softmax_f32_k4" Softmax F32 4,
+    "norm_softmax_f32_k8" Softmax F32 8,
+    "norm_softmax_f16_k1" Softmax F16 1, "norm_softmax_f16_k2" Softmax F16 2, "norm_softmax_f16_k4" Softmax F16 4,
+    "norm_softmax_f16_k8" Softmax F16 8,
+    "norm_softmax_bf16_k1" Softmax Bf16 1, "norm_softmax_bf16_k2" Softmax Bf16 2,
+    "norm_softmax_bf16_k4" Softmax Bf16 4, "norm_softmax_bf16_k8" Softmax Bf16 8,
+);
+
+/// Chunks per thread of the cluster kernels.
+pub const CLUSTER_KS: [u32; 3] = [2, 4, 8];
+/// Most blocks in a cluster the plans use (16 is the non-portable size the
+/// H100 and H200 allow).
+pub const MAX_CLUSTER: u32 = 16;
+
+/// Entry point of the cluster kernel of `(family, dtype, k)` (sm_90 module):
+/// the kernel of [`NORM_KERNELS`] with `_cluster` appended, launched as
+/// clusters of the row's segments along y (the blocks exchange their segment
+/// statistics through distributed shared memory; one pass over the row).
+pub fn cluster_kernel(family: Family, dtype: Dtype, k: u32) -> Option<&'static str> {
+    let i = NORM_KERNELS.iter().position(|n| n.family == family && n.dtype == dtype && n.k == k)?;
+    CLUSTER_KS.contains(&k).then(|| CLUSTER_NAMES[i])
+}
+
+macro_rules! cluster_names {
+    ($($n:literal),* $(,)?) => {
+        /// `NORM_KERNELS[i].name` + `_cluster` (k = 1 has none: empty).
+        const CLUSTER_NAMES: [&str; 36] = [$($n),*];
+    };
+}
+cluster_names!(
+    "",
+    "norm_rms_f32_k2_cluster",
+    "norm_rms_f32_k4_cluster",
+    "norm_rms_f32_k8_cluster",
+    "",
+    "norm_rms_f16_k2_cluster",
+    "norm_rms_f16_k4_cluster",
+    "norm_rms_f16_k8_cluster",
+    "",
+    "norm_rms_bf16_k2_cluster",
+    "norm_rms_bf16_k4_cluster",
+    "norm_rms_bf16_k8_cluster",
+    "",
+    "norm_layer_f32_k2_cluster",
+    "norm_layer_f32_k4_cluster",
+    "norm_layer_f32_k8_cluster",
+    "",
+    "norm_layer_f16_k2_cluster",
+    "norm_layer_f16_k4_cluster",
+    "norm_layer_f16_k8_cluster",
+    "",
+    "norm_layer_bf16_k2_cluster",
+    "norm_layer_bf16_k4_cluster",
+    "norm_layer_bf16_k8_cluster",
+    "",
+    "norm_softmax_f32_k2_cluster",
+    "norm_softmax_f32_k4_cluster",
+    "norm_softmax_f32_k8_cluster",
+    "",
+    "norm_softmax_f16_k2_cluster",
+    "norm_softmax_f16_k4_cluster",
+    "norm_softmax_f16_k8_cluster",
+    "",
+    "norm_softmax_bf16_k2_cluster",
+    "norm_softmax_bf16_k4_cluster",
+    "norm_softmax_bf16_k8_cluster",
+);
+
+/// Every cluster kernel's entry point.
+pub fn cluster_kernel_names() -> impl Iterator<Item = &'static str> {
+    CLUSTER_NAMES.into_iter().filter(|n| !n.is_empty())
+}
+
+/// The kernel of `(family, dtype, k)`, if `k` is one of [`NORM_KS`].
+pub fn norm_kernel(family: Family, dtype: Dtype, k: u32) -> Option<&'static NormKernel> {
+    NORM_KERNELS.iter().find(|n| n.family == family && n.dtype == dtype && n.k == k)
+}
+
+/// Elements per 16-byte chunk of a dtype.
+pub const fn chunk_lanes(dtype: Dtype) -> u32 {
+    16 / dtype.size() as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_match_their_fields() {
+        for k in NORM_KERNELS {
+            assert_eq!(k.name, std::format!("norm_{}_{}_k{}", k.family.name(), k.dtype.name(), k.k));
+            assert_eq!(norm_kernel(k.family, k.dtype, k.k), Some(&k));
+        }
+        for f in Family::ALL {
+            for d in Dtype::ALL {
+                for k in NORM_KS {
+                    assert!(norm_kernel(f, d, k).is_some());
+                }
+            }
+        }
+        assert_eq!(norm_kernel(Family::Rms, Dtype::F32, 3), None);
+        for k in NORM_KERNELS {
+            let c = cluster_kernel(k.family, k.dtype, k.k);
+            assert_eq!(
+                c.map(std::string::String::from),
+                CLUSTER_KS.contains(&k.k).then(|| std::format!("{}_cluster", k.name))
+            );
+        }
+        assert_eq!(cluster_kernel_names().count(), 27);
+    }
+}
