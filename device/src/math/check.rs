@@ -196,3 +196,13 @@ pub fn correctly_rounded_share_bf16(f: fn(f32) -> f32, r: fn(f64) -> f64) -> (u3
 pub fn correctly_rounded_share_f16(f: fn(f32) -> f32, r: fn(f64) -> f64) -> (u32, u32, Vec<u16>) {
     share(f, r, f16_value, 11, -14, F16_MAX)
 }
+
+/// `v` rounded once to bf16, as an f64 (NaN stays NaN).
+pub fn round_bf16(v: f64) -> f64 {
+    round_to(v, 8, -126, BF16_MAX)
+}
+
+/// `v` rounded once to binary16, as an f64 (NaN stays NaN).
+pub fn round_f16(v: f64) -> f64 {
+    round_to(v, 11, -14, F16_MAX)
+}

@@ -1,0 +1,153 @@
+//! The 16-bit lane rules: correctly rounded on host and device.
+//!
+//! Device: every lane takes the fast path (`math::fast16`) and the rounding
+//! test; a lane the test cannot settle sets a bit in a per-thread mask. Then,
+//! while any thread of the warp still has a bit set (`vote.any` over the
+//! threads active here), every one of them runs the slow path once on its
+//! lowest flagged lane (lanes chosen by selects: no local memory) and clears
+//! that bit. So the slow path runs converged, as many times as the most
+//! flagged lanes of one thread, and not at all in most warps.
+//!
+//! Host: the slow path on every lane; it is correctly rounded for every input
+//! (`math/fast16_tests.rs` checks all 2^16 of each type against f64), so it is
+//! what the device's fast path, when the test accepts it, also returns.
+
+use super::Activation;
+use crate::lanes::Elem;
+use crate::pack::Pack16;
+
+/// The canonical 16-bit NaN every NaN result becomes (what the GPU's
+/// conversions produce).
+pub const NAN16: u16 = 0x7fff;
+
+/// An f32 lane's result: on the host a NaN becomes the GPU's canonical
+/// `0x7fff_ffff` (the host's arithmetic would keep an input's payload); on
+/// the device the f32 functions already return it (PTX arithmetic gives
+/// `0x7fff_ffff` for every NaN result).
+#[inline(always)]
+pub fn canonical_nan32(y: f32) -> f32 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    if y != y {
+        return f32::from_bits(0x7fff_ffff);
+    }
+    y
+}
+
+/// The slow path: the activation's narrow function on the widened input,
+/// rounded once, NaN made canonical, and the listed f16 inputs fixed.
+/// Correctly rounded for every f16 and bf16 input.
+#[inline(always)]
+pub fn slow16<E: Elem, A: Activation>(x: E::T) -> E::T {
+    let y = A::narrow(E::widen(x));
+    let mut r = E::bits(E::narrow(y));
+    if y != y {
+        r = NAN16 as u32;
+    }
+    if E::INF == 0x7c00 {
+        let b = E::bits(x);
+        for &(i, o) in A::F16_FIXES {
+            if b == i as u32 {
+                r = o as u32;
+            }
+        }
+    }
+    E::from_bits(r)
+}
+
+/// `N` lanes of activation `A`, correctly rounded (module docs).
+#[inline(always)]
+pub fn lanes<E: Elem, A: Activation, const N: usize>(x: [E::T; N]) -> [E::T; N] {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        device::lanes::<E, A, N>(x)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        x.map(slow16::<E, A>)
+    }
+}
+
+/// A 16-byte pack of 16-bit lanes.
+#[inline(always)]
+pub fn pack<E: Elem, A: Activation>(x: Pack16) -> Pack16 {
+    let w = x.0;
+    let l = lanes::<E, A, 8>([
+        E::from_bits(w[0]),
+        E::from_bits(w[0] >> 16),
+        E::from_bits(w[1]),
+        E::from_bits(w[1] >> 16),
+        E::from_bits(w[2]),
+        E::from_bits(w[2] >> 16),
+        E::from_bits(w[3]),
+        E::from_bits(w[3] >> 16),
+    ]);
+    let j = |i: usize| E::bits(l[2 * i]) | (E::bits(l[2 * i + 1]) << 16);
+    Pack16([j(0), j(1), j(2), j(3)])
+}
+
+/// The rounding test of one lane: the fast value's 16-bit rounding, and
+/// whether it is proven correct (`y(1 - E)` and `y(1 + E)` round alike, in the
+/// domain). Generic over the SFU so the host tests run it on a model.
+#[inline(always)]
+pub fn settle<E: Elem, A: Activation, S: crate::math::fast16::Sfu>(x: E::T) -> (E::T, bool) {
+    let f = A::fast16::<S>(E::widen(x));
+    let lo = E::narrow(f.y * f.lo);
+    let hi = E::narrow(f.y * f.hi);
+    (lo, f.ok && E::bits(lo) == E::bits(hi))
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod device {
+    use super::{settle, slow16, Activation};
+    use crate::lanes::Elem;
+    use crate::math::fast16::Hw;
+
+    /// True on every thread executing this when `p` holds on one of them:
+    /// `vote.any` over `activemask` (the threads here, whatever the control
+    /// flow around; a thread's own `p` is always counted).
+    #[inline(always)]
+    fn any_here(p: bool) -> bool {
+        let r: u32;
+        // SAFETY: `activemask` names exactly the threads executing this
+        // instruction together, so the vote's member mask is valid in any
+        // control flow; no memory is touched.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p, q; .reg .b32 m; activemask.b32 m; setp.ne.u32 p, {1}, 0; \
+                 vote.sync.any.pred q, p, m; selp.u32 {0}, 1, 0, q; }}",
+                out(reg32) r, in(reg32) p as u32,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
+        r != 0
+    }
+
+    #[inline(always)]
+    pub(super) fn lanes<E: Elem, A: Activation, const N: usize>(x: [E::T; N]) -> [E::T; N] {
+        let mut out = x;
+        let mut mask = 0u32;
+        for i in 0..N {
+            let (r, sure) = settle::<E, A, Hw>(x[i]);
+            out[i] = r;
+            mask |= ((!sure) as u32) << i;
+        }
+        // Converged: every thread here iterates while any has a flagged lane.
+        while any_here(mask != 0) {
+            let j = mask.trailing_zeros(); // 32 when this thread has none
+            let mut xj = x[0];
+            for (i, &v) in x.iter().enumerate().skip(1) {
+                if i as u32 == j {
+                    xj = v;
+                }
+            }
+            let r = slow16::<E, A>(xj);
+            for (i, o) in out.iter_mut().enumerate() {
+                if i as u32 == j {
+                    *o = r;
+                }
+            }
+            mask &= mask.wrapping_sub(1);
+        }
+        out
+    }
+}

@@ -1,0 +1,220 @@
+//! The 16-bit activations' fast paths: the SFU's approximate instructions
+//! (`ex2`, `rcp`, `lg2`, `rsqrt` `.approx.ftz.f32`) with a proven relative
+//! error bound, for a rounding test (Ziv's): if `y(1 - E)` and `y(1 + E)` round
+//! to the same f16/bf16, that value is the correctly rounded result, since the
+//! exact value lies between them and rounding is monotone. Inputs the test
+//! cannot settle, or outside a function's domain, take the slow path
+//! (`activations`: the [`super::narrow`] function plus its list of fixes).
+//!
+//! Each function returns a [`Fast`]: the f32 value, the two factors `1 ∓ E`
+//! and whether the input is in the domain where the bound holds. The bounds,
+//! step by step, are in `math/README.md` ("16-bit activations: fast path and
+//! rounding test"); `U` below is 2^-24, the unit roundoff of f32. The code is
+//! generic over [`Sfu`] so the host tests run it with a pessimistic model of
+//! the instructions (`fast16_tests.rs`); the device runs [`Hw`].
+
+use super::exp::{horner, TANH_T};
+use super::prim::fma;
+
+/// The approximate SFU instructions, each with the documented bound (PTX ISA,
+/// "Floating Point Instructions"): `ex2` within 2 ulp of the correctly rounded
+/// result, `rcp` 1 ulp, `lg2` 2^-22 absolute on (0.5, 2) and 2^-22 relative
+/// elsewhere, `rsqrt` 2^-22.9 relative. `.ftz`: subnormal inputs and results
+/// are zero, which every domain below excludes.
+pub trait Sfu {
+    /// ≈ 2^x.
+    fn ex2(x: f32) -> f32;
+    /// ≈ 1/x.
+    fn rcp(x: f32) -> f32;
+    /// ≈ log2 x.
+    fn lg2(x: f32) -> f32;
+    /// ≈ 1/√x.
+    fn rsqrt(x: f32) -> f32;
+}
+
+/// The hardware's instructions.
+#[cfg(target_arch = "nvptx64")]
+pub struct Hw;
+
+#[cfg(target_arch = "nvptx64")]
+macro_rules! sfu_asm {
+    ($($f:ident $ins:literal;)*) => {$(
+        #[inline(always)]
+        fn $f(x: f32) -> f32 {
+            let d: f32;
+            // SAFETY: a pure register-to-register instruction.
+            unsafe {
+                core::arch::asm!(concat!($ins, " {0}, {1};"), out(reg32) d, in(reg32) x,
+                    options(pure, nomem, nostack, preserves_flags))
+            };
+            d
+        }
+    )*};
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl Sfu for Hw {
+    sfu_asm! {
+        ex2 "ex2.approx.ftz.f32";
+        rcp "rcp.approx.ftz.f32";
+        lg2 "lg2.approx.ftz.f32";
+        rsqrt "rsqrt.approx.ftz.f32";
+    }
+}
+
+/// A fast result: `y` within a relative `E` of the exact value when `ok`;
+/// `lo = 1 - E` and `hi = 1 + E` (exact f32, or rounded outwards).
+#[derive(Clone, Copy, Debug)]
+pub struct Fast {
+    /// The value.
+    pub y: f32,
+    /// `1 - E`.
+    pub lo: f32,
+    /// `1 + E`.
+    pub hi: f32,
+    /// The input is in the domain where the bound holds.
+    pub ok: bool,
+}
+
+/// f32's unit roundoff, 2^-24.
+pub const U: f32 = 5.960_464_5e-8;
+
+/// `(1 - E, 1 + E)` for `E = k·2^-23`, both exact in f32.
+const fn bound(k: u32) -> (f32, f32) {
+    let e = k as f32 * (2.0 * U);
+    (1.0 - e, 1.0 + e)
+}
+
+impl Fast {
+    #[inline(always)]
+    fn new(y: f32, (lo, hi): (f32, f32), ok: bool) -> Fast {
+        Fast { y, lo, hi, ok }
+    }
+}
+
+const LOG2E: f32 = core::f32::consts::LOG2_E;
+/// log2(e) - LOG2E.
+const LOG2E_LO: f32 = f32::from_bits(0x32a5_7060);
+const LN2: f32 = core::f32::consts::LN_2;
+
+/// `e^x` for `x·log2e` in [-125, 128): `t = x·log2e` rounded, its error
+/// `c` exactly from an FMA (plus the constant's low part), `2^t` on the SFU and
+/// the factor `2^c ≈ 1 + c ln2` folded in by one FMA. Relative error ≤ 6.01 U
+/// (README).
+#[inline(always)]
+fn exp_core<S: Sfu>(x: f32) -> f32 {
+    let t = x * LOG2E;
+    let c = fma(x, LOG2E_LO, fma(x, LOG2E, -t));
+    let p = S::ex2(t);
+    fma(p, c * LN2, p)
+}
+
+/// `|x|` with the sign bit cleared.
+#[inline(always)]
+fn abs(x: f32) -> f32 {
+    f32::from_bits(x.to_bits() & 0x7fff_ffff)
+}
+
+/// Zero, or not a bf16 subnormal (the bounds are relative and need normal
+/// f32 results; f16 inputs are all normal f32).
+#[inline(always)]
+fn zero_or_normal(ax: f32) -> bool {
+    ax >= f32::MIN_POSITIVE || ax == 0.0
+}
+
+/// `e^x`: ≤ 6.01 U, E = 10 U (k = 5). Domain [-86.5, 88.5] (results normal).
+#[inline(always)]
+pub fn exp<S: Sfu>(x: f32) -> Fast {
+    Fast::new(exp_core::<S>(x), bound(5), x >= -86.5 && x <= 88.5)
+}
+
+/// `1/(1 + e^{-x})`: `e` ≤ 6.01 U, `1 + e` one rounding, `rcp` 1.5 ulp (3 U):
+/// ≤ 10.02 U, E = 14 U (k = 7). Domain |x| ≤ 86.5.
+#[inline(always)]
+pub fn sigmoid<S: Sfu>(x: f32) -> Fast {
+    Fast::new(S::rcp(1.0 + exp_core::<S>(-x)), bound(7), abs(x) <= 86.5)
+}
+
+/// `x·sigmoid(x)`: ≤ 11.02 U, E = 14 U (k = 7). Domain |x| ≤ 86.5, zero or
+/// normal.
+#[inline(always)]
+pub fn silu<S: Sfu>(x: f32) -> Fast {
+    let ax = abs(x);
+    Fast::new(x * S::rcp(1.0 + exp_core::<S>(-x)), bound(7), ax <= 86.5 && zero_or_normal(ax))
+}
+
+/// tanh: below 0.625 the f32 function's odd polynomial (IEEE operations only,
+/// ≤ 0.932 ulp over all f32 inputs: ≤ 1.87 U, E = 4 U, k = 2); above,
+/// `(1 - e)/(1 + e)` with `e = e^{-2|x|}` ≤ 0.2866: ≤ 9.81 U, E = 12 U (k = 6).
+/// Domain |x| ≤ 9, zero or normal. The sign copied back.
+#[inline(always)]
+pub fn tanh<S: Sfu>(x: f32) -> Fast {
+    let ax = abs(x);
+    let x2 = ax * ax;
+    let small = fma(ax * x2, horner(&TANH_T, x2), ax);
+    let e = exp_core::<S>(-2.0 * ax);
+    let big = (1.0 - e) * S::rcp(1.0 + e);
+    let (t, b) = if ax < 0.625 { (small, bound(2)) } else { (big, bound(6)) };
+    let y = f32::from_bits(t.to_bits() | (x.to_bits() & 0x8000_0000));
+    Fast::new(y, b, ax <= 9.0 && zero_or_normal(ax))
+}
+
+/// GELU's tanh form, `x/(1 + 2^a)` with `a = -x(A + Bx²)` in base 2. `x²` is
+/// exact for 16-bit inputs; `A + Bx²` carries ≤ 1.33 U (one FMA, the constants'
+/// roundings), so `a` is off by ≤ 1.33 U·|a| and `2^a` by ≤ 0.92 U·|a| more
+/// than [`exp_core`]'s 6.01 U: ≤ 11.02 U + 0.92 U·|a|. E = 14 U + 1 U·|t|,
+/// rounded outwards. Domain |x| ≤ 9 (|a| ≤ 95.8), zero or normal.
+#[inline(always)]
+pub fn gelu_tanh<S: Sfu>(x: f32) -> Fast {
+    const A: f32 = f32::from_bits(0x4013_5761); // 2√(2/π)·log2e
+    const B: f32 = f32::from_bits(0x3dd2_d3e8); // A·0.044715
+    let ax = abs(x);
+    let p = fma(B, x * x, A);
+    let t = -x * p;
+    let c = fma(-x, p, -t);
+    let e = S::ex2(t);
+    let e = fma(e, c * LN2, e);
+    let y = x * S::rcp(1.0 + e);
+    // 1 ∓ (14 U + U|t|), the FMA's rounding (≤ U/2) covered by the 2 U margin.
+    let (lo0, hi0) = bound(7);
+    let (lo, hi) = (fma(-U, abs(t), lo0 - U), fma(U, abs(t), hi0 + 2.0 * U));
+    Fast { y, lo, hi, ok: ax <= 9.0 && zero_or_normal(ax) }
+}
+
+/// `(log1p(f) - f)/f^2` on |f| ≤ 1/3 ([`super::narrow`]'s degree 6).
+use super::narrow::LOG_Q;
+
+/// `ln x`: on (2/3, 4/3) the narrow function's polynomial in `f = x - 1`
+/// (exact; IEEE operations only; ≤ 4.18 U over every 16-bit input there,
+/// `fast16_tests.rs`: E = 8 U, k = 4); elsewhere `lg2(x)·ln2`: `lg2` ≤ 2^-22
+/// absolute with `|log2 x| ≥ 0.415` there (≤ 9.64 U relative), 2^-22 relative
+/// outside (0.5, 2), the constant 0.05 U and the product U: ≤ 10.7 U, E = 14 U
+/// (k = 7). Domain: normal and finite, `x > 0`.
+#[inline(always)]
+pub fn log<S: Sfu>(x: f32) -> Fast {
+    let f = x - 1.0;
+    let near = fma(f * f, horner(&LOG_Q, f), f);
+    let far = S::lg2(x) * LN2;
+    let (y, b) = if abs(f) < 0.333_333 { (near, bound(4)) } else { (far, bound(7)) };
+    Fast::new(y, b, x >= f32::MIN_POSITIVE && x <= f32::MAX)
+}
+
+/// `1/√x`: 2^-22.9 (2.15 U), E = 6 U (k = 3). Domain: normal and finite, `x > 0`.
+#[inline(always)]
+pub fn rsqrt<S: Sfu>(x: f32) -> Fast {
+    Fast::new(S::rsqrt(x), bound(3), x >= f32::MIN_POSITIVE && x <= f32::MAX)
+}
+
+/// `√x`: `sqrt.rn` is correctly rounded in f32 and 24 ≥ 2·11 + 2, so one more
+/// rounding to 16 bits is correct for every input (E = 0). Domain `x ≥ 0`
+/// (NaN and negative inputs take the slow path, which returns the canonical NaN).
+#[inline(always)]
+pub fn sqrt<S: Sfu>(x: f32) -> Fast {
+    Fast::new(super::sqrt(x), (1.0, 1.0), x >= 0.0)
+}
+
+/// The exact GELU: no fast path yet (every lane takes the slow path).
+#[inline(always)]
+pub fn gelu<S: Sfu>(x: f32) -> Fast {
+    Fast::new(super::narrow::gelu(x), bound(0), false)
+}
