@@ -35,8 +35,11 @@ pub fn canonical_nan32(y: f32) -> f32 {
 
 /// The slow path: the activation's narrow function on the widened input,
 /// rounded once, NaN made canonical, and the listed f16 inputs fixed.
-/// Correctly rounded for every f16 and bf16 input.
-#[inline(always)]
+/// Correctly rounded for every f16 and bf16 input. Out of line on the device:
+/// it runs rarely, and inlined it would make the pack kernels' lane code too
+/// large for LLVM to inline it into the walk.
+#[cfg_attr(target_arch = "nvptx64", inline(never))]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(always))]
 pub fn slow16<E: Elem, A: Activation>(x: E::T) -> E::T {
     let y = A::narrow(E::widen(x));
     let mut r = E::bits(E::narrow(y));
@@ -122,32 +125,46 @@ mod device {
         r != 0
     }
 
+    /// `$body` for `$i` = 0, 1, … while below `$n` (at most 8), spelled out:
+    /// LLVM does not unroll a loop this long by itself, and a loop indexing
+    /// the lanes would keep them in local memory.
+    macro_rules! each_lane {
+        ($n:expr, $i:ident => $body:block) => {
+            each_lane!(@ $n, $i, $body, 0 1 2 3 4 5 6 7)
+        };
+        (@ $n:expr, $i:ident, $body:block, $($k:literal)*) => {
+            $(if $k < $n {
+                let $i: usize = $k;
+                $body
+            })*
+        };
+    }
+
     #[inline(always)]
     pub(super) fn lanes<E: Elem, A: Activation, const N: usize>(x: [E::T; N]) -> [E::T; N] {
-        let mut out = x;
+        const { assert!(N <= 8) };
+        let mut out = [0u32; N];
         let mut mask = 0u32;
-        for i in 0..N {
+        each_lane!(N, i => {
             let (r, sure) = settle::<E, A, Hw>(x[i]);
-            out[i] = r;
+            out[i] = E::bits(r);
             mask |= ((!sure) as u32) << i;
-        }
+        });
         // Converged: every thread here iterates while any has a flagged lane.
+        // The lane is picked and written back with masks.
         while any_here(mask != 0) {
-            let j = mask.trailing_zeros(); // 32 when this thread has none
-            let mut xj = x[0];
-            for (i, &v) in x.iter().enumerate().skip(1) {
-                if i as u32 == j {
-                    xj = v;
-                }
-            }
-            let r = slow16::<E, A>(xj);
-            for (i, o) in out.iter_mut().enumerate() {
-                if i as u32 == j {
-                    *o = r;
-                }
-            }
-            mask &= mask.wrapping_sub(1);
+            let low = mask & mask.wrapping_neg(); // 0 when this thread has none
+            let pick = |i: usize| 0u32.wrapping_sub((low >> i) & 1);
+            let mut xj = 0u32;
+            each_lane!(N, i => {
+                xj |= E::bits(x[i]) & pick(i);
+            });
+            let r = E::bits(slow16::<E, A>(E::from_bits(xj)));
+            each_lane!(N, i => {
+                out[i] = (out[i] & !pick(i)) | (r & pick(i));
+            });
+            mask &= !low;
         }
-        out
+        out.map(E::from_bits)
     }
 }

@@ -194,10 +194,7 @@ fn both<A: Activation>() -> Result<String, String> {
     let h = every_input::<F16, A>()?;
     let r = |m| (100.0 * report_rate::<Bf16, A>(m), 100.0 * report_rate::<F16, A>(m));
     let ((b0, h0), (b3, h3)) = (r(0), r(3));
-    Ok(format!(
-        "| {} | {b0:.3} % | {b3:.3} % | {h0:.3} % | {h3:.3} % | {b} | {h} |",
-        A::NAME
-    ))
+    Ok(format!("| {} | {b0:.3} % | {b3:.3} % | {h0:.3} % | {h3:.3} % | {b} | {h} |", A::NAME))
 }
 
 #[test]
@@ -238,4 +235,42 @@ fn ieee_branches_keep_their_claimed_bounds() {
     let l = ieee_branch_error::<Bf16, Log>(near).max(ieee_branch_error::<F16, Log>(near));
     std::eprintln!("tanh below 0.625: {t:.3} U; log on (2/3, 4/3): {l:.3} U");
     assert!(t <= 1.87 && l <= 4.2, "tanh {t}, log {l}");
+}
+
+/// The largest relative error (in U) of `A`'s fast value over every input in
+/// its domain and every model setting, and the bound `E - 2U` it must keep.
+fn worst_error<E: Exact, A: Activation>() -> (f64, f64) {
+    let r = reference(A::NAME);
+    let (mut worst, mut room) = (0f64, f64::INFINITY);
+    for mode in 0..4 {
+        MODE.with(|m| m.set(mode));
+        for x in (0..=u16::MAX).map(|b| E::widen(b)) {
+            let f: Fast = A::fast16::<Model>(x);
+            let want = r(x as f64);
+            if f.ok && want != 0.0 && (f.hi - f.lo) > 0.0 {
+                let err = ((f.y as f64 - want) / want).abs() / U as f64;
+                worst = worst.max(err);
+                room = room.min(((1.0 - f.lo as f64).min(f.hi as f64 - 1.0)) / U as f64 - 2.0 - err);
+            }
+        }
+    }
+    (worst, room)
+}
+
+fn bounds_of<A: Activation>() -> (String, bool) {
+    let (b, rb) = worst_error::<Bf16, A>();
+    let (h, rh) = worst_error::<F16, A>();
+    (format!("| {} | {b:.2} | {h:.2} | {:.2} |", A::NAME, rb.min(rh)), rb.min(rh) >= 0.0)
+}
+
+/// Every fast value in its domain is within `E - 2U` of the exact one under
+/// the model (the 2U cover the test's own two roundings): the README's
+/// per-step bounds, checked on every input.
+#[test]
+fn fast_values_stay_within_their_bounds_under_the_model() {
+    let rows = each_activation!(bounds_of);
+    for (r, _) in &rows {
+        std::eprintln!("{r}");
+    }
+    assert!(rows.iter().all(|r| r.1), "a bound is exceeded (negative room above)");
 }

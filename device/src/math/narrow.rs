@@ -167,7 +167,7 @@ pub fn gelu_tanh(x: f32) -> f32 {
 
 /// `K(s)` with `s = 3/(3 + t) - 1/2` in [-0.324, 0.5]: `e^{t²/2}Φ(-t)` for
 /// `t` in [0, 14], degree 9 (relative error 2^-22.7 after rounding to f32).
-const GELU_K: [f32; 10] = [
+pub(crate) const GELU_K: [f32; 10] = [
     0.121_513_95,
     0.412_805_23,
     0.492_900_13,
