@@ -44,12 +44,15 @@ pub trait Activation: Copy {
     fn narrow(x: f32) -> f32;
     /// The 16-bit fast path on the SFU instructions `S`.
     fn fast16<S: Sfu>(x: f32) -> Fast;
+    /// The fast path is correctly rounded in f32 (`sqrt.rn`), so its one
+    /// rounding to 16 bits needs no test.
+    const EXACT: bool = false;
 }
 
 /// Declares the activations: a unit type per function, its [`Activation`]
 /// facts and its lane rule for every [`Elem`].
 macro_rules! activations {
-    ($($(#[$doc:meta])* $ty:ident $name:literal => $f:path, $h:path, $fast:ident, [$($fix:expr),*];)*) => {$(
+    ($($(#[$doc:meta])* $ty:ident $name:literal => $f:path, $h:path, $fast:ident, [$($fix:expr),*] $(, $exact:literal)?;)*) => {$(
         $(#[$doc])*
         #[derive(Clone, Copy, Default, Debug)]
         pub struct $ty;
@@ -58,6 +61,7 @@ macro_rules! activations {
             const F32: fn(f32) -> f32 = $f;
             const NARROW: fn(f32) -> f32 = $h;
             const F16_FIXES: &'static [(u16, u16)] = &[$($fix),*];
+            $(const EXACT: bool = $exact;)?
             #[inline(always)]
             fn f32(x: f32) -> f32 {
                 $f(x)
@@ -124,7 +128,7 @@ activations! {
     /// `1/√x`.
     Rsqrt "rsqrt" => math::rsqrt, math::narrow::rsqrt, rsqrt, [];
     /// `√x`, correctly rounded in f32.
-    Sqrt "sqrt" => math::sqrt, math::sqrt, sqrt, [];
+    Sqrt "sqrt" => math::sqrt, math::sqrt, sqrt, [], true;
 }
 
 /// The f32 function of the activation called `name`, if there is one (the

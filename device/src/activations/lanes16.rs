@@ -94,9 +94,12 @@ pub fn pack<E: Elem, A: Activation>(x: Pack16) -> Pack16 {
 #[inline(always)]
 pub fn settle<E: Elem, A: Activation, S: crate::math::fast16::Sfu>(x: E::T) -> (E::T, bool) {
     let f = A::fast16::<S>(E::widen(x));
+    if A::EXACT {
+        return (E::narrow(f.y), f.ok);
+    }
     let lo = E::narrow(f.y * f.lo);
     let hi = E::narrow(f.y * f.hi);
-    (lo, f.ok && E::bits(lo) == E::bits(hi))
+    (lo, f.ok & (E::bits(lo) == E::bits(hi)))
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -148,7 +151,7 @@ mod device {
         each_lane!(N, i => {
             let (r, sure) = settle::<E, A, Hw>(x[i]);
             out[i] = E::bits(r);
-            mask |= ((!sure) as u32) << i;
+            mask |= if sure { 0 } else { 1 << i };
         });
         // Converged: every thread here iterates while any has a flagged lane.
         // The lane is picked and written back with masks.

@@ -6,6 +6,10 @@
 //! cannot settle, or outside a function's domain, take the slow path
 //! (`activations`: the [`super::narrow`] function plus its list of fixes).
 //!
+//! The input is an f16 or bf16 value widened to f32 (at most 11 significant
+//! bits, so `x²` is exact). Domain tests use `&`, not `&&`: LLVM keeps
+//! short-circuits as branches.
+//!
 //! Each function returns a [`Fast`]: the f32 value, the two factors `1 ∓ E`
 //! and whether the input is in the domain where the bound holds. The bounds,
 //! step by step, are in `math/README.md` ("16-bit activations: fast path and
@@ -109,23 +113,57 @@ fn exp_core<S: Sfu>(x: f32) -> f32 {
     fma(p, c * LN2, p)
 }
 
+/// `(a, la, ha)` when `|v| < lim`, else `(b, lb, hb)`: a branch-free choice
+/// of a branch's value and bounds. On the device spelled as `setp` and
+/// `selp` in assembly: LLVM otherwise sinks each side's instructions into a
+/// branch of its own, which diverges where the lanes of a warp differ.
+#[inline(always)]
+fn choose(v: f32, lim: f32, a: (f32, (f32, f32)), b: (f32, (f32, f32))) -> (f32, (f32, f32)) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (y, l, h): (f32, f32, f32);
+        // SAFETY: register-to-register instructions only.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p; setp.lt.f32 p, {v}, {lim}; selp.b32 {y}, {a}, {b}, p; \
+                 selp.b32 {l}, {la}, {lb}, p; selp.b32 {h}, {ha}, {hb}, p; }}",
+                v = in(reg32) abs(v), lim = in(reg32) lim, a = in(reg32) a.0, b = in(reg32) b.0,
+                la = in(reg32) a.1 .0, lb = in(reg32) b.1 .0, ha = in(reg32) a.1 .1, hb = in(reg32) b.1 .1,
+                y = out(reg32) y, l = out(reg32) l, h = out(reg32) h,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+        (y, (l, h))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        if abs(v) < lim {
+            a
+        } else {
+            b
+        }
+    }
+}
+
 /// `|x|` with the sign bit cleared.
 #[inline(always)]
 fn abs(x: f32) -> f32 {
     f32::from_bits(x.to_bits() & 0x7fff_ffff)
 }
 
-/// Zero, or not a bf16 subnormal (the bounds are relative and need normal
-/// f32 results; f16 inputs are all normal f32).
+/// Zero or normal: the bf16 subnormals (f16 inputs are all normal f32) go to
+/// the slow path in the functions whose result is about `x/2`, which would be
+/// an f32 subnormal, rounded absolutely (the bounds here are relative). Two
+/// integer operations; LLVM turns the float comparisons into more.
 #[inline(always)]
-fn zero_or_normal(ax: f32) -> bool {
-    ax >= f32::MIN_POSITIVE || ax == 0.0
+fn zero_or_normal(x: f32) -> bool {
+    (x.to_bits() & 0x7fff_ffff).wrapping_sub(1) >= 0x007f_ffff
 }
 
 /// `e^x`: ≤ 6.01 U, E = 10 U (k = 5). Domain [-86.5, 88.5] (results normal).
 #[inline(always)]
 pub fn exp<S: Sfu>(x: f32) -> Fast {
-    Fast::new(exp_core::<S>(x), bound(5), x >= -86.5 && x <= 88.5)
+    Fast::new(exp_core::<S>(x), bound(5), (x >= -86.5) & (x <= 88.5))
 }
 
 /// `1/(1 + e^{-x})`: `e` ≤ 6.01 U, `1 + e` one rounding, `rcp` 1.5 ulp (3 U):
@@ -135,18 +173,20 @@ pub fn sigmoid<S: Sfu>(x: f32) -> Fast {
     Fast::new(S::rcp(1.0 + exp_core::<S>(-x)), bound(7), abs(x) <= 86.5)
 }
 
-/// `x·sigmoid(x)`: ≤ 11.02 U, E = 14 U (k = 7). Domain |x| ≤ 86.5, zero or
-/// normal.
+/// `x·sigmoid(x)`: ≤ 11.02 U, E = 14 U (k = 7). Domain |x| ≤ 86.5, zero
+/// or normal.
 #[inline(always)]
 pub fn silu<S: Sfu>(x: f32) -> Fast {
     let ax = abs(x);
-    Fast::new(x * S::rcp(1.0 + exp_core::<S>(-x)), bound(7), ax <= 86.5 && zero_or_normal(ax))
+    Fast::new(x * S::rcp(1.0 + exp_core::<S>(-x)), bound(7), (ax <= 86.5) & zero_or_normal(x))
 }
 
 /// tanh: below 0.625 the f32 function's odd polynomial (IEEE operations only,
 /// ≤ 0.932 ulp over all f32 inputs: ≤ 1.87 U, E = 4 U, k = 2); above,
 /// `(1 - e)/(1 + e)` with `e = e^{-2|x|}` ≤ 0.2866: ≤ 9.81 U, E = 12 U (k = 6).
-/// Domain |x| ≤ 9, zero or normal. The sign copied back.
+/// Domain |x| ≤ 9. The sign copied back. A bf16 subnormal `x` gives `y = x`
+/// exactly (`x³` underflows), which is its correctly rounded tanh, and `y(1 ∓
+/// E)` are within 2^-148 of it, far inside its bf16 rounding interval.
 #[inline(always)]
 pub fn tanh<S: Sfu>(x: f32) -> Fast {
     let ax = abs(x);
@@ -154,9 +194,9 @@ pub fn tanh<S: Sfu>(x: f32) -> Fast {
     let small = fma(ax * x2, horner(&TANH_T, x2), ax);
     let e = exp_core::<S>(-2.0 * ax);
     let big = (1.0 - e) * S::rcp(1.0 + e);
-    let (t, b) = if ax < 0.625 { (small, bound(2)) } else { (big, bound(6)) };
+    let (t, b) = choose(ax, 0.625, (small, bound(2)), (big, bound(6)));
     let y = f32::from_bits(t.to_bits() | (x.to_bits() & 0x8000_0000));
-    Fast::new(y, b, ax <= 9.0 && zero_or_normal(ax))
+    Fast::new(y, b, ax <= 9.0)
 }
 
 /// GELU's tanh form, `x/(1 + 2^a)` with `a = -x(A + Bx²)` in base 2. `x²` is
@@ -178,7 +218,7 @@ pub fn gelu_tanh<S: Sfu>(x: f32) -> Fast {
     // 1 ∓ (14 U + U|t|), the FMA's rounding (≤ U/2) covered by the 2 U margin.
     let (lo0, hi0) = bound(7);
     let (lo, hi) = (fma(-U, abs(t), lo0 - U), fma(U, abs(t), hi0 + 2.0 * U));
-    Fast { y, lo, hi, ok: ax <= 9.0 && zero_or_normal(ax) }
+    Fast { y, lo, hi, ok: (ax <= 9.0) & zero_or_normal(x) }
 }
 
 /// `(log1p(f) - f)/f^2` on |f| ≤ 1/3 ([`super::narrow`]'s degree 6).
@@ -195,14 +235,14 @@ pub fn log<S: Sfu>(x: f32) -> Fast {
     let f = x - 1.0;
     let near = fma(f * f, horner(&LOG_Q, f), f);
     let far = S::lg2(x) * LN2;
-    let (y, b) = if abs(f) < 0.333_333 { (near, bound(4)) } else { (far, bound(7)) };
-    Fast::new(y, b, x >= f32::MIN_POSITIVE && x <= f32::MAX)
+    let (y, b) = choose(f, 0.333_333, (near, bound(4)), (far, bound(7)));
+    Fast::new(y, b, (x >= f32::MIN_POSITIVE) & (x <= f32::MAX))
 }
 
 /// `1/√x`: 2^-22.9 (2.15 U), E = 6 U (k = 3). Domain: normal and finite, `x > 0`.
 #[inline(always)]
 pub fn rsqrt<S: Sfu>(x: f32) -> Fast {
-    Fast::new(S::rsqrt(x), bound(3), x >= f32::MIN_POSITIVE && x <= f32::MAX)
+    Fast::new(S::rsqrt(x), bound(3), (x >= f32::MIN_POSITIVE) & (x <= f32::MAX))
 }
 
 /// `√x`: `sqrt.rn` is correctly rounded in f32 and 24 ≥ 2·11 + 2, so one more
@@ -229,5 +269,5 @@ pub fn gelu<S: Sfu>(x: f32) -> Fast {
     let r = fma(r, fma(-d, r, 1.0), r);
     let p = e * horner(&GELU_K, fma(3.0, r, -0.5));
     let y = x * if x < 0.0 { p } else { 1.0 - p };
-    Fast::new(y, bound(8), t <= 12.5 && zero_or_normal(t))
+    Fast::new(y, bound(8), (t <= 12.5) & zero_or_normal(x))
 }
