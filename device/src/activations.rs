@@ -47,12 +47,17 @@ pub trait Activation: Copy {
     /// The fast path is correctly rounded in f32 (`sqrt.rn`), so its one
     /// rounding to 16 bits needs no test.
     const EXACT: bool = false;
+    /// `f(x) = x/2 + c·x² + …` with `c > 0` near 0 (silu and the GELUs): where
+    /// `x/2` is below 2^-126 (bf16 inputs under 2^-125) it can be a bf16
+    /// rounding midpoint, which the f32 function rounds to even; the exact
+    /// value lies just above it, so the slow path rounds `x/2 + 2^-149`.
+    const HALF_X_AT_ZERO: bool = false;
 }
 
 /// Declares the activations: a unit type per function, its [`Activation`]
 /// facts and its lane rule for every [`Elem`].
 macro_rules! activations {
-    ($($(#[$doc:meta])* $ty:ident $name:literal => $f:path, $h:path, $fast:ident, [$($fix:expr),*] $(, $exact:literal)?;)*) => {$(
+    ($($(#[$doc:meta])* $ty:ident $name:literal => $f:path, $h:path, $fast:ident, [$($fix:expr),*] $({$($c:ident = $v:expr),*})?;)*) => {$(
         $(#[$doc])*
         #[derive(Clone, Copy, Default, Debug)]
         pub struct $ty;
@@ -61,7 +66,7 @@ macro_rules! activations {
             const F32: fn(f32) -> f32 = $f;
             const NARROW: fn(f32) -> f32 = $h;
             const F16_FIXES: &'static [(u16, u16)] = &[$($fix),*];
-            $(const EXACT: bool = $exact;)?
+            $($(const $c: bool = $v;)*)?
             #[inline(always)]
             fn f32(x: f32) -> f32 {
                 $f(x)
@@ -119,16 +124,18 @@ activations! {
     Sigmoid "sigmoid" => math::sigmoid, math::narrow::sigmoid, sigmoid,
         [(0x1a00, 0x3801), (0x1f00, 0x3803), (0x2180, 0x3805), (0x9600, 0x37ff), (0x9b00, 0x37fd), (0xa1c0, 0x37f5)];
     /// `x · sigmoid(x)`.
-    Silu "silu" => math::silu, math::narrow::silu, silu, [(0x0001, 0x0001), (0x1fbf, 0x1bc7), (0xc173, 0xb15d)];
+    Silu "silu" => math::silu, math::narrow::silu, silu, [(0x0001, 0x0001), (0x1fbf, 0x1bc7), (0xc173, 0xb15d)]
+        {HALF_X_AT_ZERO = true};
     /// `x/2 · (1 + erf(x/√2))`, the exact GELU.
-    Gelu "gelu" => math::gelu, math::narrow::gelu, gelu, [(0x0001, 0x0001), (0x157c, 0x117d), (0x957c, 0x917b)];
+    Gelu "gelu" => math::gelu, math::narrow::gelu, gelu, [(0x0001, 0x0001), (0x157c, 0x117d), (0x957c, 0x917b)]
+        {HALF_X_AT_ZERO = true};
     /// `x/2 · (1 + tanh(√(2/π)·(x + 0.044715·x³)))`, GELU's tanh approximation.
     GeluTanh "gelu_tanh" => math::gelu_tanh, math::narrow::gelu_tanh, gelu_tanh,
-        [(0x0001, 0x0001), (0x957c, 0x917b), (0xadf1, 0xa981), (0xb083, 0xac01), (0xb5a7, 0xb017)];
+        [(0x0001, 0x0001), (0x957c, 0x917b), (0xadf1, 0xa981), (0xb083, 0xac01), (0xb5a7, 0xb017)] {HALF_X_AT_ZERO = true};
     /// `1/√x`.
     Rsqrt "rsqrt" => math::rsqrt, math::narrow::rsqrt, rsqrt, [];
     /// `√x`, correctly rounded in f32.
-    Sqrt "sqrt" => math::sqrt, math::sqrt, sqrt, [], true;
+    Sqrt "sqrt" => math::sqrt, math::sqrt, sqrt, [] {EXACT = true};
 }
 
 /// The f32 function of the activation called `name`, if there is one (the

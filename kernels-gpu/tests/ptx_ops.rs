@@ -153,7 +153,10 @@ fn approximate_instructions_only_in_the_16_bit_activations() {
                 scope = scope.rsplit(' ').next().unwrap_or(scope).split('(').next().unwrap_or("");
             }
             if l.contains(".approx") {
-                let kernel = OP_KERNELS.iter().chain(kernels_gpu::ops::PDL_KERNELS).any(|k| k.name == scope && k.dtype != Dtype::F32);
+                let kernel = OP_KERNELS
+                    .iter()
+                    .chain(kernels_gpu::ops::PDL_KERNELS)
+                    .any(|k| k.name == scope && k.dtype != Dtype::F32);
                 assert!(kernel || scope.contains("11activations"), "{scope}: {l}");
             }
         }

@@ -41,7 +41,13 @@ pub fn canonical_nan32(y: f32) -> f32 {
 #[cfg_attr(target_arch = "nvptx64", inline(never))]
 #[cfg_attr(not(target_arch = "nvptx64"), inline(always))]
 pub fn slow16<E: Elem, A: Activation>(x: E::T) -> E::T {
-    let y = A::narrow(E::widen(x));
+    let w = E::widen(x);
+    let mut y = A::narrow(w);
+    let a = w.to_bits() & 0x7fff_ffff;
+    if A::HALF_X_AT_ZERO && a != 0 && a < 0x0100_0000 {
+        // x/2 is an f32 subnormal, exactly (`Activation::HALF_X_AT_ZERO`).
+        y = w * 0.5 + f32::from_bits(1);
+    }
     let mut r = E::bits(E::narrow(y));
     if y != y {
         r = NAN16 as u32;

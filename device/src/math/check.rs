@@ -102,6 +102,18 @@ pub fn gelu_tanh_f64(x: f64) -> f64 {
     x / (1.0 + (-2.0 * a).exp())
 }
 
+/// `x/2 + c·x²` (`c > 0`: silu, both GELUs) for `|x| < 2^-60`, as `x/2`
+/// nudged up by `|x|·2^-45`: in f64 the `c·x²` term is lost there, and where
+/// `x/2` is a midpoint of the target format (`x` subnormal) the rounding would
+/// tie; the nudge lies below every f32 or 16-bit rounding gap, as `c·x²` does.
+fn half_x_near_zero(x: f64, f: fn(f64) -> f64) -> f64 {
+    if x != 0.0 && x.abs() < 2f64.powi(-60) {
+        0.5 * x + x.abs() * 2f64.powi(-45)
+    } else {
+        f(x)
+    }
+}
+
 /// One row of [`FUNCTIONS`]: name, the f32 function, its f64 reference.
 pub type Row = (&'static str, fn(f32) -> f32, fn(f64) -> f64);
 
@@ -116,10 +128,10 @@ pub const FUNCTIONS: &[Row] = &[
     ("tanh", super::tanh, f64::tanh),
     ("sigmoid", super::sigmoid, sigmoid_f64),
     // -inf: the limit -0 (the product -inf * 0 would be NaN).
-    ("silu", super::silu, |x| if x == f64::NEG_INFINITY { -0.0 } else { x * sigmoid_f64(x) }),
+    ("silu", super::silu, |x| half_x_near_zero(x, |x| if x == f64::NEG_INFINITY { -0.0 } else { x * sigmoid_f64(x) })),
     ("erf", super::erf, erf_f64),
-    ("gelu", super::gelu, gelu_f64),
-    ("gelu_tanh", super::gelu_tanh, gelu_tanh_f64),
+    ("gelu", super::gelu, |x| half_x_near_zero(x, gelu_f64)),
+    ("gelu_tanh", super::gelu_tanh, |x| half_x_near_zero(x, gelu_tanh_f64)),
     ("sin", super::sin, f64::sin),
     ("cos", super::cos, f64::cos),
     ("rsqrt", super::rsqrt, |x| 1.0 / x.sqrt()),

@@ -16,6 +16,7 @@ use half::{bf16, f16};
 
 use crate::buffer::Element;
 
+mod act16;
 mod ops;
 pub use ops::{axpby_one, binary_one, map, unary_one, ReferenceOps};
 
