@@ -4,8 +4,8 @@
 //!
 //! **f32 lanes** apply the [`crate::math`] function: IEEE f32 operations and FMA
 //! alone, so the host computes the device's bits (≤ 1 ulp; `math/README.md`).
-//! A NaN result is the canonical NaN `0x7fff_ffff` on both (the GPU's
-//! arithmetic returns it; the host rule replaces any other payload).
+//! A NaN result is the canonical NaN `0x7fff_ffff` on both (the rule replaces
+//! any other payload: `lanes16::canonical_nan32`).
 //!
 //! **f16 and bf16 lanes are correctly rounded**, for every input, on both
 //! sides, which is how host and device agree on every bit (`lanes16`): the
@@ -86,7 +86,7 @@ macro_rules! activations {
             fn one(self, x: E::T, _: E::T) -> E::T {
                 // The element's size picks the rule at compile time.
                 if core::mem::size_of::<E::T>() == 4 {
-                    E::narrow(lanes16::canonical_nan32($f(E::widen(x))))
+                    E::narrow(lanes16::canonical_nan32(lanes16::f32_rule::<$ty>(E::widen(x))))
                 } else {
                     lanes16::lanes::<E, $ty, 1>([x])[0]
                 }
@@ -205,5 +205,43 @@ mod tests {
         assert_eq!(by_name("gelu_tanh").map(|f| f(1.0).to_bits()), Some(math::gelu_tanh(1.0).to_bits()));
         assert_eq!(by_name("sigmoid").map(|f| f(0.5).to_bits()), Some(math::sigmoid(0.5).to_bits()));
         assert!(by_name("neg").is_none());
+    }
+
+    /// CPU ns per call of the f32 rule and the 16-bit rule (the host's slow
+    /// path), without and with the FMA copy; `--release --ignored --nocapture`.
+    #[test]
+    #[ignore = "a timing, for the README"]
+    fn cpu_ns_per_call() {
+        use std::hint::black_box;
+        use std::time::Instant;
+        fn time(f: impl Fn(u32) -> u32) -> f64 {
+            let n = 1u32 << 22;
+            let t = Instant::now();
+            let mut acc = 0u32;
+            for i in 0..n {
+                acc = acc.wrapping_add(f(black_box(i.wrapping_mul(0x9e37_79b9) >> 16)));
+            }
+            black_box(acc);
+            t.elapsed().as_nanos() as f64 / n as f64
+        }
+        fn row<A: Activation + Op<F32> + Op<Bf16>>() {
+            let x32 = |b: u32| f32::from_bits(0x3c00_0000 + (b << 12)) - 0.5;
+            let plain = time(|b| A::f32(x32(b)).to_bits());
+            let fma = time(|b| lanes16::f32_rule::<A>(x32(b)).to_bits());
+            let bf = |b: u32| (b as u16 & 0x7fff) | 0x3c00;
+            let plain16 = time(|b| lanes16::slow16_plain::<Bf16, A>(bf(b)) as u32);
+            let fma16 = time(|b| slow16::<Bf16, A>(bf(b)) as u32);
+            std::eprintln!("| {} | {plain:.1} | {fma:.1} | {plain16:.1} | {fma16:.1} |", A::NAME);
+        }
+        std::eprintln!("| function | f32 (libm fmaf) | f32 (FMA) | bf16 (libm fmaf) | bf16 (FMA) |");
+        row::<Exp>();
+        row::<Log>();
+        row::<Tanh>();
+        row::<Sigmoid>();
+        row::<Silu>();
+        row::<Gelu>();
+        row::<GeluTanh>();
+        row::<Rsqrt>();
+        row::<Sqrt>();
     }
 }

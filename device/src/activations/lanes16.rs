@@ -20,17 +20,52 @@ use crate::pack::Pack16;
 /// conversions produce).
 pub const NAN16: u16 = 0x7fff;
 
-/// An f32 lane's result: on the host a NaN becomes the GPU's canonical
-/// `0x7fff_ffff` (the host's arithmetic would keep an input's payload); on
-/// the device the f32 functions already return it (PTX arithmetic gives
-/// `0x7fff_ffff` for every NaN result).
+/// An f32 lane's result with every NaN made the canonical `0x7fff_ffff`,
+/// on both targets (one compare and select): PTX arithmetic returns that NaN,
+/// but the math functions copy signs with integer operations (tanh, erf) and
+/// return constant NaNs, and the host's arithmetic keeps input payloads.
 #[inline(always)]
 pub fn canonical_nan32(y: f32) -> f32 {
-    #[cfg(not(target_arch = "nvptx64"))]
     if y != y {
-        return f32::from_bits(0x7fff_ffff);
+        f32::from_bits(0x7fff_ffff)
+    } else {
+        y
     }
-    y
+}
+
+/// `A`'s f32 function; on an x86-64 host with FMA, a copy compiled with the
+/// instruction (runtime detection): `f32::mul_add` is correctly rounded either
+/// way, but without the target feature it is libm's software `fmaf`, 10–20
+/// times slower. The same bits, so the same rule.
+#[inline(always)]
+pub fn f32_rule<A: Activation>(x: f32) -> f32 {
+    #[cfg(all(not(target_arch = "nvptx64"), target_arch = "x86_64"))]
+    if std::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has the FMA instructions (checked just above).
+        return unsafe { host_fma::f32_rule::<A>(x) };
+    }
+    A::f32(x)
+}
+
+/// The host's FMA copies of the rules (`f32_rule`, `slow16`).
+#[cfg(all(not(target_arch = "nvptx64"), target_arch = "x86_64"))]
+mod host_fma {
+    use super::Activation;
+    use crate::lanes::Elem;
+
+    /// # Safety
+    /// The CPU must have FMA.
+    #[target_feature(enable = "fma")]
+    pub unsafe fn f32_rule<A: Activation>(x: f32) -> f32 {
+        A::f32(x)
+    }
+
+    /// # Safety
+    /// The CPU must have FMA.
+    #[target_feature(enable = "fma")]
+    pub unsafe fn slow16<E: Elem, A: Activation>(x: E::T) -> E::T {
+        super::slow16_in::<E, A>(x)
+    }
 }
 
 /// The slow path: the activation's narrow function on the widened input,
@@ -41,6 +76,22 @@ pub fn canonical_nan32(y: f32) -> f32 {
 #[cfg_attr(target_arch = "nvptx64", inline(never))]
 #[cfg_attr(not(target_arch = "nvptx64"), inline(always))]
 pub fn slow16<E: Elem, A: Activation>(x: E::T) -> E::T {
+    #[cfg(all(not(target_arch = "nvptx64"), target_arch = "x86_64"))]
+    if std::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has the FMA instructions (checked just above).
+        return unsafe { host_fma::slow16::<E, A>(x) };
+    }
+    slow16_in::<E, A>(x)
+}
+
+/// [`slow16`] without the host's FMA copy (for the CPU timing).
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+pub(super) fn slow16_plain<E: Elem, A: Activation>(x: E::T) -> E::T {
+    slow16_in::<E, A>(x)
+}
+
+#[inline(always)]
+fn slow16_in<E: Elem, A: Activation>(x: E::T) -> E::T {
     let w = E::widen(x);
     let mut y = A::narrow(w);
     let a = w.to_bits() & 0x7fff_ffff;
