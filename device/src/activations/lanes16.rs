@@ -26,7 +26,7 @@ pub const NAN16: u16 = 0x7fff;
 /// return constant NaNs, and the host's arithmetic keeps input payloads.
 #[inline(always)]
 pub fn canonical_nan32(y: f32) -> f32 {
-    if y != y {
+    if y.is_nan() {
         f32::from_bits(0x7fff_ffff)
     } else {
         y
@@ -100,7 +100,7 @@ fn slow16_in<E: Elem, A: Activation>(x: E::T) -> E::T {
         y = w * 0.5 + f32::from_bits(1);
     }
     let mut r = E::bits(E::narrow(y));
-    if y != y {
+    if y.is_nan() {
         r = NAN16 as u32;
     }
     if E::INF == 0x7c00 {

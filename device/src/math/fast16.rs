@@ -17,6 +17,9 @@
 //! generic over [`Sfu`] so the host tests run it with a pessimistic model of
 //! the instructions (`fast16_tests.rs`); the device runs [`Hw`].
 
+// `(a <= x) & (x <= b)`, not `(a..=b).contains(&x)`: no short-circuit.
+#![allow(clippy::manual_range_contains)]
+
 use super::exp::{horner, TANH_T};
 use super::prim::fma;
 
