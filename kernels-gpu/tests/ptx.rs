@@ -63,8 +63,7 @@ fn no_local_memory_and_no_flush_to_zero_anywhere() {
         users.iter().all(|u| u == "debug_probe" || u.contains("assert_failed")),
         "local memory outside the printf users: {users:?}"
     );
-    // The one exception: the SFU instructions of the 16-bit activations' fast
-    // paths (`tests/ptx_ops.rs` checks where they are).
+    // Except the 16-bit activations' SFU fast paths (`tests/ptx_ops.rs`).
     assert_only_sfu_approx(PTX);
 }
 
