@@ -21,15 +21,32 @@ use crate::pack::Pack16;
 pub const NAN16: u16 = 0x7fff;
 
 /// An f32 lane's result with every NaN made the canonical `0x7fff_ffff`,
-/// on both targets (one compare and select): PTX arithmetic returns that NaN,
-/// but the math functions copy signs with integer operations (tanh, erf) and
-/// return constant NaNs, and the host's arithmetic keeps input payloads.
+/// on both targets: PTX arithmetic returns that NaN, but the math functions
+/// copy signs with integer operations (tanh, erf) and return constant NaNs,
+/// and the host's arithmetic keeps input payloads. On the device one
+/// `mul.rn.f32` by 1 (exact for every other value, -0 and subnormals
+/// included; a NaN operand gives `0x7fff_ffff`, CUDA Programming Guide,
+/// "Floating-Point Standard"), in assembly so that LLVM cannot drop it; on the
+/// host a compare and select.
 #[inline(always)]
 pub fn canonical_nan32(y: f32) -> f32 {
-    if y.is_nan() {
-        f32::from_bits(0x7fff_ffff)
-    } else {
-        y
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: f32;
+        // SAFETY: a pure register-to-register instruction.
+        unsafe {
+            core::arch::asm!("mul.rn.f32 {0}, {1}, 0f3F800000;", out(reg32) d, in(reg32) y,
+                options(pure, nomem, nostack, preserves_flags))
+        };
+        d
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        if y.is_nan() {
+            f32::from_bits(0x7fff_ffff)
+        } else {
+            y
+        }
     }
 }
 
