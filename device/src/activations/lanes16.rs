@@ -172,7 +172,7 @@ pub fn settle<E: Elem, A: Activation, S: crate::math::fast16::Sfu>(x: E::T) -> (
         return (E::narrow(f.y), f.ok);
     }
     let lo = E::narrow(f.y * f.lo);
-    let hi = E::narrow(f.y * f.hi);
+    let hi = E::narrow(crate::math::fma(f.y, f.hi, f.y));
     (lo, f.ok & (E::bits(lo) == E::bits(hi)))
 }
 

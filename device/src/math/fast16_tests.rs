@@ -247,10 +247,10 @@ fn worst_error<E: Exact, A: Activation>() -> (f64, f64) {
         for x in (0..=u16::MAX).map(|b| E::widen(b)) {
             let f: Fast = A::fast16::<Model>(x);
             let want = r(x as f64);
-            if f.ok && want != 0.0 && (f.hi - f.lo) > 0.0 {
+            if f.ok && want != 0.0 && f.hi > 0.0 {
                 let err = ((f.y as f64 - want) / want).abs() / U as f64;
                 worst = worst.max(err);
-                room = room.min(((1.0 - f.lo as f64).min(f.hi as f64 - 1.0)) / U as f64 - 2.0 - err);
+                room = room.min(((1.0 - f.lo as f64).min(f.hi as f64)) / U as f64 - 2.0 - err);
             }
         }
     }
