@@ -121,3 +121,44 @@ fn sign_bit_ops_are_integer_operations() {
         assert_eq!(float_math, 0, "{}: a sign flip needs no float instruction", k.name);
     }
 }
+
+/// The SFU's approximate instructions run only in the f16 and bf16
+/// activations (their fast paths, behind the rounding test), and there the
+/// rounding test's two conversions per lane and the converged fallback's vote
+/// over the active threads are present; no other kernel of either module has
+/// one.
+#[test]
+fn approximate_instructions_only_in_the_16_bit_activations() {
+    for k in OP_KERNELS {
+        let body = op_body(k);
+        let sfu = body.iter().filter(|l| SFU.iter().any(|s| l.starts_with(s))).count();
+        let narrow = k.dtype != Dtype::F32;
+        let act = matches!(k.kind, OpKind::Unary(op) if op.activation().is_some() && op != UnaryOp::Sqrt);
+        if narrow && act {
+            assert!(sfu >= k.lanes() as usize, "{}: fast path on the SFU", k.name);
+            assert!(body.iter().any(|l| l.contains("activemask.b32")), "{}: converged fallback", k.name);
+            assert!(body.iter().any(|l| l.contains("vote.sync.any.pred")), "{}: converged fallback", k.name);
+        } else {
+            assert_eq!(sfu, 0, "{}: no approximate arithmetic", k.name);
+        }
+    }
+    // Module-wide, outlined lane groups (`.func`) included: an approximate
+    // instruction sits in a 16-bit activation kernel or in a function outlined
+    // from one (its mangled name carries the activation's path).
+    for ptx in [PTX, PTX90] {
+        let mut scope = "";
+        for l in ptx.lines() {
+            if let Some(rest) = l.strip_prefix(".visible .entry ").or_else(|| l.split(".func ").nth(1)) {
+                scope = rest.trim_start_matches(|c: char| c == '(' || c.is_whitespace() || c == '.');
+                scope = scope.rsplit(' ').next().unwrap_or(scope).split('(').next().unwrap_or("");
+            }
+            if l.contains(".approx") {
+                let kernel = OP_KERNELS
+                    .iter()
+                    .chain(kernels_gpu::ops::PDL_KERNELS)
+                    .any(|k| k.name == scope && k.dtype != Dtype::F32);
+                assert!(kernel || scope.contains("11activations"), "{scope}: {l}");
+            }
+        }
+    }
+}

@@ -102,29 +102,69 @@ pub fn gelu_tanh_f64(x: f64) -> f64 {
     x / (1.0 + (-2.0 * a).exp())
 }
 
+/// `x/2 + c·x²` (`c > 0`: silu, both GELUs) for `|x| < 2^-60`, as `x/2`
+/// nudged up by `|x|·2^-45`: in f64 the `c·x²` term is lost there, and where
+/// `x/2` is a midpoint of the target format (`x` subnormal) the rounding would
+/// tie; the nudge lies below every f32 or 16-bit rounding gap, as `c·x²` does.
+fn half_x_near_zero(x: f64, f: fn(f64) -> f64) -> f64 {
+    if x != 0.0 && x.abs() < 2f64.powi(-60) {
+        0.5 * x + x.abs() * 2f64.powi(-45)
+    } else {
+        f(x)
+    }
+}
+
 /// One row of [`FUNCTIONS`]: name, the f32 function, its f64 reference.
 pub type Row = (&'static str, fn(f32) -> f32, fn(f64) -> f64);
 
+/// The math functions as the host runs them in sweeps: on an x86-64 CPU with
+/// FMA, a copy compiled with the instruction (runtime detection), else the
+/// plain build, whose `mul_add` is libm's software `fmaf` (correctly rounded
+/// too: the same bits, 5–10 times slower).
+mod fma_copy {
+    macro_rules! copies {
+        ($($f:ident)*) => {$(
+            pub fn $f(x: f32) -> f32 {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    #[target_feature(enable = "fma")]
+                    unsafe fn with_fma(x: f32) -> f32 {
+                        crate::math::$f(x)
+                    }
+                    if std::is_x86_feature_detected!("fma") {
+                        // SAFETY: the CPU has the FMA instructions.
+                        return unsafe { with_fma(x) };
+                    }
+                }
+                crate::math::$f(x)
+            }
+        )*};
+    }
+    copies!(exp exp2 expm1 log log2 log1p tanh sigmoid silu erf gelu gelu_tanh sin cos rsqrt rcp sqrt);
+}
+
 /// Every one-input function of [`crate::math`] with its f64 reference.
 pub const FUNCTIONS: &[Row] = &[
-    ("exp", super::exp, f64::exp),
-    ("exp2", super::exp2, f64::exp2),
-    ("expm1", super::expm1, f64::exp_m1),
-    ("log", super::log, f64::ln),
-    ("log2", super::log2, f64::log2),
-    ("log1p", super::log1p, f64::ln_1p),
-    ("tanh", super::tanh, f64::tanh),
-    ("sigmoid", super::sigmoid, sigmoid_f64),
+    ("exp", fma_copy::exp, f64::exp),
+    ("exp2", fma_copy::exp2, f64::exp2),
+    ("expm1", fma_copy::expm1, f64::exp_m1),
+    ("log", fma_copy::log, f64::ln),
+    ("log2", fma_copy::log2, f64::log2),
+    ("log1p", fma_copy::log1p, f64::ln_1p),
+    ("tanh", fma_copy::tanh, f64::tanh),
+    ("sigmoid", fma_copy::sigmoid, sigmoid_f64),
     // -inf: the limit -0 (the product -inf * 0 would be NaN).
-    ("silu", super::silu, |x| if x == f64::NEG_INFINITY { -0.0 } else { x * sigmoid_f64(x) }),
-    ("erf", super::erf, erf_f64),
-    ("gelu", super::gelu, gelu_f64),
-    ("gelu_tanh", super::gelu_tanh, gelu_tanh_f64),
-    ("sin", super::sin, f64::sin),
-    ("cos", super::cos, f64::cos),
-    ("rsqrt", super::rsqrt, |x| 1.0 / x.sqrt()),
-    ("rcp", super::rcp, |x| 1.0 / x),
-    ("sqrt", super::sqrt, f64::sqrt),
+    ("silu", fma_copy::silu, |x| {
+        half_x_near_zero(x, |x| if x == f64::NEG_INFINITY { -0.0 } else { x * sigmoid_f64(x) })
+    }),
+    ("erf", fma_copy::erf, erf_f64),
+    ("gelu", fma_copy::gelu, |x| half_x_near_zero(x, gelu_f64)),
+    ("gelu_tanh", fma_copy::gelu_tanh, |x| half_x_near_zero(x, gelu_tanh_f64)),
+    ("sin", fma_copy::sin, f64::sin),
+    ("cos", fma_copy::cos, f64::cos),
+    ("rsqrt", fma_copy::rsqrt, |x| 1.0 / x.sqrt()),
+    ("rcp", fma_copy::rcp, |x| 1.0 / x),
+    ("sqrt", fma_copy::sqrt, f64::sqrt),
 ];
 
 /// `v` rounded once, to nearest even, to a binary format with `p` significand
@@ -195,4 +235,14 @@ pub fn correctly_rounded_share_bf16(f: fn(f32) -> f32, r: fn(f64) -> f64) -> (u3
 /// subnormals below 2^-14).
 pub fn correctly_rounded_share_f16(f: fn(f32) -> f32, r: fn(f64) -> f64) -> (u32, u32, Vec<u16>) {
     share(f, r, f16_value, 11, -14, F16_MAX)
+}
+
+/// `v` rounded once to bf16, as an f64 (NaN stays NaN).
+pub fn round_bf16(v: f64) -> f64 {
+    round_to(v, 8, -126, BF16_MAX)
+}
+
+/// `v` rounded once to binary16, as an f64 (NaN stays NaN).
+pub fn round_f16(v: f64) -> f64 {
+    round_to(v, 11, -14, F16_MAX)
 }

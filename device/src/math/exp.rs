@@ -254,7 +254,8 @@ fn tanh_big(ax: f32) -> f32 {
 }
 
 /// `(tanh x - x)/x^3` in `x^2` for |x| <= 0.625, degree 5.
-const TANH_T: [f32; 6] = [-0.333_333_3, 0.133_332_06, -0.053_946_763, 0.021_700_701, -0.008_177_394, 0.002_142_958_3];
+pub(crate) const TANH_T: [f32; 6] =
+    [-0.333_333_3, 0.133_332_06, -0.053_946_763, 0.021_700_701, -0.008_177_394, 0.002_142_958_3];
 
 /// The hyperbolic tangent. Shape: `|x| < 0.625`: odd polynomial `x + x^3 T(x^2)`
 /// (degree 13); otherwise `1 - 2/(1 + e^{2|x|})` (one exponential, a corrected

@@ -17,6 +17,7 @@
 
 mod erf;
 mod exp;
+pub mod fast16;
 mod log;
 pub mod narrow;
 mod prim;
@@ -24,6 +25,8 @@ mod trig;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod check;
+#[cfg(test)]
+mod fast16_tests;
 #[cfg(test)]
 mod narrow_tests;
 #[cfg(test)]

@@ -23,7 +23,7 @@ const EXP_P: [f32; 6] = [1.0, 0.499_999_94, 0.166_664_32, 0.041_668_002, 0.008_3
 /// `(e^r - 1 - r)/r^2` on |r| <= ln2/2, degree 3 (2^-21.1 of `e^r - 1`).
 const EXPM1_Q: [f32; 4] = [0.499_994, 0.166_668_31, 0.041_872_598, 0.008_338_071];
 /// `(log1p(f) - f)/f^2` on |f| <= 1/3, degree 6 (2^-22.3 of `log1p f`).
-const LOG_Q: [f32; 7] =
+pub(crate) const LOG_Q: [f32; 7] =
     [-0.499_999_6, 0.333_367_35, -0.250_063_2, 0.198_181_69, -0.164_408_25, 0.169_905_59, -0.152_667_34];
 
 /// `1/d` for `d` in [1, 2^100): the bit seed with its cubic step (2^-12.9),
@@ -167,7 +167,7 @@ pub fn gelu_tanh(x: f32) -> f32 {
 
 /// `K(s)` with `s = 3/(3 + t) - 1/2` in [-0.324, 0.5]: `e^{t²/2}Φ(-t)` for
 /// `t` in [0, 14], degree 9 (relative error 2^-22.7 after rounding to f32).
-const GELU_K: [f32; 10] = [
+pub(crate) const GELU_K: [f32; 10] = [
     0.121_513_95,
     0.412_805_23,
     0.492_900_13,

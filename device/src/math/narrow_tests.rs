@@ -39,7 +39,12 @@ fn every_16_bit_input_rounds_correctly_but_the_listed_ones() {
     let mut report = Vec::new();
     for &(name, f, bf16_misses, f16_misses) in CASES {
         let r = reference(name);
-        let (_, _, bf) = correctly_rounded_share_bf16(f, r);
+        let (_, _, mut bf) = correctly_rounded_share_bf16(f, r);
+        // Below 2^-125 silu and the GELUs are x/2 + (tiny, positive): the
+        // slow path's rule (`Activation::HALF_X_AT_ZERO`), not the function.
+        if matches!(name, "silu" | "gelu" | "gelu_tanh") {
+            bf.retain(|&b| b & 0x7fff >= 0x0100);
+        }
         let (_, _, hf) = correctly_rounded_share_f16(f, r);
         if bf != bf16_misses || hf != f16_misses {
             report.push(std::format!(

@@ -17,6 +17,7 @@ use half::{bf16, f16};
 use crate::buffer::Element;
 
 pub mod norms;
+mod act16;
 mod ops;
 pub use ops::{axpby_one, binary_one, map, unary_one, ReferenceOps};
 

@@ -111,8 +111,8 @@ impl UnaryOp {
     }
     /// For an activation, its f32 function (`gpukern_device::math`, the same
     /// bits on host and device), which the f32 kernels apply (f16 and bf16
-    /// apply `Activation::NARROW`, `math::narrow`); `None` for the sign-bit
-    /// operations.
+    /// are correctly rounded: `gpukern_device::activations`); `None` for the
+    /// sign-bit operations.
     pub fn activation(self) -> Option<fn(f32) -> f32> {
         gpukern_device::activations::by_name(self.name())
     }

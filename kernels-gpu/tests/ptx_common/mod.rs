@@ -67,3 +67,16 @@ pub const LD128: &[&str] = &[
 ];
 /// 128-bit stores, generic ones included (as for [`LD128`]).
 pub const ST128: &[&str] = &["st.v4.b32", "st.v4.u32", "st.global.v4.b32", "st.global.v4.u32", "st.global.v4.f32"];
+
+/// The approximate instructions the 16-bit activations' fast paths use
+/// (`gpukern_device::math::fast16`): `.ftz` and `.approx` appear nowhere else.
+pub const SFU: &[&str] = &["ex2.approx.ftz.f32", "rcp.approx.ftz.f32", "lg2.approx.ftz.f32", "rsqrt.approx.ftz.f32"];
+
+/// Every line of `ptx` with `.ftz` or `.approx` is one of the [`SFU`]
+/// instructions: flush-to-zero and approximate arithmetic break IEEE results
+/// everywhere but behind the fast paths' rounding test.
+pub fn assert_only_sfu_approx(ptx: &str) {
+    for l in ptx.lines().map(str::trim).filter(|l| l.contains(".ftz") || l.contains(".approx")) {
+        assert!(SFU.iter().any(|s| l.starts_with(s)), "not an SFU fast-path instruction: {l}");
+    }
+}
