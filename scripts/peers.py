@@ -33,6 +33,7 @@ def main():
     p.add_argument("--sum", default="", help="also time torch.sum of f32 (integers in -8..=8, one input set) at these log2 sizes, e.g. 24,28")
     p.add_argument("--chains", default="", help="also time chains of 16 dependent ops (add; mul, add, relu, sigmoid) eager and in a CUDAGraph at these log2 sizes, e.g. 12,14,16")
     p.add_argument("--norms", default="", help="also time torch's rms_norm, layer_norm, softmax, log_softmax and rms_norm(x + r), eager, compiled and (small shapes) as 16-call chains and graphs, beside neg, in these dtypes, e.g. f32,f16,bf16 (peers_norms.py)")
+    p.add_argument("--norms-no-compile", action="store_true", help="with --norms: time torch eager only (compiling every op x dtype x shape takes minutes)")
     p.add_argument("--norms-shapes", default="", help="the --norms shapes as ROWSxCOLS,..., e.g. 1x4096,4096x4096 (default: the report's ten)")
     p.add_argument("--stream", default="default", choices=["default", "created"], help="time on torch's default (legacy) stream or on a created one")
     args = p.parse_args()
@@ -93,7 +94,7 @@ def main():
     ops = ops_rows(args, dev, l2, types, spin_cycles) if args.ops else []
     sums = sum_rows(args, dev, spin_cycles) if args.sum else []
     chains = chain_rows(args, dev, types) if args.chains else []
-    norms = peers_norms.norms_rows(args.norms, peers_norms.parse_shapes(args.norms_shapes), dev, l2, clock_khz) if args.norms else []
+    norms = peers_norms.norms_rows(args.norms, peers_norms.parse_shapes(args.norms_shapes), dev, l2, clock_khz, compile=not args.norms_no_compile) if args.norms else []
     print(json.dumps({"chains": chains, "norms": norms, "torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev), "rows": rows, "matmul": matmul, "foreach": foreach, "ops": ops, "sum": sums}))
 
 

@@ -88,10 +88,12 @@ PLAIN = {
 STREAMS = {"rms_norm": 1, "layer_norm": 1, "softmax": 1, "log_softmax": 1, "add_rms_norm": 2}
 
 
-def norms_rows(dtypes, shapes, dev, l2, clock_khz):
+def norms_rows(dtypes, shapes, dev, l2, clock_khz, compile=True):
     """The section's rows (see the module's docstring) for `dtypes` ("f32,bf16")
     and `shapes` ([(rows, cols)]), on device `dev` with `l2` bytes of L2."""
     compile_error = None if importlib.util.find_spec("triton") else "triton is not installed"
+    if not compile:
+        compile_error = "not run (--norms-no-compile)"
     rows = []
     with _stdout_to_stderr():
         _check_softmax_out(dev)

@@ -212,7 +212,7 @@ pub fn section(gpu: &Gpu, o: &super::Opts, failures: &mut Vec<String>) -> Result
         failures.push(format!("norms {} {} {}x{}: differs from the CPU reference", r.op, r.dtype, r.rows, r.cols));
     }
     if o.peers {
-        match torch(o.device) {
+        match torch(o.device, &o.dtypes.iter().map(|d| d.name()).collect::<Vec<_>>().join(","), !o.no_torch_compile) {
             Ok(t) => add_torch(&mut rows, &t),
             Err(e) => eprintln!("peers: torch norms: {e}"),
         }
@@ -220,14 +220,17 @@ pub fn section(gpu: &Gpu, o: &super::Opts, failures: &mut Vec<String>) -> Result
     Ok(rows)
 }
 
-/// torch's rows from `peers.py --norms` (its output's `norms` array).
-pub fn torch(device: usize) -> Result<Vec<Value>, String> {
+/// torch's rows from `peers.py --norms DTYPES` (its output's `norms` array),
+/// torch.compile's columns too when `compile`.
+pub fn torch(device: usize, dtypes: &str, compile: bool) -> Result<Vec<Value>, String> {
     let script = super::peers::peers_script().ok_or("peers.py not found")?;
-    let out = std::process::Command::new("python3")
-        .arg(&script)
-        .args(["--min-log2", "1", "--max-log2", "0", "--dtypes", "f32", "--device", &device.to_string(), "--norms"])
-        .output()
-        .map_err(|e| format!("could not run python3: {e}"))?;
+    let mut c = std::process::Command::new("python3");
+    c.arg(&script).args(["--min-log2", "1", "--max-log2", "0", "--dtypes", "f32", "--device", &device.to_string()]);
+    c.args(["--norms", dtypes]);
+    if !compile {
+        c.arg("--norms-no-compile");
+    }
+    let out = c.output().map_err(|e| format!("could not run python3: {e}"))?;
     if !out.status.success() {
         return Err(format!("peers.py failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")));
     }

@@ -44,6 +44,10 @@ pub struct Opts {
     /// Skip the norms section (RMSNorm, LayerNorm, softmax beside neg and torch).
     #[arg(long = "no-norms", action = clap::ArgAction::SetFalse)]
     pub norms: bool,
+    /// In the norms section, time torch eager only (torch.compile of every
+    /// op × dtype × shape takes minutes of compiling).
+    #[arg(long = "no-torch-compile")]
+    pub no_torch_compile: bool,
     /// Skip the lead sections (tuning sweep, ceiling, add_many).
     #[arg(long = "no-lead", action = clap::ArgAction::SetFalse)]
     pub lead: bool,
