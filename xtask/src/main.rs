@@ -8,10 +8,14 @@
 //!   example's workspace (`examples/custom-kernels`).
 //! * `ci`: what CI runs: fmt, clippy, `build-ptx --check`, `test`, then a
 //!   kernel crate built with gpukern-build under an empty `CARGO_HOME` (a fresh
-//!   machine) and the worked example built and tested on stable Rust.
+//!   machine), the worked example built and tested on stable Rust, and
+//!   `gpukern-candle` built with candle's `cuda` feature (`candle-env`).
 //! * `report [args]`: the main job, `cargo run --release --bin report -- [args]`.
 //! * `bundle [--out DIR]`: release test, bench and report executables plus the PTX
 //!   and `run.sh` in one folder that runs on a GPU machine without Rust.
+//! * `candle-env [--dir DIR]`: the pinned PyPI CUDA compiler and libraries that
+//!   `gpukern-candle --features cuda` builds with, a link folder and a stub
+//!   libcuda; prints the environment (`eval "$(cargo xtask candle-env)"`).
 //! * `import-results DIR...`: copy a GPU run's report/verify/sanitizer files into
 //!   `results/<gpu>/` and regenerate the README's results block from them.
 
@@ -22,6 +26,7 @@ use clap::{Parser, Subcommand};
 use sha2::{Digest, Sha256};
 
 mod bundle;
+mod candle;
 mod ptx;
 mod results;
 
@@ -72,6 +77,13 @@ enum Cmd {
         #[arg(long, default_value = "bundle")]
         out: PathBuf,
     },
+    /// Install the pinned PyPI CUDA compiler and libraries for
+    /// `gpukern-candle --features cuda` and print the environment to build with.
+    CandleEnv {
+        /// The folder (default `target/candle-env`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Copy a GPU run's files into results/<gpu>/ and regenerate the README's results block.
     ImportResults {
         /// Folders of the run (the report's --out, run.sh test's OUT, ...).
@@ -93,6 +105,7 @@ fn main() -> ExitCode {
             Cmd::Ci => ci(),
             Cmd::Report { args } => report(&args),
             Cmd::Bundle { out } => bundle(&out),
+            Cmd::CandleEnv { dir } => candle::candle_env(&dir.unwrap_or_else(candle::default_dir)),
             Cmd::ImportResults { dirs } => import_results(&dirs),
         },
     };
@@ -164,7 +177,8 @@ fn ci() -> Res {
     build_ptx(true)?;
     test(&[])?;
     step("kernel build under an empty CARGO_HOME", fresh_cargo_home)?;
-    step("the example on stable Rust", stable_example)
+    step("the example on stable Rust", stable_example)?;
+    step("gpukern-candle with candle's cuda feature", candle::ci_cuda_build)
 }
 
 /// Runs a CI step and prints its time.

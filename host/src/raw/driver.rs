@@ -28,12 +28,13 @@ pub(crate) fn init() -> Result<()> {
     check(unsafe { cu::cuInit(0) }).map_err(|e| Error::NoDevice(format!("cuInit failed: {e}")))
 }
 
-/// Whether libcuda opens under one of the names cudarc loads it by. Our own
-/// probe: cudarc's `is_culib_present` exists only with `dynamic-loading`, and a
-/// build with candle links libcuda instead (`dynamic-linking`), where this is
-/// always true because the program could not have started otherwise.
+/// Whether libcuda opens by its usual names. Our own probe: cudarc's
+/// `is_culib_present` exists only with `dynamic-loading`, and a build with
+/// candle links libcuda instead (`dynamic-linking`), where this is always true
+/// because the program could not have started otherwise.
 fn culib_present() -> bool {
-    cudarc::get_lib_name_candidates("cuda").into_iter().any(|name| {
+    const NAMES: &[&str] = if cfg!(windows) { &["nvcuda.dll"] } else { &["libcuda.so.1", "libcuda.so"] };
+    NAMES.iter().any(|&name| {
         // SAFETY: loading libcuda runs only its initialisers, which have no
         // preconditions; the handle is closed at once.
         unsafe { libloading::Library::new(name) }.is_ok()
