@@ -7,64 +7,9 @@ use gpukern::half::{bf16, f16};
 use gpukern::reference::{first_mismatch, map, ReferenceOps};
 use gpukern::{BinaryOp, Element, OpKind, UnaryOp};
 use gpukern_candle as gc;
-use rand::{Rng, SeedableRng};
 
-const UNARY: [UnaryOp; 12] = [
-    UnaryOp::Neg,
-    UnaryOp::Abs,
-    UnaryOp::Relu,
-    UnaryOp::Exp,
-    UnaryOp::Log,
-    UnaryOp::Tanh,
-    UnaryOp::Sigmoid,
-    UnaryOp::Silu,
-    UnaryOp::Gelu,
-    UnaryOp::GeluTanh,
-    UnaryOp::Rsqrt,
-    UnaryOp::Sqrt,
-];
-const BINARY: [BinaryOp; 6] =
-    [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Min, BinaryOp::Max];
-
-/// Every kind the crate exposes, with axpby's scales.
-fn kinds() -> Vec<(OpKind, (f32, f32))> {
-    let mut k: Vec<_> = UNARY.iter().map(|&op| (OpKind::Unary(op), (1.0, 1.0))).collect();
-    k.extend(BINARY.iter().map(|&op| (OpKind::Binary(op), (1.0, 1.0))));
-    k.push((OpKind::Axpby, (0.75, -1.5)));
-    k
-}
-
-/// `n` values: the special ones (zeros of both signs, infinities, NaN, a
-/// subnormal, the largest finite) first, then random ones over a wide range.
-fn data<T: WithDType>(n: usize, seed: u64) -> Vec<T> {
-    let special = [0.0, -0.0, 1.0, -1.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1e-41, -3e38, 65504.0, 0.5];
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
-    (0..n)
-        .map(|i| match special.get(i) {
-            Some(&v) => T::from_f64(v),
-            None if i % 3 == 0 => T::from_f64(rng.gen_range(-1e4..1e4)),
-            None => T::from_f64(rng.gen_range(-12.0..12.0)),
-        })
-        .collect()
-}
-
-/// `rows × cols` values at row `skip` of a `(rows + skip + 1) × cols` tensor:
-/// a contiguous window that starts at an offset, with rows before and after.
-fn window<T: WithDType>(rows: usize, cols: usize, skip: usize, seed: u64) -> (Tensor, Vec<T>) {
-    let all = data::<T>((rows + skip + 1) * cols, seed);
-    let whole = Tensor::from_vec(all.clone(), (rows + skip + 1, cols), &Device::Cpu).unwrap();
-    let t = whole.narrow(0, skip, rows).unwrap();
-    assert_eq!(t.layout().start_offset(), skip * cols);
-    (t, all[skip * cols..(skip + rows) * cols].to_vec())
-}
-
-fn run(kind: OpKind, scales: (f32, f32), a: &Tensor, b: &Tensor) -> candle_core::Result<Tensor> {
-    match kind {
-        OpKind::Unary(op) => gc::unary(op, a),
-        OpKind::Binary(op) => gc::binary(op, a, b),
-        OpKind::Axpby => gc::axpby(scales.0, a, scales.1, b),
-    }
-}
+mod common;
+use common::{kinds, run, run_into, window};
 
 fn every_op<T: WithDType + ReferenceOps + Element>() {
     for (rows, cols, skip) in [(1, 1, 0), (3, 7, 1), (4, 33, 2), (16, 64, 5)] {
@@ -139,12 +84,7 @@ fn into_forms<T: WithDType + ReferenceOps + Element>() {
         let (b, hb) = window::<T>(rows, cols, 0, 60 + i as u64);
         let whole = Tensor::from_vec(vec![canary; (rows + 3) * cols], (rows + 3, cols), &Device::Cpu).unwrap();
         let out = whole.narrow(0, 1, rows).unwrap();
-        match kind {
-            OpKind::Unary(op) => gc::unary_into(op, &a, &out),
-            OpKind::Binary(op) => gc::binary_into(op, &a, &b, &out),
-            OpKind::Axpby => gc::axpby_into(scales.0, &a, scales.1, &b, &out),
-        }
-        .unwrap();
+        run_into(kind, scales, &a, &b, &out).unwrap();
         let all: Vec<T> = whole.flatten_all().unwrap().to_vec1().unwrap();
         let want = map(kind, &ha, Some(&hb), scales);
         assert!(all[..cols].iter().chain(&all[(rows + 1) * cols..]).all(|v| v.same_as(canary)), "{}", kind.name());

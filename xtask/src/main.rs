@@ -228,7 +228,7 @@ const STABLE: &str = "stable";
 /// A user's app on stable Rust: the example's workspace built and its CPU tests
 /// run with `rustup run stable cargo` (only its build.rs's PTX build uses the
 /// pinned nightly, through rustup), plus the library CPU tests of the device
-/// crate, the kernels and the host library.
+/// crate, the kernels and the host library, and gpukern-candle's CPU tests.
 fn stable_example() -> Res {
     let probe = Command::new("rustup").args(["run", STABLE, "cargo", "--version"]).output();
     if !probe.is_ok_and(|o| o.status.success()) {
@@ -249,7 +249,9 @@ fn stable_example() -> Res {
     let example = example.to_str().ok_or("non-UTF-8 path")?;
     run(stable(&["build", "--manifest-path", example, "--workspace", "--all-targets"]))?;
     run(stable(&["test", "--manifest-path", example, "--workspace"]))?;
-    run(stable(&["test", "-p", "gpukern-device", "-p", "kernels-gpu", "-p", "gpukern", "--lib"]))
+    run(stable(&["test", "-p", "gpukern-device", "-p", "kernels-gpu", "-p", "gpukern", "--lib"]))?;
+    // gpukern-candle (without `cuda`): its CPU tests on stable too.
+    run(stable(&["test", "-p", "gpukern-candle"]))
 }
 
 fn report(args: &[String]) -> Res {
