@@ -14,7 +14,7 @@ use std::ops::Range;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use candle_core::backend::BackendStorage;
-use candle_core::cuda_backend::cudarc::driver::CudaStream;
+use candle_core::cuda_backend::cudarc::driver::{CudaStream, CudaView};
 use candle_core::cuda_backend::CudaDType;
 use candle_core::{CudaDevice, CudaStorage, Error, Layout, Result};
 use gpukern::{Element, Gpu, OpKind};
@@ -72,6 +72,15 @@ macro_rules! launch {
     }};
 }
 
+/// The window `range` of an operand's buffer (no copy); an error, not a panic,
+/// if the storage were shorter than its layout says.
+fn window<T: CudaDType>(s: &CudaStorage, range: &Range<usize>) -> Result<CudaView<'_, T>> {
+    let len = s.as_cuda_slice::<T>()?.len();
+    s.as_cuda_slice::<T>()?
+        .try_slice(range.clone())
+        .ok_or_else(|| Error::Msg(format!("gpukern_candle: layout range {range:?} outside a buffer of {len}")).bt())
+}
+
 /// The element types both libraries share on the device.
 trait CudaDt: CudaDType + Element {}
 impl<T: CudaDType + Element> CudaDt for T {}
@@ -91,9 +100,9 @@ impl Map {
             let mut out = unsafe { dev.alloc::<T>(n) }?;
             if n > 0 {
                 let gpu = gpu_of(&stream)?;
-                let a = inputs[0].0.as_cuda_slice::<T>()?.slice(ranges[0].clone());
+                let a = window::<T>(inputs[0].0, &ranges[0])?;
                 let b = match inputs.get(1) {
-                    Some((s, _)) => Some(s.as_cuda_slice::<T>()?.slice(ranges[1].clone())),
+                    Some((s, _)) => Some(window::<T>(s, &ranges[1])?),
                     None => None,
                 };
                 launch!(m, gpu, &a, b.as_ref(), &mut out, &stream)?;
@@ -119,12 +128,15 @@ impl Map {
             }
             let stream = dst.device.cuda_stream();
             let gpu = gpu_of(&stream)?;
-            let a = inputs[0].0.as_cuda_slice::<T>()?.slice(ranges[0].clone());
+            let a = window::<T>(inputs[0].0, &ranges[0])?;
             let b = match inputs.get(1) {
-                Some((s, _)) => Some(s.as_cuda_slice::<T>()?.slice(ranges[1].clone())),
+                Some((s, _)) => Some(window::<T>(s, &ranges[1])?),
                 None => None,
             };
-            let mut out = dst.as_cuda_slice_mut::<T>()?.slice_mut(ranges[inputs.len()].clone());
+            let out_range = ranges[inputs.len()].clone();
+            let mut out = dst.as_cuda_slice_mut::<T>()?.try_slice_mut(out_range.clone()).ok_or_else(|| {
+                Error::Msg(format!("gpukern_candle: output range {out_range:?} outside its buffer")).bt()
+            })?;
             launch!(m, gpu, &a, b.as_ref(), &mut out, &stream)?;
             Ok(())
         }
