@@ -14,7 +14,7 @@ use std::ops::Range;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use candle_core::backend::BackendStorage;
-use candle_core::cuda_backend::cudarc::driver::{CudaStream, CudaView};
+use candle_core::cuda_backend::cudarc::driver::{CudaStream, CudaView, DeviceRepr};
 use candle_core::cuda_backend::CudaDType;
 use candle_core::{CudaDevice, CudaStorage, Error, Layout, Result};
 use gpukern::{Element, Gpu, OpKind};
@@ -74,7 +74,7 @@ macro_rules! launch {
 
 /// The window `range` of an operand's buffer (no copy); an error, not a panic,
 /// if the storage were shorter than its layout says.
-fn window<T: CudaDType>(s: &CudaStorage, range: &Range<usize>) -> Result<CudaView<'_, T>> {
+fn window<'a, T: CudaDType>(s: &'a CudaStorage, range: &Range<usize>) -> Result<CudaView<'a, T>> {
     let len = s.as_cuda_slice::<T>()?.len();
     s.as_cuda_slice::<T>()?
         .try_slice(range.clone())
@@ -82,8 +82,8 @@ fn window<T: CudaDType>(s: &CudaStorage, range: &Range<usize>) -> Result<CudaVie
 }
 
 /// The element types both libraries share on the device.
-trait CudaDt: CudaDType + Element {}
-impl<T: CudaDType + Element> CudaDt for T {}
+trait CudaDt: CudaDType + DeviceRepr + Element {}
+impl<T: CudaDType + DeviceRepr + Element> CudaDt for T {}
 
 impl Map {
     /// The forward on candle's CUDA storage into a new storage.

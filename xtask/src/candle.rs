@@ -198,20 +198,24 @@ fn cudarc_driver_sys() -> Res<PathBuf> {
     }
 }
 
-/// CI: `gpukern-candle` with `--features cuda` built (tests and examples) and
-/// linted, with the environment in `CI_CACHE`'s `candle-env` and a target folder
+/// CI: `gpukern-candle` and `candle-block` with their `cuda` feature built
+/// (tests, examples, the block binary) and linted, with the environment in `CI_CACHE`'s `candle-env` and a target folder
 /// there too, so a machine that keeps them rebuilds only what changed (a clean
 /// build is about 10 minutes, nearly all of it candle-kernels' nvcc step).
 pub fn ci_cuda_build() -> Res {
     let cache = ci_cache();
     let vars = install(&cache.join("candle-env"))?;
     let target = cache.join("candle-target");
+    const PACKAGES: [&str; 5] = ["-p", "gpukern-candle", "-p", "candle-block", "--features"];
+    const FEATURES: &str = "gpukern-candle/cuda,candle-block/cuda";
     for args in [
-        &["build", "-p", "gpukern-candle", "--features", "cuda", "--tests", "--examples"][..],
-        &["clippy", "-p", "gpukern-candle", "--features", "cuda", "--all-targets", "--", "-D", "warnings"][..],
+        &["build", "--tests", "--examples", "--bins"][..],
+        &["clippy", "--all-targets", "--", "-D", "warnings"][..],
     ] {
+        let (sub, rest) = args.split_first().expect("a subcommand");
         let mut c = cargo();
-        c.args(args).env("CARGO_TARGET_DIR", &target).envs(vars.iter().map(|(k, v)| (k, v)));
+        c.arg(sub).args(PACKAGES).arg(FEATURES).args(rest);
+        c.env("CARGO_TARGET_DIR", &target).envs(vars.iter().map(|(k, v)| (k, v)));
         run(c)?;
     }
     Ok(())
