@@ -226,3 +226,81 @@ fn ci_cache() -> PathBuf {
         None => PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into())).join(".cache/gpukern-ci"),
     }
 }
+
+/// The target folder of the `cuda` builds here, apart from the workspace's
+/// (candle's `dynamic-linking` changes cudarc for everything built with it).
+fn cuda_target() -> PathBuf {
+    root().join("target").join("cuda")
+}
+
+/// The GPU run script of the candle bundle: unpacks the executables, puts the
+/// CUDA 13 libraries of the machine's python wheels (torch's) on the loader's
+/// path, and runs the GPU tests (`test`), the block example (`block`) or the
+/// tests under compute-sanitizer (`sanitize [TOOL]`).
+const RUN_SH: &str = r#"#!/usr/bin/env bash
+# gpukern-candle on a GPU machine: ./run.sh test | block [ARGS] | sanitize [TOOL]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+for f in "$here"/*.xz; do
+    [ -e "$f" ] || continue
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$f" "${f%.xz}"
+    chmod +x "${f%.xz}"; rm -f "$f"
+done
+lib=$(python3 -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))')
+export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+cmd=${1:-test}; shift || true
+case "$cmd" in
+test) "$here/gpukern-candle-gpu" --include-ignored --test-threads 1 "$@" ;;
+block) "$here/candle-block" "$@" ;;
+sanitize) compute-sanitizer --tool "${1:-memcheck}" --error-exitcode 1 "$here/gpukern-candle-gpu" --include-ignored --test-threads 1 ;;
+*) echo "usage: run.sh test|block|sanitize" >&2; exit 2 ;;
+esac
+"#;
+
+/// `cargo xtask candle-bundle [--out DIR]`: the release GPU test executable of
+/// gpukern-candle and the `candle-block` example, built with the `cuda`
+/// feature (in `target/cuda`), xz-compressed, with `run.sh`.
+pub fn candle_bundle(out: &Path) -> Res {
+    let vars = install(&default_dir())?;
+    let mut c = cargo();
+    c.args(["build", "--release", "-p", "gpukern-candle", "-p", "candle-block"])
+        .args(["--features", "gpukern-candle/cuda,candle-block/cuda", "--tests", "--bins"])
+        .arg("--message-format=json-render-diagnostics")
+        .env("CARGO_TARGET_DIR", cuda_target())
+        .envs(vars.iter().map(|(k, v)| (k, v)))
+        .stderr(std::process::Stdio::inherit());
+    let built = c.output().map_err(|e| format!("could not start cargo: {e}"))?;
+    if !built.status.success() {
+        return Err(format!("the release cuda build failed ({})", built.status));
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("creating {}: {e}", out.display()))?;
+    let mut found = 0;
+    for v in
+        String::from_utf8_lossy(&built.stdout).lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    {
+        let (Some(exe), Some(name)) = (v["executable"].as_str(), v["target"]["name"].as_str()) else { continue };
+        let dest = match name {
+            "gpu" => "gpukern-candle-gpu",
+            "candle-block" => "candle-block",
+            _ => continue,
+        };
+        let mut x = Command::new("xz");
+        x.args(["-6", "-T0", "-c"]).arg(exe).stdout(
+            std::fs::File::create(out.join(format!("{dest}.xz"))).map_err(|e| format!("{}: {e}", out.display()))?,
+        );
+        run(x)?;
+        found += 1;
+    }
+    if found != 2 {
+        return Err(format!("expected the gpu test and candle-block executables, found {found}"));
+    }
+    let script = out.join("run.sh");
+    std::fs::write(&script, RUN_SH).map_err(|e| format!("writing {}: {e}", script.display()))?;
+    run({
+        let mut c = Command::new("chmod");
+        c.arg("+x").arg(&script);
+        c
+    })?;
+    eprintln!("candle-bundle: {} (run.sh test | block --ops | sanitize)", out.display());
+    Ok(())
+}

@@ -16,6 +16,8 @@
 //! * `candle-env [--dir DIR]`: the pinned PyPI CUDA compiler and libraries that
 //!   `gpukern-candle --features cuda` builds with, a link folder and a stub
 //!   libcuda; prints the environment (`eval "$(cargo xtask candle-env)"`).
+//! * `candle-bundle [--out DIR]`: gpukern-candle's release GPU tests and the
+//!   candle-block example (feature `cuda`), compressed, with `run.sh`.
 //! * `import-results DIR...`: copy a GPU run's report/verify/sanitizer files into
 //!   `results/<gpu>/` and regenerate the README's results block from them.
 
@@ -84,6 +86,13 @@ enum Cmd {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// gpukern-candle's release GPU tests and the candle-block example (feature
+    /// `cuda`), compressed, with run.sh, for a GPU machine.
+    CandleBundle {
+        /// Where the bundle goes.
+        #[arg(long, default_value = "target/candle-gpu")]
+        out: PathBuf,
+    },
     /// Copy a GPU run's files into results/<gpu>/ and regenerate the README's results block.
     ImportResults {
         /// Folders of the run (the report's --out, run.sh test's OUT, ...).
@@ -106,6 +115,7 @@ fn main() -> ExitCode {
             Cmd::Report { args } => report(&args),
             Cmd::Bundle { out } => bundle(&out),
             Cmd::CandleEnv { dir } => candle::candle_env(&dir.unwrap_or_else(candle::default_dir)),
+            Cmd::CandleBundle { out } => candle::candle_bundle(&root().join(out)),
             Cmd::ImportResults { dirs } => import_results(&dirs),
         },
     };
