@@ -279,9 +279,11 @@ pub fn candle_bundle(out: &Path) -> Res {
         String::from_utf8_lossy(&built.stdout).lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
     {
         let (Some(exe), Some(name)) = (v["executable"].as_str(), v["target"]["name"].as_str()) else { continue };
-        let dest = match name {
-            "gpu" => "gpukern-candle-gpu",
-            "candle-block" => "candle-block",
+        // The test harness of tests/gpu.rs, and the example's binary (not its
+        // own unit-test harness, which has the same name).
+        let dest = match (name, v["profile"]["test"] == true) {
+            ("gpu", true) => "gpukern-candle-gpu",
+            ("candle-block", false) => "candle-block",
             _ => continue,
         };
         let mut x = Command::new("xz");
