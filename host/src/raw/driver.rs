@@ -1,7 +1,9 @@
 //! The driver's context, module, stream and event calls, through cudarc's
-//! bindings with the library loaded at run time (`dynamic-loading`): nothing
-//! links against libcuda, so the crates build, and everything that needs no GPU
-//! runs, on machines without a driver or a CUDA toolkit.
+//! bindings with the library loaded at run time (`fallback-dynamic-loading`):
+//! nothing links against libcuda, so the crates build, and everything that needs
+//! no GPU runs, on machines without a driver or a CUDA toolkit. In a build that
+//! also has candle's `cuda` feature cudarc links libcuda instead
+//! (`dynamic-linking`); see the README's build modes.
 
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
@@ -17,14 +19,26 @@ pub(super) fn driver(context: &'static str) -> impl Fn(DriverError) -> Error {
 /// Loads libcuda and initialises the driver. Without a driver library this is
 /// [`Error::NoDevice`] with one line that says so, never a panic.
 pub(crate) fn init() -> Result<()> {
-    // SAFETY: tries to open the library by its usual names; no other effect.
-    if !unsafe { cu::is_culib_present() } {
+    if !culib_present() {
         return Err(Error::NoDevice(
             "the NVIDIA driver library (libcuda.so.1) is not installed here; run this program on a machine with an NVIDIA GPU and its driver (gpukern loads libcuda at run time, so the same binary works there)".into(),
         ));
     }
     // SAFETY: cuInit(0) has no preconditions and may be called repeatedly.
     check(unsafe { cu::cuInit(0) }).map_err(|e| Error::NoDevice(format!("cuInit failed: {e}")))
+}
+
+/// Whether libcuda opens by its usual names. Our own probe: cudarc's
+/// `is_culib_present` exists only with `dynamic-loading`, and a build with
+/// candle links libcuda instead (`dynamic-linking`), where this is always true
+/// because the program could not have started otherwise.
+fn culib_present() -> bool {
+    const NAMES: &[&str] = if cfg!(windows) { &["nvcuda.dll"] } else { &["libcuda.so.1", "libcuda.so"] };
+    NAMES.iter().any(|&name| {
+        // SAFETY: loading libcuda runs only its initialisers, which have no
+        // preconditions; the handle is closed at once.
+        unsafe { libloading::Library::new(name) }.is_ok()
+    })
 }
 
 /// Devices the driver sees.

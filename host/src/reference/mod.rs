@@ -16,8 +16,8 @@ use half::{bf16, f16};
 
 use crate::buffer::Element;
 
-pub mod norms;
 mod act16;
+pub mod norms;
 mod ops;
 pub use ops::{axpby_one, binary_one, map, unary_one, ReferenceOps};
 

@@ -1,0 +1,113 @@
+//! # gpukern-candle
+//!
+//! gpukern's kernels as candle ops, on candle's own buffers and stream, with the
+//! same bits on candle's CPU device.
+//!
+//! ```
+//! use candle_core::{Device, Tensor};
+//! let x = Tensor::new(&[-1.0f32, 0.0, 2.5], &Device::Cpu)?;
+//! let y = gpukern_candle::silu(&x)?;
+//! let z = gpukern_candle::axpby(2.0, &x, -1.0, &y)?;
+//! assert_eq!(z.dims(), &[3]);
+//! # Ok::<(), candle_core::Error>(())
+//! ```
+//!
+//! * Plain functions: [`silu`], [`exp`], …, [`add`], [`mul`], …, [`axpby`],
+//!   returning `candle_core::Result<Tensor>`; `*_into` forms write into an
+//!   existing tensor.
+//! * The op types behind them: [`Unary`], [`Binary`], [`Axpby`]
+//!   (`CustomOp1`/`CustomOp2`), [`UnaryInto`], [`BinaryInto`], [`AxpbyInto`]
+//!   (`InplaceOp2`/`InplaceOp3`).
+//! * Dtypes f32, f16 and bf16. Layouts: a contiguous tensor at any start offset
+//!   goes straight through, with no copy; any other layout is a clear error
+//!   that names it (no hidden copy).
+//! * `Device::Cpu` runs gpukern's CPU reference, which gives the bits gpukern's
+//!   kernels give; with the `cuda` feature, `Device::Cuda` runs the kernels on
+//!   the tensor's own buffer and stream, with no synchronisation and no copy.
+
+mod check;
+#[cfg(feature = "cuda")]
+mod cuda;
+mod map;
+mod ops;
+
+#[cfg(feature = "cuda")]
+pub use cuda::gpu;
+
+pub use gpukern::{BinaryOp, UnaryOp};
+pub use ops::{Axpby, AxpbyInto, Binary, BinaryInto, Unary, UnaryInto};
+
+use candle_core::{Result, Tensor};
+
+/// `y = op(x)` for any of gpukern's unary operations.
+pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    x.apply_op1_no_bwd(&Unary(op))
+}
+
+/// `c = op(a, b)` for any of gpukern's binary operations; `a` and `b` have one
+/// dtype and one shape (no broadcasting).
+pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    a.apply_op2_no_bwd(b, &Binary(op))
+}
+
+/// `c = alpha·a + beta·b`.
+pub fn axpby(alpha: f32, a: &Tensor, beta: f32, b: &Tensor) -> Result<Tensor> {
+    a.apply_op2_no_bwd(b, &Axpby { alpha, beta })
+}
+
+/// `out = op(x)`, written into `out` (same dtype and shape, its own storage).
+pub fn unary_into(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
+    out.inplace_op2(x, &UnaryInto(op))
+}
+
+/// `out = op(a, b)`, written into `out`.
+pub fn binary_into(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+    out.inplace_op3(a, b, &BinaryInto(op))
+}
+
+/// `out = alpha·a + beta·b`, written into `out`.
+pub fn axpby_into(alpha: f32, a: &Tensor, beta: f32, b: &Tensor, out: &Tensor) -> Result<()> {
+    out.inplace_op3(a, b, &AxpbyInto { alpha, beta })
+}
+
+/// The plain functions of the unary operations.
+macro_rules! unary_fns {
+    ($($name:ident => $op:ident: $doc:literal),* $(,)?) => {$(
+        #[doc = $doc]
+        pub fn $name(x: &Tensor) -> Result<Tensor> {
+            unary(UnaryOp::$op, x)
+        }
+    )*};
+}
+unary_fns! {
+    neg => Neg: "`-x`: the sign bit flipped, NaN included.",
+    abs => Abs: "`|x|`: the sign bit cleared.",
+    relu => Relu: "`max(x, 0)`: +0 for negative inputs and -0, NaN kept.",
+    exp => Exp: "`e^x` by gpukern's math (same bits on the CPU and the GPU).",
+    log => Log: "`ln x`.",
+    tanh => Tanh: "`tanh x`.",
+    sigmoid => Sigmoid: "`1 / (1 + e^-x)`.",
+    silu => Silu: "`x · sigmoid(x)`.",
+    gelu => Gelu: "GELU with erf (`candle`'s `gelu_erf`).",
+    gelu_tanh => GeluTanh: "GELU's tanh approximation (`candle`'s `gelu`).",
+    rsqrt => Rsqrt: "`1 / sqrt x`.",
+    sqrt => Sqrt: "`sqrt x`.",
+}
+
+/// The plain functions of the binary operations.
+macro_rules! binary_fns {
+    ($($name:ident => $op:ident: $doc:literal),* $(,)?) => {$(
+        #[doc = $doc]
+        pub fn $name(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+            binary(BinaryOp::$op, a, b)
+        }
+    )*};
+}
+binary_fns! {
+    add => Add: "`a + b`, correctly rounded.",
+    sub => Sub: "`a - b`, correctly rounded.",
+    mul => Mul: "`a · b`, correctly rounded.",
+    div => Div: "`a / b`, correctly rounded.",
+    minimum => Min: "IEEE `minimum`: NaN if either is NaN, -0 < +0.",
+    maximum => Max: "IEEE `maximum`: NaN if either is NaN, -0 < +0.",
+}
