@@ -29,6 +29,14 @@ run_tests() { # $1 = out dir, rest = extra args for every test binary
     local out=$1; shift
     local rc=0
     for t in "$here"/tests/*; do
+        # Compile-fail tests (trybuild runs cargo), the proc-macro crate's
+        # tests (linked to rustc's libstd) and xtask's (they read the
+        # repository's sources) need a Rust checkout: CI runs them.
+        case "$(basename "$t")" in
+        gpukern-compile_fail | gpukern-device-printf_checks | gpukern-macros-* | xtask-*)
+            echo "=== $(basename "$t"): left to CI (needs cargo, rustc or the sources)"
+            continue ;;
+        esac
         echo "=== $(basename "$t")"
         # The device crate's ignored tests are CPU-only exhaustive sweeps (hours
         # here); its GPU counterparts are gpu_math and gpu_exhaustive.
