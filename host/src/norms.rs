@@ -196,7 +196,7 @@ impl Gpu {
         opts: NormOptions,
         stream: &cudarc::driver::CudaStream,
     ) -> Result<NormPlan> {
-        self.check_cudarc_context(op.op().name(), &stream.context())?;
+        self.check_cudarc_context(op.op().name(), stream.context())?;
         self.norm_on(op, x, y, rows, opts, raw::Queue::untracked(stream.cu_stream()))
     }
 

@@ -31,8 +31,8 @@ use clap::{Parser, Subcommand};
 use sha2::{Digest, Sha256};
 
 mod bundle;
-mod fuzz;
 mod candle;
+mod fuzz;
 mod ptx;
 mod results;
 
