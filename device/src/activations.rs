@@ -19,6 +19,10 @@
 //! every NaN result is `0x7fff` (the canonical 16-bit NaN).
 
 mod lanes16;
+// The fast paths' checks on every 16-bit input: here, beside the lanes they
+// test (`math` is the lower module and imports nothing of `activations`).
+#[cfg(test)]
+mod fast16_tests;
 
 use crate::lanes::{Elem, Op};
 use crate::math::{self, fast16, fast16::Fast, fast16::Sfu};
@@ -36,7 +40,7 @@ pub trait Activation: Copy {
     const NARROW: fn(f32) -> f32;
     /// The f16 inputs whose [`Self::NARROW`] result rounds to the wrong f16,
     /// with the correctly rounded result (`(input bits, output bits)`; all of
-    /// them, found by `math::fast16_tests` over every input).
+    /// them, found by `activations::fast16_tests` over every input).
     const F16_FIXES: &'static [(u16, u16)];
     /// [`Self::F32`], called directly so the device build inlines it.
     fn f32(x: f32) -> f32;

@@ -38,9 +38,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::{copy_gbps, median};
-use schema::{
-    AutoRow, BatchedRow, BlockRow, CpuRow, DeviceFacts, GridRow, LaunchFloor, MainRow, PeerRow, Report, Study,
-};
+use schema::Study;
+use schema::{AutoRow, BatchedRow, BlockRow, CpuRow, DeviceFacts, GridRow, LaunchFloor, MainRow, PeerRow, Report};
 
 pub use opts::Opts;
 
@@ -196,7 +195,6 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
 
     // Kernel resources and occupancy at the chosen block size.
     let kernels = roofline::resources(&gpu, &o.variants, o.block).map_err(e)?;
-
     // CPU baseline.
     let mut cpu_rows = Vec::new();
     if o.cpu {
@@ -311,12 +309,10 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     } else {
         (Vec::new(), Vec::new())
     };
-
-    // Chains of dependent operations: PDL and graphs against torch.
+    // Chains of dependent operations (PDL and graphs against torch), the
+    // norms, and our copies beside the plain driver copies.
     let chains = chains::section(&gpu, o, &mut failures)?;
     let (norms, norms_plans) = (norms::section(&gpu, o, &mut failures)?, norms_study::study(&gpu, o)?);
-
-    // Our copies beside the plain driver copies.
     let copies = copies::section(&gpu, o.max_log2, &mut failures)?;
 
     // Roofline: 1 FLOP per element; bytes per element 3 * size.

@@ -9,7 +9,7 @@
 //! flagged lanes of one thread, and not at all in most warps.
 //!
 //! Host: the slow path on every lane; it is correctly rounded for every input
-//! (`math/fast16_tests.rs` checks all 2^16 of each type against f64), so it is
+//! (`activations/fast16_tests.rs` checks all 2^16 of each type against f64), so it is
 //! what the device's fast path, when the test accepts it, also returns.
 
 use super::Activation;

@@ -26,8 +26,6 @@ mod trig;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod check;
 #[cfg(test)]
-mod fast16_tests;
-#[cfg(test)]
 mod narrow_tests;
 #[cfg(test)]
 mod tests;

@@ -9,11 +9,11 @@
 //! * the bounds claimed for the IEEE-only branches hold on every input;
 //! * how often the test falls back on the report's inputs.
 
-use super::check::{round_bf16, round_f16, FUNCTIONS};
-use super::fast16::{Fast, Sfu, U};
-use crate::activations::{settle, slow16, Activation};
-use crate::activations::{Exp, Gelu, GeluTanh, Log, Rsqrt, Sigmoid, Silu, Sqrt, Tanh};
+use super::{settle, slow16, Activation};
+use super::{Exp, Gelu, GeluTanh, Log, Rsqrt, Sigmoid, Silu, Sqrt, Tanh};
 use crate::lanes::{Bf16, Elem, F16};
+use crate::math::check::{round_bf16, round_f16, FUNCTIONS};
+use crate::math::fast16::{Fast, Sfu, U};
 use std::cell::Cell;
 use std::format;
 use std::string::String;
