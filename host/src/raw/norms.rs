@@ -150,7 +150,9 @@ pub(crate) unsafe fn launch_norm<T, R: DevRead<T>, W: DevWrite<T>>(
     let addr = |v: Option<&R>| v.map_or(0, |v| v.addr());
     let (px, pr, pw, pb) = (io.x.addr(), addr(io.r), addr(io.w), addr(io.b));
     let (py, ph) = (io.y.addr(), io.h.as_ref().map_or(0, |h| h.addr()));
-    let launch = |mode: u32, part: u64| {
+    // One parameter list for every norm kernel; a cluster kernel launches
+    // with its cluster dimension.
+    let launch = |mode: u32, part: u64, cluster: bool| {
         let (mut px, mut pr, mut pw, mut pb, mut py, mut ph, mut pp) = (px, pr, pw, pb, py, ph, part);
         let (mut rows, mut cols, mut xp, mut yp, mut eps) = (l.rows, l.cols, l.x_pitch, l.y_pitch, l.eps);
         let (mut flags, mut seg) = (l.flags | mode, l.seg);
@@ -170,6 +172,13 @@ pub(crate) unsafe fn launch_norm<T, R: DevRead<T>, W: DevWrite<T>>(
             arg(&mut flags),
             arg(&mut seg),
         ];
+        if cluster {
+            // SAFETY: as below, for a cluster kernel: one row per cluster of
+            // `segs` blocks along y (grid.y = segs), block rank = segment; the
+            // blocks read each other's two statistics words of shared memory
+            // between two cluster barriers; no `part` buffer.
+            return unsafe { launch_clustered(l.func, g, l.segs, stream, &mut params) };
+        }
         // SAFETY: the parameter list of every norm kernel, in order. The
         // kernel touches x, r at row·x_pitch + c and y, h at row·y_pitch + c
         // for row < rows, c < cols (inside the spans checked above), w and b
@@ -183,40 +192,17 @@ pub(crate) unsafe fn launch_norm<T, R: DevRead<T>, W: DevWrite<T>>(
         if warp_flag(l) || l.segs < 2 || l.segs > kernels_gpu::norms::MAX_CLUSTER {
             return Err(shape(l.name, format!("a cluster of {} segments", l.segs)));
         }
-        let (mut px, mut pr, mut pw, mut pb, mut py, mut ph, mut pp) = (px, pr, pw, pb, py, ph, 0u64);
-        let (mut rows, mut cols, mut xp, mut yp, mut eps) = (l.rows, l.cols, l.x_pitch, l.y_pitch, l.eps);
-        let (mut flags, mut seg) = (l.flags | MODE_FULL, l.seg);
-        let mut params = [
-            arg(&mut px),
-            arg(&mut pr),
-            arg(&mut pw),
-            arg(&mut pb),
-            arg(&mut py),
-            arg(&mut ph),
-            arg(&mut pp),
-            arg(&mut rows),
-            arg(&mut cols),
-            arg(&mut xp),
-            arg(&mut yp),
-            arg(&mut eps),
-            arg(&mut flags),
-            arg(&mut seg),
-        ];
-        // SAFETY: as the launches below, for a cluster kernel: one row per
-        // cluster of `segs` blocks along y (grid.y = segs), block rank =
-        // segment; the blocks read each other's two statistics words of
-        // shared memory between two cluster barriers; no `part` buffer.
-        return unsafe { launch_clustered(l.func, g, l.segs, stream, &mut params) };
+        return launch(MODE_FULL, 0, true);
     }
     if l.segs == 1 {
-        return launch(MODE_FULL, 0);
+        return launch(MODE_FULL, 0, false);
     }
     let bytes = l.rows as usize * l.segs as usize * PART_WORDS * 4;
     let mut part: cu::CUdeviceptr = 0;
     let driver = |context| move |source| Error::Driver { context, source };
     // SAFETY: writes one device pointer; the allocation is ordered on `stream`.
     check(unsafe { cu::cuMemAllocAsync(&mut part, bytes, stream) }).map_err(driver("cuMemAllocAsync"))?;
-    let ran = launch(MODE_STATS, part).and_then(|_| launch(MODE_APPLY, part));
+    let ran = launch(MODE_STATS, part, false).and_then(|_| launch(MODE_APPLY, part, false));
     // SAFETY: frees the buffer after both passes, in stream order.
     let freed = check(unsafe { cu::cuMemFreeAsync(part, stream) }).map_err(driver("cuMemFreeAsync"));
     ran.and(freed)
