@@ -310,14 +310,7 @@ def chain_rows(args, dev, types):
                     return statistics.median(times)
 
                 eager = timed(run)
-                side = torch.cuda.Stream(dev)
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):
-                    run()
-                torch.cuda.current_stream().wait_stream(side)
-                g = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(g):
-                    run()
+                g = peers_norms.capture_graph(run, dev)
                 graph = timed(g.replay)
                 rows.append({"op": op, "dtype": name, "n": n, "length": length, "eager_us": eager, "graph_us": graph})
                 del g, xs, b

@@ -215,6 +215,20 @@ def _compiled_us(op, rot, reps, clock_khz):
     return _median_us(call, reps, clock_khz), None
 
 
+def capture_graph(run, dev):
+    """A CUDAGraph of `run`, captured after one warm-up run on a side stream
+    (as torch asks: lazy initialisation must not happen during capture)."""
+    side = torch.cuda.Stream(dev)
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        run()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        run()
+    return g
+
+
 def _chain_us(eager, s, clock_khz):
     """us per call of 16 dependent eager calls (each output the next input),
     queued one by one and as one CUDAGraph replay (captured after a warm-up on
@@ -228,14 +242,7 @@ def _chain_us(eager, s, clock_khz):
             x = eager(x, s.r, s.w, s.b, hs[i], ys[i])[-1]
 
     eager_us = _median_us(run, 51, clock_khz, per=CHAIN)
-    side = torch.cuda.Stream(s.x.device)
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        run()
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        run()
+    g = capture_graph(run, s.x.device)
     graph_us = _median_us(g.replay, 51, clock_khz, per=CHAIN)
     del g
     return eager_us, graph_us

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::gpu;
+use common::{gpu, in_child, run_alone};
 use gpukern::half::f16;
 use gpukern::{CountVariant, Error, Gpu, LaunchShape, MatmulVariant, TransposeVariant, Variant};
 
@@ -148,23 +148,6 @@ fn impossible_allocation_is_out_of_memory() {
     let e = gpu().alloc::<f32>(1 << 50).unwrap_err();
     assert!(matches!(e, Error::OutOfMemory { bytes, .. } if bytes == 4 << 50), "{e:?}");
     assert!(e.to_string().starts_with(&format!("out of device memory allocating {} bytes", 4u64 << 50)), "{e}");
-}
-
-/// Re-runs this test binary filtered to one test, in a child process with
-/// `GPUKERN_CHILD` set, and returns (success, combined output). Used where a test
-/// must be alone in its process: a fault poisons the whole CUDA context, and a
-/// leak check reads device-wide free memory.
-fn run_alone(test: &str) -> (bool, String) {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--include-ignored", "--nocapture", "--test-threads=1"])
-        .env("GPUKERN_CHILD", "1")
-        .output()
-        .unwrap();
-    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
-}
-
-fn in_child() -> bool {
-    std::env::var_os("GPUKERN_CHILD").is_some()
 }
 
 #[test]

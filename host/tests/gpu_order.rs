@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{canaries_hold, gpu, CANARY, POISONS};
+use common::{canaries_hold, gpu, in_child, run_alone, CANARY, POISONS};
 use gpukern::{BinaryOp, DeviceVec, Error, Gpu, UnaryOp};
 
 /// Long enough that an unordered second stream would overtake the first.
@@ -183,15 +183,6 @@ fn a_free_waits_for_queued_work() {
     }
 }
 
-fn run_alone(test: &str) -> (bool, String) {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--include-ignored", "--nocapture", "--test-threads=1"])
-        .env("GPUKERN_CHILD", "1")
-        .output()
-        .unwrap();
-    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
-}
-
 /// A thread loops operations while another resets the device: every call
 /// either ran before the reset or is refused with `DeviceReset`; none reaches
 /// the driver with a dead stream or buffer (that would be a `Driver` error,
@@ -200,7 +191,7 @@ fn run_alone(test: &str) -> (bool, String) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn reset_is_atomic_with_the_crates_own_threads() {
-    if std::env::var_os("GPUKERN_CHILD").is_none() {
+    if !in_child() {
         let (ok, text) = run_alone("reset_is_atomic_with_the_crates_own_threads");
         assert!(ok && text.contains("RESET-RACE-OK"), "child failed:\n{text}");
         return;

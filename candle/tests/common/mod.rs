@@ -7,22 +7,9 @@ use gpukern::{BinaryOp, OpKind, UnaryOp};
 use gpukern_candle as gc;
 use rand::{Rng, SeedableRng};
 
-pub const UNARY: [UnaryOp; 12] = [
-    UnaryOp::Neg,
-    UnaryOp::Abs,
-    UnaryOp::Relu,
-    UnaryOp::Exp,
-    UnaryOp::Log,
-    UnaryOp::Tanh,
-    UnaryOp::Sigmoid,
-    UnaryOp::Silu,
-    UnaryOp::Gelu,
-    UnaryOp::GeluTanh,
-    UnaryOp::Rsqrt,
-    UnaryOp::Sqrt,
-];
-pub const BINARY: [BinaryOp; 6] =
-    [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Min, BinaryOp::Max];
+/// Every operation the crate wraps: gpukern's own lists.
+pub const UNARY: [UnaryOp; 12] = UnaryOp::ALL;
+pub const BINARY: [BinaryOp; 6] = BinaryOp::ALL;
 
 /// Every kind the crate exposes, with axpby's scales.
 pub fn kinds() -> Vec<(OpKind, (f32, f32))> {

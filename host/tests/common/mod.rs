@@ -329,3 +329,21 @@ pub fn canaries_hold<T: gpukern::Pod>(band: &gpukern::DeviceVec<T>, n: usize, in
         .into_iter()
         .all(|r| band.slice(r).unwrap().to_vec().unwrap().iter().all(&intact))
 }
+
+/// Re-runs this test binary filtered to one test, in a child process with
+/// `GPUKERN_CHILD` set, and returns (success, combined output). Used where a test
+/// must be alone in its process: a fault poisons the whole CUDA context, and a
+/// reset destroys every handle of the process.
+pub fn run_alone(test: &str) -> (bool, String) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--include-ignored", "--nocapture", "--test-threads=1"])
+        .env("GPUKERN_CHILD", "1")
+        .output()
+        .unwrap();
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+/// True in the child process that [`run_alone`] started.
+pub fn in_child() -> bool {
+    std::env::var_os("GPUKERN_CHILD").is_some()
+}

@@ -156,6 +156,7 @@ pub fn block_sum(x: &[f32], partial: &mut [f32]) {
 #[cfg(target_arch = "nvptx64")]
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn write_one(p: *mut u32) {
+    // SAFETY: this function's contract: `p` is writable, or the fault is wanted.
     unsafe { core::ptr::write_volatile(p, 1) };
 }
 
