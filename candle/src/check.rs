@@ -50,6 +50,92 @@ pub(crate) fn same(op: &'static str, operands: &[(DType, &Layout)]) -> Result<DT
     dtype(op, lhs)
 }
 
+/// A row layout: `rows` rows of `cols` elements (the last dimension, stride
+/// 1), row `i` at `start + i·pitch` of the storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RowLayout {
+    pub start: usize,
+    pub rows: usize,
+    pub cols: usize,
+    pub pitch: usize,
+}
+
+impl RowLayout {
+    /// Elements from the first row's start to the last row's end.
+    pub fn extent(self) -> usize {
+        if self.rows == 0 || self.cols == 0 {
+            0
+        } else {
+            (self.rows - 1) * self.pitch + self.cols
+        }
+    }
+}
+
+/// An error naming an operand's layout.
+pub(crate) fn layout_err(op: &str, operand: &str, layout: &Layout) -> Error {
+    Error::Msg(format!(
+        "gpukern_candle::{op}: {operand} has shape {:?}, stride {:?}, start offset {}",
+        layout.dims(),
+        layout.stride(),
+        layout.start_offset()
+    ))
+    .bt()
+}
+
+/// A storage shorter than its layout says (candle would not make one).
+pub(crate) fn short(op: &str, needs: usize, has: usize) -> Error {
+    Error::Msg(format!("gpukern_candle::{op}: the layout needs {needs} elements, the storage has {has}")).bt()
+}
+
+/// The rows of `layout` along its last dimension: that dimension has stride 1
+/// (or one element), and the dimensions before it fold into one row pitch at
+/// least the row length (a contiguous tensor at any offset, or one narrowed
+/// along its last dimension). Anything else is an error naming the layout.
+pub(crate) fn rows(op: &str, operand: &str, layout: &Layout) -> Result<RowLayout> {
+    let (dims, stride) = (layout.dims(), layout.stride());
+    let Some((&cols, lead)) = dims.split_last() else {
+        return Err(layout_err(op, &format!("{operand} (a scalar: the rows need a last dimension)"), layout));
+    };
+    if cols > 1 && stride[dims.len() - 1] != 1 {
+        return Err(layout_err(op, &format!("{operand} (the last dimension must have stride 1)"), layout));
+    }
+    // The leading dimensions of more than one element, innermost first: the
+    // innermost one's stride is the pitch, and each outer one's stride spans
+    // the dimensions inside it.
+    let folded = || lead.iter().zip(stride).filter(|(&d, _)| d > 1).rev();
+    let rows: usize = lead.iter().product();
+    let pitch = folded().next().map_or(cols, |(_, &s)| s);
+    let mut expect = pitch;
+    for (&d, &s) in folded() {
+        if s != expect {
+            return Err(layout_err(op, &format!("{operand} (its rows are not one pitch apart)"), layout));
+        }
+        expect = s * d;
+    }
+    if rows > 1 && pitch < cols {
+        return Err(layout_err(op, &format!("{operand} (its rows overlap)"), layout));
+    }
+    Ok(RowLayout { start: layout.start_offset(), rows, cols, pitch })
+}
+
+/// A dense vector of `cols` elements (a weight or a bias): its start.
+pub(crate) fn vector(op: &str, operand: &str, layout: &Layout, cols: usize) -> Result<usize> {
+    let range = dense(op, operand, layout)?;
+    if range.len() != cols {
+        return Err(layout_err(op, &format!("{operand} (it needs {cols} elements, one per column)"), layout));
+    }
+    Ok(range.start)
+}
+
+/// Every operand has the first one's dtype, one gpukern has.
+pub(crate) fn same_dtype(op: &'static str, operands: &[(DType, &Layout)]) -> Result<DType> {
+    let lhs = operands[0].0;
+    if let Some(&(rhs, _)) = operands.iter().find(|(d, _)| *d != lhs) {
+        return Err(Error::DTypeMismatchBinaryOp { lhs, rhs, op }.bt());
+    }
+    dtype(op, lhs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,12 +29,15 @@ mod check;
 #[cfg(feature = "cuda")]
 mod cuda;
 mod map;
+mod norms;
 mod ops;
 
 #[cfg(feature = "cuda")]
 pub use cuda::gpu;
 
+pub use gpukern::NormOp;
 pub use gpukern::{BinaryOp, UnaryOp};
+pub use norms::RowNorm;
 pub use ops::{Axpby, AxpbyInto, Binary, BinaryInto, Unary, UnaryInto};
 
 use candle_core::{Result, Tensor};
@@ -110,4 +113,35 @@ binary_fns! {
     div => Div: "`a / b`, correctly rounded.",
     minimum => Min: "IEEE `minimum`: NaN if either is NaN, -0 < +0.",
     maximum => Max: "IEEE `maximum`: NaN if either is NaN, -0 < +0.",
+}
+
+/// RMSNorm along the last dimension: `y = x / sqrt(mean(x²) + eps) · weight`,
+/// accumulated in f32 in a fixed order (the same bits on every run). `weight`
+/// holds one element per column.
+pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32) -> Result<Tensor> {
+    x.apply_op2_no_bwd(weight, &RowNorm { op: NormOp::Rms, eps })
+}
+
+/// LayerNorm along the last dimension (biased variance): `y = (x - mean) /
+/// sqrt(var + eps) · weight + bias`.
+pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32) -> Result<Tensor> {
+    x.apply_op3_no_bwd(weight, bias, &RowNorm { op: NormOp::Layer, eps })
+}
+
+/// The transformer block's pattern in one kernel: `h = x + residual` (rounded
+/// to the dtype) and `y = rms_norm(h, weight, eps)`; returns `(h, y)`, two
+/// views of one new storage.
+pub fn add_rms_norm(x: &Tensor, residual: &Tensor, weight: &Tensor, eps: f32) -> Result<(Tensor, Tensor)> {
+    let both = x.apply_op3_no_bwd(residual, weight, &RowNorm { op: NormOp::AddRms, eps })?;
+    Ok((both.get(0)?, both.get(1)?))
+}
+
+/// Softmax along the last dimension: `exp(x - max) / Σ exp(x - max)`.
+pub fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
+    x.apply_op1_no_bwd(&RowNorm { op: NormOp::Softmax, eps: 0.0 })
+}
+
+/// Log-softmax along the last dimension: `(x - max) - log Σ exp(x - max)`.
+pub fn log_softmax_last_dim(x: &Tensor) -> Result<Tensor> {
+    x.apply_op1_no_bwd(&RowNorm { op: NormOp::LogSoftmax, eps: 0.0 })
 }

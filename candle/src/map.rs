@@ -54,7 +54,6 @@ macro_rules! by_dtype {
         }
     };
 }
-#[cfg(feature = "cuda")]
 pub(crate) use by_dtype;
 
 impl Map {

@@ -91,6 +91,8 @@ mod math;
 mod module;
 mod names;
 mod norms;
+#[cfg(feature = "cudarc")]
+pub use norms::CudarcNorm;
 pub use norms::{Norm, NormOp, NormOptions, NormOrder, NormPlan, NormStrategy, Rows, MAX_COLS};
 mod operands;
 mod ops;

@@ -21,7 +21,11 @@
 //! # Ok::<(), gpukern::Error>(())
 //! ```
 
+#[cfg(feature = "cudarc")]
+mod cudarc;
 mod plan;
+#[cfg(feature = "cudarc")]
+pub use cudarc::CudarcNorm;
 pub use plan::{NormOrder, NormPlan, NormStrategy};
 
 use kernels_gpu::norms::{chunk_lanes, cluster_kernel, norm_kernel, Family, FLAG_ALT, FLAG_VEC, FLAG_WARP};
@@ -176,28 +180,6 @@ impl Gpu {
     ) -> Result<NormPlan> {
         self.check_stream_owned(op.op().name(), stream)?;
         self.norm_on(op, x.into_view(), y.into_view_mut(), rows, opts, stream.raw())
-    }
-
-    /// [`Gpu::norm`] queued on a cudarc stream of this device's primary
-    /// context (feature `cudarc`), for libraries built on cudarc (candle):
-    /// make the views of their buffers with [`View::from_raw_parts`] and
-    /// [`ViewMut::from_raw_parts`] (taking the addresses through cudarc's
-    /// `DevicePtr`/`DevicePtrMut`, whose guards order the stream after earlier
-    /// work and record this call's use when they drop). No copy and no
-    /// synchronisation; a stream of another context is
-    /// [`Error::ForeignContext`].
-    #[cfg(feature = "cudarc")]
-    pub fn norm_cudarc<'a, T: Element>(
-        &self,
-        op: Norm<'a, T>,
-        x: View<'a, T>,
-        y: ViewMut<'a, T>,
-        rows: Rows,
-        opts: NormOptions,
-        stream: &cudarc::driver::CudaStream,
-    ) -> Result<NormPlan> {
-        self.check_cudarc_context(op.op().name(), stream.context())?;
-        self.norm_on(op, x, y, rows, opts, raw::Queue::untracked(stream.cu_stream()))
     }
 
     /// [`Gpu::norm`] on a raw stream of this `Gpu`'s context (the caller

@@ -193,56 +193,57 @@ fn norms_argument_errors_write_nothing() {
 
 /// `norm_cudarc`: cudarc buffers (a window at an odd offset, as candle
 /// passes a tensor's layout) on a cudarc stream, bit for bit with the CPU
-/// reference; a stream of another context is refused.
+/// reference, `add_rms_norm`'s `h` included; a stream or a buffer of another
+/// context is refused with nothing written.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn norms_on_cudarc_buffers_and_stream() {
-    use cudarc::driver::{CudaContext, DevicePtr, DevicePtrMut};
+    use cudarc::driver::CudaContext;
     use gpukern::half::bf16;
     use gpukern::reference::norms::{self as rn, HostNorm};
-    use gpukern::{View, ViewMut};
+    use gpukern::CudarcNorm;
     let gpu = gpu();
     let ctx = CudaContext::new(0).unwrap();
     let stream = ctx.new_stream().unwrap();
     let (rows, cols, off) = (6, 1000, 3);
     let x: Vec<bf16> = (0..off + rows * cols).map(|i| bf16::from_f32(((i * 37) % 101) as f32 / 13.0 - 3.0)).collect();
+    let r: Vec<bf16> = (0..rows * cols).map(|i| bf16::from_f32(((i * 11) % 29) as f32 / 7.0 - 2.0)).collect();
     let w: Vec<bf16> = (0..cols).map(|i| bf16::from_f32(1.0 + (i % 7) as f32 / 8.0)).collect();
-    let (dx, dw) = (stream.clone_htod(&x).unwrap(), stream.clone_htod(&w).unwrap());
+    let (dx, dr, dw) = (stream.clone_htod(&x).unwrap(), stream.clone_htod(&r).unwrap(), stream.clone_htod(&w).unwrap());
     let mut dy = stream.alloc_zeros::<bf16>(rows * cols).unwrap();
+    let mut dh = stream.alloc_zeros::<bf16>(rows * cols).unwrap();
     let shape = Rows::contiguous(rows, cols);
-    let plan = {
-        let window = dx.slice(off..);
-        let (px, _gx) = window.device_ptr(&stream);
-        let (pw, _gw) = dw.device_ptr(&stream);
-        let (py, _gy) = dy.device_ptr_mut(&stream);
-        // SAFETY: cudarc allocated these ranges in the primary context (this
-        // Gpu's); the guards and borrows keep them alive for the call, and the
-        // stream orders every later use after it.
-        let (xv, wv, yv) = unsafe {
-            (
-                View::<bf16>::from_raw_parts(&gpu, px, rows * cols).unwrap(),
-                View::<bf16>::from_raw_parts(&gpu, pw, cols).unwrap(),
-                ViewMut::<bf16>::from_raw_parts(&gpu, py, rows * cols).unwrap(),
-            )
-        };
-        let op = Norm::Rms { weight: wv, eps: 1e-6 };
-        gpu.norm_cudarc(op, xv, yv, shape, NormOptions::default(), &stream).unwrap()
-    };
+    let window = dx.slice(off..);
+    let op = CudarcNorm::Rms { weight: &dw, eps: 1e-6 };
+    let plan = gpu.norm_cudarc(op, &window, &mut dy, shape, NormOptions::default(), &stream).unwrap();
     let got: Vec<bf16> = stream.clone_dtoh(&dy).unwrap();
     let want = rn::norm(HostNorm::Rms { weight: &w, eps: 1e-6 }, &x[off..], shape, plan.order(Dtype::Bf16, cols));
-    assert!(got.iter().zip(&want.y).all(|(g, w)| g.to_bits() == w.to_bits()), "differs from the CPU reference");
-    // Another context's stream: an error, nothing launched.
+    assert!(got.iter().zip(&want.y).all(|(g, w)| g.to_bits() == w.to_bits()), "rms_norm differs from the CPU");
+    let op = CudarcNorm::AddRms { residual: &dr, h: &mut dh, weight: &dw, eps: 1e-5 };
+    let plan = gpu.norm_cudarc(op, &window, &mut dy, shape, NormOptions::default(), &stream).unwrap();
+    let (got_y, got_h): (Vec<bf16>, Vec<bf16>) = (stream.clone_dtoh(&dy).unwrap(), stream.clone_dtoh(&dh).unwrap());
+    let host = HostNorm::AddRms { residual: &r, weight: &w, eps: 1e-5 };
+    let want = rn::norm(host, &x[off..], shape, plan.order(Dtype::Bf16, cols));
+    assert!(got_y.iter().zip(&want.y).all(|(g, w)| g.to_bits() == w.to_bits()), "add_rms_norm's y differs");
+    let want_h = want.h.expect("add_rms_norm returns h");
+    assert!(got_h.iter().zip(&want_h).all(|(g, w)| g.to_bits() == w.to_bits()), "add_rms_norm's h differs");
+    // Another context's stream, or a buffer of another context: an error, nothing written.
     let other = CudaContext::new_non_primary(0, 0).unwrap();
     let other_stream = other.new_stream().unwrap();
-    let (px, _gx) = dx.device_ptr(&stream);
-    let (py, _gy) = dy.device_ptr_mut(&stream);
-    // SAFETY: as above.
-    let (xv, yv) = unsafe {
-        (
-            View::<bf16>::from_raw_parts(&gpu, px, cols).unwrap(),
-            ViewMut::<bf16>::from_raw_parts(&gpu, py, cols).unwrap(),
-        )
-    };
-    let e = gpu.norm_cudarc(Norm::Softmax, xv, yv, Rows::contiguous(1, cols), NormOptions::default(), &other_stream);
+    let mut dz = stream.alloc_zeros::<bf16>(cols).unwrap();
+    let e = gpu.norm_cudarc(
+        CudarcNorm::Softmax,
+        &dx,
+        &mut dz,
+        Rows::contiguous(1, cols),
+        NormOptions::default(),
+        &other_stream,
+    );
     assert!(matches!(e, Err(Error::ForeignContext { .. })), "{e:?}");
+    let foreign_w = other_stream.clone_htod(&w).unwrap();
+    let op = CudarcNorm::Rms { weight: &foreign_w, eps: 1e-6 };
+    let e = gpu.norm_cudarc(op, &dx, &mut dz, Rows::contiguous(1, cols), NormOptions::default(), &stream);
+    assert!(matches!(e, Err(Error::ForeignContext { .. })), "{e:?}");
+    let zeros: Vec<bf16> = stream.clone_dtoh(&dz).unwrap();
+    assert!(zeros.iter().all(|v| v.to_bits() == 0), "a refused call wrote");
 }

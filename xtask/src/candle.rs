@@ -250,9 +250,9 @@ lib=$(python3 -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0]
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 cmd=${1:-test}; shift || true
 case "$cmd" in
-test) "$here/gpukern-candle-gpu" --include-ignored --test-threads 1 "$@" ;;
+test) rc=0; for t in gpu gpu_norms; do echo "=== $t"; "$here/gpukern-candle-$t" --include-ignored --test-threads 1 "$@" || rc=1; done; exit $rc ;;
 block) "$here/candle-block" "$@" ;;
-sanitize) compute-sanitizer --tool "${1:-memcheck}" --error-exitcode 1 "$here/gpukern-candle-gpu" --include-ignored --test-threads 1 ;;
+sanitize) rc=0; for t in gpu gpu_norms; do compute-sanitizer --tool "${1:-memcheck}" --error-exitcode 1 "$here/gpukern-candle-$t" --include-ignored --test-threads 1 || rc=1; done; exit $rc ;;
 *) echo "usage: run.sh test|block|sanitize" >&2; exit 2 ;;
 esac
 "#;
@@ -279,10 +279,11 @@ pub fn candle_bundle(out: &Path) -> Res {
         String::from_utf8_lossy(&built.stdout).lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
     {
         let (Some(exe), Some(name)) = (v["executable"].as_str(), v["target"]["name"].as_str()) else { continue };
-        // The test harness of tests/gpu.rs, and the example's binary (not its
-        // own unit-test harness, which has the same name).
+        // The test harnesses of tests/gpu.rs and tests/gpu_norms.rs, and the
+        // example's binary (not its own unit-test harness, which has the same name).
         let dest = match (name, v["profile"]["test"] == true) {
             ("gpu", true) => "gpukern-candle-gpu",
+            ("gpu_norms", true) => "gpukern-candle-gpu_norms",
             ("candle-block", false) => "candle-block",
             _ => continue,
         };
@@ -293,8 +294,8 @@ pub fn candle_bundle(out: &Path) -> Res {
         run(x)?;
         found += 1;
     }
-    if found != 2 {
-        return Err(format!("expected the gpu test and candle-block executables, found {found}"));
+    if found != 3 {
+        return Err(format!("expected the gpu and gpu_norms tests and the candle-block executable, found {found}"));
     }
     let script = out.join("run.sh");
     std::fs::write(&script, RUN_SH).map_err(|e| format!("writing {}: {e}", script.display()))?;

@@ -64,3 +64,53 @@ pub fn run_into(kind: OpKind, scales: (f32, f32), a: &Tensor, b: &Tensor, out: &
         OpKind::Axpby => gc::axpby_into(scales.0, a, scales.1, b, out),
     }
 }
+
+/// How a norm's input lies in its storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowCase {
+    /// Rows back to back, from a start offset (a window of a larger tensor).
+    Offset,
+    /// Rows with a pitch: a tensor narrowed along its last dimension.
+    Pitched,
+    /// Three dimensions folding into one pitch, narrowed along the last.
+    ThreeD,
+}
+
+/// `rows × cols` values laid out as `case` says, on `device`, and the same
+/// values as contiguous host rows.
+pub fn rows_on<T: WithDType>(device: &Device, case: RowCase, rows: usize, cols: usize, seed: u64) -> (Tensor, Vec<T>) {
+    let (pad, skip) = (5, 1);
+    let whole_cols = if case == RowCase::Offset { cols } else { cols + pad };
+    let all = data::<T>((rows + skip + 1) * whole_cols, seed);
+    let whole = Tensor::from_vec(all.clone(), (rows + skip + 1, whole_cols), device).unwrap();
+    let mut t = whole.narrow(0, skip, rows).unwrap().narrow(1, 2.min(whole_cols - cols), cols).unwrap();
+    if case == RowCase::ThreeD && rows.is_multiple_of(2) {
+        let w = whole.narrow(0, skip, rows).unwrap().reshape((2, rows / 2, whole_cols)).unwrap();
+        t = w.narrow(2, 2, cols).unwrap();
+    }
+    let first = skip * whole_cols + 2.min(whole_cols - cols);
+    let host = (0..rows).flat_map(|i| all[first + i * whole_cols..][..cols].to_vec()).collect();
+    (t, host)
+}
+
+/// `op` by the crate's plain functions: `(h, y)` (`h` for `add_rms_norm` only).
+pub fn run_norm(
+    op: gpukern::NormOp,
+    x: &Tensor,
+    r: &Tensor,
+    w: &Tensor,
+    b: &Tensor,
+    eps: f32,
+) -> candle_core::Result<(Option<Tensor>, Tensor)> {
+    use gpukern::NormOp as N;
+    Ok(match op {
+        N::Rms => (None, gc::rms_norm(x, w, eps)?),
+        N::AddRms => {
+            let (h, y) = gc::add_rms_norm(x, r, w, eps)?;
+            (Some(h), y)
+        }
+        N::Layer => (None, gc::layer_norm(x, w, b, eps)?),
+        N::Softmax => (None, gc::softmax_last_dim(x)?),
+        N::LogSoftmax => (None, gc::log_softmax_last_dim(x)?),
+    })
+}

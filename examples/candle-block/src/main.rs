@@ -4,18 +4,20 @@
 //!
 //! The block: `h = x + r` → `y = rms_norm(h)·w` → `g = y·Wgᵀ`, `u = y·Wuᵀ`
 //! (candle's matmuls) → `a = silu(g) · u` → `o = a·Wdᵀ` → `h + o`; bf16, 8 × 512
-//! tokens of width 4096, hidden 11008 (LLaMA-7B's). The norm is candle's
-//! composition in both runs until gpukern's norms land in gpukern-candle.
+//! tokens of width 4096, hidden 11008 (LLaMA-7B's). candle's run adds and
+//! then calls `candle_nn::ops::rms_norm` (its fused kernel); ours is one
+//! `add_rms_norm` kernel writing `h` and `y`.
 //!
 //! `cargo run --release -p candle-block --features cuda` on a GPU machine (the
 //! build needs `eval "$(cargo xtask candle-env)"`); `-- --ops` also prints
-//! each op's GB/s against candle's at 2^20, 2^24 and 2^28 elements. Without
+//! each op's GB/s against candle's at 2^20, 2^24 and 2^28 elements, and the
+//! norms against `candle_nn::ops` at the issue's shapes. Without
 //! the `cuda` feature it runs a small block on the CPU (the same bits check,
 //! no timing worth reading).
 
 use std::time::Instant;
 
-use candle_core::{DType, Device, Result, Tensor, D};
+use candle_core::{DType, Device, Result, Tensor};
 use gpukern_candle as gc;
 
 /// The block's sizes.
@@ -59,18 +61,26 @@ enum Ops {
     Gpukern,
 }
 
-/// `rms_norm(h)·w` by candle's ops, in f32 (the same in both runs for now).
-fn rms_norm(h: &Tensor, w: &Tensor) -> Result<Tensor> {
-    let hf = h.to_dtype(DType::F32)?;
-    let ms = hf.sqr()?.mean_keepdim(D::Minus1)?;
-    hf.broadcast_div(&(ms + 1e-5)?.sqrt()?)?.to_dtype(DType::BF16)?.broadcast_mul(w)
+/// `h = x + r` and `y = rms_norm(h)·w`: candle's add and fused rms_norm, or
+/// gpukern's one kernel.
+fn add_norm(b: &Block, ops: Ops) -> Result<(Tensor, Tensor)> {
+    match ops {
+        Ops::Gpukern => gc::add_rms_norm(&b.x, &b.r, &b.norm_w, EPS),
+        Ops::Candle => {
+            let h = (&b.x + &b.r)?;
+            let y = candle_nn::ops::rms_norm(&h, &b.norm_w, EPS)?;
+            Ok((h, y))
+        }
+    }
 }
+
+/// The norm's epsilon.
+const EPS: f32 = 1e-5;
 
 /// The block's stages, in order, as (name, output) — one function for both runs.
 fn forward(b: &Block, ops: Ops) -> Result<Vec<(&'static str, Tensor)>> {
     let add = |p: &Tensor, q: &Tensor| if ops == Ops::Gpukern { gc::add(p, q) } else { p + q };
-    let h = add(&b.x, &b.r)?;
-    let y = rms_norm(&h, &b.norm_w)?;
+    let (h, y) = add_norm(b, ops)?;
     let g = y.matmul(&b.w_gate.t()?)?;
     let u = y.matmul(&b.w_up.t()?)?;
     let a = match ops {
@@ -109,8 +119,7 @@ fn stage_times(b: &Block, ops: Ops, dev: &Device, iters: usize) -> Result<Vec<(&
     let (u, a, o) = (&s[2].1, &s[3].1, &s[4].1);
     let add = |p: &Tensor, q: &Tensor| if ops == Ops::Gpukern { gc::add(p, q) } else { p + q };
     Ok(vec![
-        ("h = x + r", time(dev, iters, || add(&b.x, &b.r).map(drop))?),
-        ("rms_norm (candle's composition)", time(dev, iters, || rms_norm(h, &b.norm_w).map(drop))?),
+        ("h = x + r, y = rms_norm(h)·w", time(dev, iters, || add_norm(b, ops).map(drop))?),
         (
             "gate, up matmuls",
             time(dev, iters, || {
@@ -225,6 +234,42 @@ fn ops_table(dev: &Device, iters: usize) -> Result<()> {
     Ok(())
 }
 
+/// One norm, ours and candle_nn's: name, and both forms on (x, weight, bias).
+type NormPair =
+    (&'static str, fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor>, fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor>);
+
+const NORMS: &[NormPair] = &[
+    ("rms_norm", |x, w, _| gc::rms_norm(x, w, EPS), |x, w, _| candle_nn::ops::rms_norm(x, w, EPS)),
+    ("layer_norm", |x, w, b| gc::layer_norm(x, w, b, EPS), |x, w, b| candle_nn::ops::layer_norm(x, w, b, EPS)),
+    ("softmax_last_dim", |x, _, _| gc::softmax_last_dim(x), |x, _, _| candle_nn::ops::softmax_last_dim(x)),
+];
+
+/// Each norm's GB/s (x read + y written), ours and candle_nn's, in one run.
+fn norms_table(dev: &Device, iters: usize) -> Result<()> {
+    println!("\n## Norms, gpukern vs candle_nn::ops (GB/s of x + y), {dev:?}");
+    println!("\n| op | dtype | rows × cols | gpukern GB/s | candle GB/s | ×candle | max abs difference |\n|---|---|---|---|---|---|---|");
+    for dtype in [DType::BF16, DType::F32] {
+        for (rows, cols) in [(4096, 4096), (16384, 4096), (1024, 16384), (64, 262144)] {
+            let x = Tensor::randn(0f32, 2.0, (rows, cols), dev)?.to_dtype(dtype)?;
+            let w = (Tensor::randn(0f32, 0.1, cols, dev)? + 1.0)?.to_dtype(dtype)?;
+            let b = Tensor::randn(0f32, 0.1, cols, dev)?.to_dtype(dtype)?;
+            let bytes = (2 * rows * cols * dtype.size_in_bytes()) as f64;
+            for &(name, ours, theirs) in NORMS {
+                let t_ours = time(dev, iters, || ours(&x, &w, &b).map(drop))?;
+                let t_theirs = time(dev, iters, || theirs(&x, &w, &b).map(drop))?;
+                let (_, max) = difference(&ours(&x, &w, &b)?, &theirs(&x, &w, &b)?)?;
+                println!(
+                    "| {name} | {dtype:?} | {rows} × {cols} | {:.0} | {:.0} | {:.2} | {max:e} |",
+                    bytes / t_ours / 1e9,
+                    bytes / t_theirs / 1e9,
+                    t_theirs / t_ours
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let with_ops = args.iter().any(|a| a == "--ops");
@@ -242,6 +287,7 @@ fn main() -> Result<()> {
     block(&dev, dims, if dev.is_cpu() { 2 } else { iters })?;
     if with_ops && !dev.is_cpu() {
         ops_table(&dev, iters)?;
+        norms_table(&dev, iters)?;
     }
     Ok(())
 }

@@ -1,0 +1,91 @@
+//! The norms and softmax on `Device::Cuda` (feature `cuda`; ignored without a
+//! GPU): bit for bit with `Device::Cpu` at every layout the crate takes, the
+//! input windows and the storage around them unchanged, `add_rms_norm`'s two
+//! outputs, the refusals the CPU gives.
+#![cfg(feature = "cuda")]
+
+use candle_core::{DType, Device, Tensor, WithDType};
+use gpukern::half::{bf16, f16};
+use gpukern::reference::first_mismatch;
+use gpukern::{Element, NormOp};
+use gpukern_candle as gc;
+
+mod common;
+use common::{rows_on, run_norm, RowCase};
+
+fn cuda() -> Device {
+    Device::new_cuda(0).expect("a CUDA device")
+}
+
+fn host<T: WithDType>(t: &Tensor) -> Vec<T> {
+    t.flatten_all().unwrap().to_vec1().unwrap()
+}
+
+fn same_bits_as_the_cpu<T: WithDType + Element>(dev: &Device) {
+    // Rows a warp, a block, a split or a cluster holds, odd lengths included.
+    let shapes = [(1, 1), (3, 7), (6, 1000), (4, 4096), (2, 5000), (64, 1024), (2, 65_536), (2, 300_001)];
+    for (rows, cols) in shapes {
+        for case in [RowCase::Offset, RowCase::Pitched, RowCase::ThreeD] {
+            for op in NormOp::ALL {
+                let seed = (rows * cols) as u64 + op as u64;
+                let on = |d: &Device, case, rows, s| rows_on::<T>(d, case, rows, cols, seed + s);
+                let (x, hx) = on(dev, case, rows, 0);
+                let (r, _) = on(dev, case, rows, 1);
+                let (w, _) = on(dev, RowCase::Offset, 1, 2);
+                let (b, _) = on(dev, RowCase::Offset, 1, 3);
+                let (cx, _) = on(&Device::Cpu, case, rows, 0);
+                let (cr, _) = on(&Device::Cpu, case, rows, 1);
+                let (cw, _) = on(&Device::Cpu, RowCase::Offset, 1, 2);
+                let (cb, _) = on(&Device::Cpu, RowCase::Offset, 1, 3);
+                let (w, b, cw, cb) =
+                    (w.squeeze(0).unwrap(), b.squeeze(0).unwrap(), cw.squeeze(0).unwrap(), cb.squeeze(0).unwrap());
+                let (h, y) = run_norm(op, &x, &r, &w, &b, 1e-5).unwrap();
+                let (ch, cy) = run_norm(op, &cx, &cr, &cw, &cb, 1e-5).unwrap();
+                let what = format!("{} {:?} {rows}x{cols} {case:?}", op.name(), <T as WithDType>::DTYPE);
+                assert_eq!(first_mismatch(&host::<T>(&y), &host::<T>(&cy)), None, "{what}: y, GPU vs CPU");
+                if let (Some(h), Some(ch)) = (h, ch) {
+                    assert_eq!(first_mismatch(&host::<T>(&h), &host::<T>(&ch)), None, "{what}: h, GPU vs CPU");
+                }
+                // The input window unchanged (the storage around it: the next test).
+                assert_eq!(first_mismatch(&host::<T>(&x), &hx), None, "{what}: input written");
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_op_dtype_and_layout_gives_the_cpu_bits() {
+    let dev = cuda();
+    same_bits_as_the_cpu::<f32>(&dev);
+    same_bits_as_the_cpu::<f16>(&dev);
+    same_bits_as_the_cpu::<bf16>(&dev);
+}
+
+/// The storage around a pitched window: the padding columns and the rows
+/// before and after are the original data after the op (it wrote only its
+/// own new output).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_storage_around_a_window_is_untouched() {
+    let dev = cuda();
+    let whole = Tensor::arange(0f32, 11.0 * 40.0, &dev).unwrap().reshape((11, 40)).unwrap();
+    let before: Vec<f32> = host(&whole);
+    let x = whole.narrow(0, 2, 8).unwrap().narrow(1, 3, 33).unwrap();
+    let w = Tensor::ones(33, DType::F32, &dev).unwrap();
+    let (h, y) = gc::add_rms_norm(&x, &x.affine(0.5, 1.0).unwrap(), &w, 1e-6).unwrap();
+    assert_eq!((h.dims(), y.dims()), (&[8, 33][..], &[8, 33][..]));
+    let _ = gc::softmax_last_dim(&x).unwrap();
+    assert_eq!(first_mismatch(&host::<f32>(&whole), &before), None, "the source storage changed");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn refusals_match_the_cpu() {
+    let dev = cuda();
+    let x = Tensor::arange(0f32, 12.0, &dev).unwrap().reshape((3, 4)).unwrap();
+    let e = gc::softmax_last_dim(&x.t().unwrap()).unwrap_err().to_string();
+    assert!(e.contains("gpukern_candle::softmax: the input") && e.contains("stride 1"), "{e}");
+    let e = gc::rms_norm(&x, &Tensor::ones(3, DType::F32, &dev).unwrap(), 1e-6).unwrap_err().to_string();
+    assert!(e.contains("needs 4 elements"), "{e}");
+}
