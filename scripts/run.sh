@@ -25,22 +25,31 @@ shift || true
 # here runs only there (the verify records list both sides).
 exhaustive_skips=(--skip math_exhaustive)
 
-run_tests() { # $1 = out dir, rest = extra args for every test binary
-    local out=$1; shift
+# The binaries that need most of the device's memory (their huge-n cases):
+# `test` runs them one after the other in a lane of their own, beside a lane
+# with every other binary, so that all of them fit one 10-minute call.
+huge_lane=" gpukern-gpu_huge gpukern-gpu_ops "
+
+run_tests() { # $1 = out dir, $2 = lane (all, huge, rest), rest = extra args for every test binary
+    local out=$1 lane=$2; shift 2
     local rc=0
     for t in "$here"/tests/*; do
+        local name; name=$(basename "$t")
+        local in_huge=no
+        case "$huge_lane" in *" $name "*) in_huge=yes ;; esac
+        case "$lane:$in_huge" in huge:no | rest:yes) continue ;; esac
         # Compile-fail tests (trybuild runs cargo), the proc-macro crate's
         # tests (linked to rustc's libstd) and xtask's (they read the
         # repository's sources) need a Rust checkout: CI runs them.
-        case "$(basename "$t")" in
+        case "$name" in
         gpukern-compile_fail | gpukern-device-printf_checks | gpukern-macros-* | xtask-*)
-            echo "=== $(basename "$t"): left to CI (needs cargo, rustc or the sources)"
+            echo "=== $name: left to CI (needs cargo, rustc or the sources)"
             continue ;;
         esac
-        echo "=== $(basename "$t")"
+        echo "=== $name"
         # The device crate's ignored tests are CPU-only exhaustive sweeps (hours
         # here); its GPU counterparts are gpu_math and gpu_exhaustive.
-        case "$(basename "$t")" in
+        case "$name" in
         gpukern-device-*) (cd "$here" && "$t" "$@") || rc=1 ;;
         *) (cd "$here" && "$t" --include-ignored "$@") || rc=1 ;;
         esac
@@ -51,12 +60,20 @@ run_tests() { # $1 = out dir, rest = extra args for every test binary
 case "$cmd" in
 test)
     out=${1:-$here/out}; mkdir -p "$out"
-    rm -f "$out/cases.jsonl"
-    export GPUKERN_CASES="$out/cases.jsonl"
-    run_tests "$out" "${exhaustive_skips[@]}" 2>&1 | tee "$out/tests.log"
+    rm -f "$out/cases.jsonl" "$out/cases-huge.jsonl" "$out/cases-rest.jsonl"
+    # Two lanes at once (see huge_lane), each with its own log and cases
+    # file, joined afterwards: tests.log has each binary's output in one piece.
+    (GPUKERN_CASES="$out/cases-huge.jsonl" run_tests "$out" huge "${exhaustive_skips[@]}" > "$out/tests-huge.log" 2>&1) &
+    huge=$!
+    GPUKERN_CASES="$out/cases-rest.jsonl" run_tests "$out" rest "${exhaustive_skips[@]}" 2>&1 | tee "$out/tests-rest.log"
     rc=${PIPESTATUS[0]}
+    wait $huge || rc=1
+    cat "$out/tests-huge.log"
+    cat "$out/tests-rest.log" "$out/tests-huge.log" > "$out/tests.log"
+    cat "$out/cases-rest.jsonl" "$out/cases-huge.jsonl" > "$out/cases.jsonl" 2>/dev/null
+    rm -f "$out/tests-rest.log" "$out/tests-huge.log" "$out/cases-rest.jsonl" "$out/cases-huge.jsonl"
     "$here/report" verify-record --cases "$out/cases.jsonl" --log "$out/tests.log" \
-        --command "./run.sh test (each test binary with --include-ignored ${exhaustive_skips[*]}; those run in ./run.sh exhaustive)" \
+        --command "./run.sh test (each test binary with --include-ignored ${exhaustive_skips[*]}; those run in ./run.sh exhaustive; gpu_huge and gpu_ops in a lane beside the others)" \
         --out "$out/verify.json" || rc=1
     exit $rc
     ;;
