@@ -55,12 +55,7 @@ pub(crate) fn exp_r(r: f32) -> f32 {
 /// Clamps into `[lo, hi]` keeping NaN (compare-and-select; `min`/`max` drop NaN).
 #[inline(always)]
 pub(crate) fn clamp(x: f32, lo: f32, hi: f32) -> f32 {
-    let x = if x > hi { hi } else { x };
-    if x < lo {
-        lo
-    } else {
-        x
-    }
+    clamp_below(if x > hi { hi } else { x }, lo)
 }
 
 /// `e^x`. Shape: clamp to [-104, 88.8], Cody–Waite reduction (2 FMAs), degree-7
@@ -72,6 +67,29 @@ pub(crate) fn clamp(x: f32, lo: f32, hi: f32) -> f32 {
 pub fn exp(x: f32) -> f32 {
     let (r, k) = reduce(clamp(x, -104.0, 88.8));
     scale2(exp_r(r), k)
+}
+
+/// `e^x` for `x <= 0` (and NaN, `-inf`), with the bits of [`exp`] there:
+/// what softmax's terms `exp(v - max)` need, in 18 instructions instead of 24.
+/// Shape: clamp below only (to -104, keeping NaN), the same reduction and
+/// polynomial, and `2^k` (`k` in -150..=0) as `p · 2^(k + 64)` (exact: normal)
+/// times `2^-64` (rounded once): the correctly rounded `p · 2^k`, as
+/// `scale2`'s two steps give it. For `x > 0` the result is unspecified.
+#[inline(always)]
+pub fn exp_nonpos(x: f32) -> f32 {
+    let (r, k) = reduce(clamp_below(x, -104.0));
+    const TM64: f32 = f32::from_bits(0x1f80_0000); // 2^-64
+    exp_r(r) * f32::from_bits(((k + 64 + 127) as u32) << 23) * TM64
+}
+
+/// `max(x, lo)` keeping NaN (compare-and-select).
+#[inline(always)]
+fn clamp_below(x: f32, lo: f32) -> f32 {
+    if x < lo {
+        lo
+    } else {
+        x
+    }
 }
 
 /// `2^x`. Shape: clamp to [-152, 128.5], `k = rint(x)` (exact `r = x - k`,

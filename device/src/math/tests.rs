@@ -290,3 +290,27 @@ fn exhaustive_ulp() {
         );
     }
 }
+
+/// `exp_nonpos` on the non-positive floats (sign bit set: `-0` up to `-inf`
+/// and the negative NaNs, plus `+0` and the positive NaNs) every `step`-th
+/// pattern: the bits of `exp`.
+fn exp_nonpos_is_exp(step: usize) {
+    let pats = (0x8000_0000u32..=0xffff_ffff).step_by(step).chain([0, 0x7fc0_0000, 0x7f80_0001, 0xff80_0000]);
+    for b in pats {
+        let x = f32::from_bits(b);
+        assert!(same(exp_nonpos(x), exp(x)), "exp_nonpos({x:e} [{b:#010x}])");
+    }
+}
+
+#[test]
+fn exp_nonpos_has_the_bits_of_exp() {
+    exp_nonpos_is_exp(if cfg!(debug_assertions) { 65537 } else { 4099 });
+}
+
+/// Every non-positive input (`cargo test -p gpukern-device --release --lib
+/// exp_nonpos_exhaustive -- --ignored`).
+#[test]
+#[ignore]
+fn exp_nonpos_exhaustive() {
+    exp_nonpos_is_exp(1);
+}

@@ -6,7 +6,7 @@
 //! the error ([`ulp_error`]).
 
 use kernels_gpu::bits::{bf16_to_f32, f16_to_f32, f32_to_bf16_rne, f32_to_f16_rne};
-use kernels_gpu::norms::order::{self, max_det, softmax_term, sq_step};
+use kernels_gpu::norms::order::{self, max_det, softmax_shift, softmax_term, sq_step};
 use kernels_gpu::norms::Family;
 use kernels_gpu::Dtype;
 
@@ -128,7 +128,8 @@ fn seg_stats(family: Family, v: &[f32], o: NormOrder) -> (f32, f32) {
         }
         Family::Softmax => {
             let m = segment(v, o, f32::NEG_INFINITY, max_det, max_det);
-            (m, segment(v, o, 0.0, |p, q| p + softmax_term(q, m), add))
+            let sh = softmax_shift(m);
+            (m, segment(v, o, 0.0, |p, q| p + softmax_term(q, sh), add))
         }
     }
 }

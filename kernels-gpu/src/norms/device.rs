@@ -8,7 +8,7 @@ use gpukern_device::pack::{load128, store128, Pack16};
 use gpukern_device::{sync_threads, thread, warp};
 
 use super::cluster::{cluster_sync, exchange};
-use super::order::{self, max_det, softmax_term, sq_step};
+use super::order::{self, max_det, softmax_shift, softmax_term, sq_step};
 use super::{Family, FLAG_ALT, FLAG_VEC, FLAG_WARP, MODE_APPLY, MODE_FULL, MODE_MASK, MODE_STATS, PART_WORDS};
 
 gpukern_device::static_shared!(
@@ -185,11 +185,13 @@ fn add(p: f32, q: f32) -> f32 {
     p + q
 }
 
-/// This thread's valid elements folded by `f` from `init`, in index order.
+/// This thread's valid elements (the first `valid(j)` lanes of chunk `j`)
+/// folded by `f` from `init`, in index order; a whole chunk without a check
+/// per lane.
 #[inline(always)]
 fn fold<E: Elem, const K: usize>(
     v: &[[f32; 8]; K],
-    ok: impl Fn(usize, usize) -> bool,
+    valid: impl Fn(usize) -> u32,
     init: f32,
     f: impl Fn(f32, f32) -> f32,
 ) -> f32 {
@@ -197,10 +199,18 @@ fn fold<E: Elem, const K: usize>(
     unroll::<K>(
         #[inline(always)]
         |j| {
-            each_lane::<E>(
-                #[inline(always)]
-                |l| acc = if ok(j, l) { f(acc, v[j][l]) } else { acc },
-            )
+            let n = valid(j);
+            if n == E::LANES as u32 {
+                each_lane::<E>(
+                    #[inline(always)]
+                    |l| acc = f(acc, v[j][l]),
+                )
+            } else {
+                each_lane::<E>(
+                    #[inline(always)]
+                    |l| acc = if (l as u32) < n { f(acc, v[j][l]) } else { acc },
+                )
+            }
         },
     );
     acc
@@ -238,8 +248,9 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
     |j: usize| start + (t + j as u32 * g) * lanes;
     let has = #[inline(always)]
     |j: usize| active && e0(j) < end;
+    // Valid lanes of chunk j (0 for an inactive row).
     let ok = #[inline(always)]
-    |j: usize, l: usize| active && e0(j) + (l as u32) < end;
+    |j: usize| if has(j) { (end - e0(j)).min(lanes) } else { 0 };
     let residual = fam == Family::Rms && alt;
 
     let mut v = [[0.0f32; 8]; K];
@@ -292,6 +303,7 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
             }
             Family::Softmax => {
                 let m = reduce(fold::<E, K>(&v, ok, f32::NEG_INFINITY, max_det), max_det, f32::NEG_INFINITY, g, 0);
+                let sh = softmax_shift(m);
                 let z = if !alt && mode == MODE_FULL && !CLUSTER {
                     // Softmax's output is term · (1/Z): keep the terms, sum them.
                     unroll::<K>(
@@ -299,7 +311,7 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
                         |j| {
                             each_lane::<E>(
                                 #[inline(always)]
-                                |l| v[j][l] = softmax_term(v[j][l], m),
+                                |l| v[j][l] = softmax_term(v[j][l], sh),
                             )
                         },
                     );
@@ -310,7 +322,7 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
                         ok,
                         0.0,
                         #[inline(always)]
-                        |p, q| p + softmax_term(q, m),
+                        |p, q| p + softmax_term(q, sh),
                     )
                 };
                 (m, reduce(z, add, 0.0, g, 1))

@@ -3,22 +3,22 @@
 //! deterministic max, each family's per-element steps, the combination of
 //! segment statistics in segment order, and the final per-row factors. Only
 //! IEEE operations rounded once (`+ - * /`, `fma`, `sqrt`) and
-//! `gpukern_device::math::{exp, log}` (same bits on host and device).
+//! `gpukern_device::math::{exp, exp_nonpos, log}`, `max` (IEEE maxNum; same
+//! bits on host and device up to the sign of a zero max, see [`max_det`]).
 
-use gpukern_device::math::{exp, fma, log, sqrt};
+use gpukern_device::math::{exp, exp_nonpos, fma, log, sqrt};
 
 use super::Family;
 
-/// The max every norm uses: `-0.0` below `+0.0`, a NaN operand ignored unless
-/// both are NaN (then the second). Commutative up to NaN payloads, so the two
-/// lanes of a butterfly agree.
+/// The max softmax uses: IEEE maxNum (`max.f32` on the GPU, `f32::max` on the
+/// host): a NaN operand is ignored unless both are NaN. Which zero the max
+/// of `-0.0` and `+0.0` is may differ between the two, and between the two
+/// lanes of a butterfly; nothing depends on it: the max only enters `exp(v -
+/// max)` (the same for either zero) and, canonicalised to `+0.0` by
+/// [`factors`], log-softmax's `v - max`.
 #[inline(always)]
 pub fn max_det(a: f32, b: f32) -> f32 {
-    if b.is_nan() || a > b || (a == b && a.is_sign_positive()) {
-        a
-    } else {
-        b
-    }
+    a.max(b)
 }
 
 /// Sum of squares step: `fma(v, v, acc)`.
@@ -27,16 +27,26 @@ pub fn sq_step(acc: f32, v: f32) -> f32 {
     fma(v, v, acc)
 }
 
-/// Softmax's term `exp(v - m)`, with `-inf` giving `0` even when `m` is
-/// `-inf` (a segment all `-inf` adds nothing; a row all `-inf` still ends in
-/// NaN, through `exp(-inf - -inf)` in the output).
+/// The shift softmax's terms subtract: the max `m`, or `0` when `m` is
+/// `-inf` (a segment all `-inf` or NaN), so that [`softmax_term`] never
+/// forms `-inf - -inf`.
 #[inline(always)]
-pub fn softmax_term(v: f32, m: f32) -> f32 {
-    if v == f32::NEG_INFINITY {
+pub fn softmax_shift(m: f32) -> f32 {
+    if m == f32::NEG_INFINITY {
         0.0
     } else {
-        exp(v - m)
+        m
     }
+}
+
+/// Softmax's term `exp(v - shift)` for `shift = softmax_shift(m)`, `m` the max
+/// of the values `v` belongs to (so `v - shift <= 0` or NaN: the
+/// `exp_nonpos` domain, the bits of `exp`). `-inf` gives `0`, also when `m`
+/// is `-inf` (a segment all `-inf` adds nothing; a row all `-inf` still ends
+/// in NaN, through `1 / 0 · 0` in the output).
+#[inline(always)]
+pub fn softmax_term(v: f32, shift: f32) -> f32 {
+    exp_nonpos(v - shift)
 }
 
 /// Elements of segment `s` of a row of `cols` cut every `seg`.
@@ -121,7 +131,8 @@ pub fn factors(family: Family, alt: bool, stats: (f32, f32), cols: u32, eps: f32
     match family {
         Family::Rms => (1.0 / sqrt(stats.0 / n + eps), 0.0),
         Family::Layer => (stats.0, 1.0 / sqrt(stats.1 / n + eps)),
-        Family::Softmax if alt => (stats.0, log(stats.1)),
+        // `+ 0.0`: a zero max is `+0.0` (see `max_det`).
+        Family::Softmax if alt => (stats.0 + 0.0, log(stats.1)),
         Family::Softmax => (stats.0, 1.0 / stats.1),
     }
 }
@@ -136,7 +147,7 @@ pub fn output(family: Family, alt: bool, v: f32, f: (f32, f32), w: f32, b: f32) 
         Family::Layer => fma((v - f.0) * f.1, w, b),
         Family::Softmax if alt => (v - f.0) - f.1,
         // The term the single-group kernels keep in registers, times 1/Z.
-        Family::Softmax => softmax_term(v, f.0) * f.1,
+        Family::Softmax => softmax_term(v, softmax_shift(f.0)) * f.1,
     }
 }
 
@@ -145,13 +156,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn max_det_orders_zeros_and_skips_nan() {
-        assert_eq!(max_det(-0.0, 0.0).to_bits(), 0.0f32.to_bits());
-        assert_eq!(max_det(0.0, -0.0).to_bits(), 0.0f32.to_bits());
+    fn max_det_skips_nan() {
+        assert_eq!(max_det(-0.0, 0.0), 0.0);
         assert_eq!(max_det(f32::NAN, 1.0), 1.0);
         assert_eq!(max_det(1.0, f32::NAN), 1.0);
         assert!(max_det(f32::NAN, f32::NAN).is_nan());
         assert_eq!(max_det(f32::NEG_INFINITY, -3.0), -3.0);
+    }
+
+    #[test]
+    fn a_zero_max_is_positive_for_log_softmax() {
+        for m in [0.0f32, -0.0] {
+            assert_eq!(factors(Family::Softmax, true, (m, 1.0), 1, 0.0).0.to_bits(), 0);
+        }
+    }
+
+    #[test]
+    fn softmax_terms_of_minus_infinity_are_zero() {
+        assert_eq!(softmax_term(f32::NEG_INFINITY, softmax_shift(f32::NEG_INFINITY)).to_bits(), 0);
+        assert_eq!(softmax_term(f32::NEG_INFINITY, softmax_shift(2.0)).to_bits(), 0);
+        assert!(softmax_term(f32::NAN, softmax_shift(f32::NEG_INFINITY)).is_nan());
+        assert_eq!(softmax_term(1.5, softmax_shift(1.5)), 1.0);
     }
 
     #[test]
