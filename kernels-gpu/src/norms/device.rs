@@ -114,14 +114,13 @@ unsafe fn store_chunk<E: Elem>(base: *mut E::T, e0: u32, end: u32, vec: bool, va
     let lanes = E::LANES as u32;
     if vec && e0 + lanes <= end {
         let mut p = Pack16([0; 4]);
-        each_lane::<E>(
+        unroll::<4>(
             #[inline(always)]
-            |l| {
-                let bits = E::bits(E::narrow(vals[l]));
-                if E::LANES == 4 {
-                    p.0[l] = bits;
+            |w| {
+                p.0[w] = if E::LANES == 4 {
+                    E::bits(E::narrow(vals[w]))
                 } else {
-                    p.0[l / 2] |= bits << (16 * (l % 2));
+                    E::narrow_pair(vals[2 * w], vals[2 * w + 1])
                 }
             },
         );
