@@ -251,6 +251,8 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
     let ok = #[inline(always)]
     |j: usize| if has(j) { (end - e0(j)).min(lanes) } else { 0 };
     let residual = fam == Family::Rms && alt;
+    // A 16-bit output: softmax's short exponential (`order::softmax_term`).
+    let short = E::LANES == 8;
 
     let mut v = [[0.0f32; 8]; K];
     unroll::<K>(
@@ -310,7 +312,7 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
                         |j| {
                             each_lane::<E>(
                                 #[inline(always)]
-                                |l| v[j][l] = softmax_term(v[j][l], sh),
+                                |l| v[j][l] = softmax_term(v[j][l], sh, short),
                             )
                         },
                     );
@@ -321,7 +323,7 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
                         ok,
                         0.0,
                         #[inline(always)]
-                        |p, q| p + softmax_term(q, sh),
+                        |p, q| p + softmax_term(q, sh, short),
                     )
                 };
                 (m, reduce(z, add, 0.0, g, 1))
@@ -378,7 +380,7 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
                     #[inline(always)]
                     |l| {
                         o[l] =
-                            if kept_terms { v[j][l] * f.1 } else { order::output(fam, alt, v[j][l], f, wv[l], bv[l]) };
+                            if kept_terms { v[j][l] * f.1 } else { order::output(fam, alt, v[j][l], f, wv[l], bv[l], short) };
                     },
                 );
                 // SAFETY: this thread's chunk of y.

@@ -3,10 +3,10 @@
 //! deterministic max, each family's per-element steps, the combination of
 //! segment statistics in segment order, and the final per-row factors. Only
 //! IEEE operations rounded once (`+ - * /`, `fma`, `sqrt`) and
-//! `gpukern_device::math::{exp, exp_nonpos, log}`, `max` (IEEE maxNum; same
+//! `gpukern_device::math::{exp, exp_nonpos, exp_nonpos16, log}`, `max` (IEEE maxNum; same
 //! bits on host and device up to the sign of a zero max, see [`max_det`]).
 
-use gpukern_device::math::{exp, exp_nonpos, fma, log, sqrt};
+use gpukern_device::math::{exp, exp_nonpos, exp_nonpos16, fma, log, sqrt};
 
 use super::Family;
 
@@ -41,12 +41,18 @@ pub fn softmax_shift(m: f32) -> f32 {
 
 /// Softmax's term `exp(v - shift)` for `shift = softmax_shift(m)`, `m` the max
 /// of the values `v` belongs to (so `v - shift <= 0` or NaN: the
-/// `exp_nonpos` domain, the bits of `exp`). `-inf` gives `0`, also when `m`
-/// is `-inf` (a segment all `-inf` adds nothing; a row all `-inf` still ends
-/// in NaN, through `1 / 0 · 0` in the output).
+/// `exp_nonpos` domain). `short` (the output is f16 or bf16): with
+/// `exp_nonpos16` (2^-18.4 relative; three FMAs fewer), else `exp_nonpos`
+/// (the bits of `exp`). `-inf` gives `0`, also when `m` is `-inf` (a segment
+/// all `-inf` adds nothing; a row all `-inf` still ends in NaN, through
+/// `1 / 0 · 0` in the output).
 #[inline(always)]
-pub fn softmax_term(v: f32, shift: f32) -> f32 {
-    exp_nonpos(v - shift)
+pub fn softmax_term(v: f32, shift: f32, short: bool) -> f32 {
+    if short {
+        exp_nonpos16(v - shift)
+    } else {
+        exp_nonpos(v - shift)
+    }
 }
 
 /// Elements of segment `s` of a row of `cols` cut every `seg`.
@@ -139,15 +145,16 @@ pub fn factors(family: Family, alt: bool, stats: (f32, f32), cols: u32, eps: f32
 
 /// One output element in f32 (before rounding to the dtype) from the value
 /// `v`, the row's factors `f`, and the column's weight and bias (`1`, `0`
-/// where the family has none).
+/// where the family has none); `short`: the output is f16 or bf16 (see
+/// [`softmax_term`]).
 #[inline(always)]
-pub fn output(family: Family, alt: bool, v: f32, f: (f32, f32), w: f32, b: f32) -> f32 {
+pub fn output(family: Family, alt: bool, v: f32, f: (f32, f32), w: f32, b: f32, short: bool) -> f32 {
     match family {
         Family::Rms => (v * f.0) * w,
         Family::Layer => fma((v - f.0) * f.1, w, b),
         Family::Softmax if alt => (v - f.0) - f.1,
         // The term the single-group kernels keep in registers, times 1/Z.
-        Family::Softmax => softmax_term(v, softmax_shift(f.0)) * f.1,
+        Family::Softmax => softmax_term(v, softmax_shift(f.0), short) * f.1,
     }
 }
 
@@ -173,10 +180,12 @@ mod tests {
 
     #[test]
     fn softmax_terms_of_minus_infinity_are_zero() {
-        assert_eq!(softmax_term(f32::NEG_INFINITY, softmax_shift(f32::NEG_INFINITY)).to_bits(), 0);
-        assert_eq!(softmax_term(f32::NEG_INFINITY, softmax_shift(2.0)).to_bits(), 0);
-        assert!(softmax_term(f32::NAN, softmax_shift(f32::NEG_INFINITY)).is_nan());
-        assert_eq!(softmax_term(1.5, softmax_shift(1.5)), 1.0);
+        for short in [false, true] {
+            assert_eq!(softmax_term(f32::NEG_INFINITY, softmax_shift(f32::NEG_INFINITY), short).to_bits(), 0);
+            assert_eq!(softmax_term(f32::NEG_INFINITY, softmax_shift(2.0), short).to_bits(), 0);
+            assert!(softmax_term(f32::NAN, softmax_shift(f32::NEG_INFINITY), short).is_nan());
+            assert_eq!(softmax_term(1.5, softmax_shift(1.5), short), 1.0);
+        }
     }
 
     #[test]
