@@ -133,7 +133,8 @@ impl Gpu {
                 // that much would exceed the block's limit, which the driver
                 // refuses; they use no dynamic shared memory. Nor the norms'
                 // bf16 kernels, for the same reason.)
-                let mut norms = kernels_gpu::norms::cluster_kernel_names().chain(kernels_gpu::norms::sm90_kernel_names());
+                let mut norms =
+                    kernels_gpu::norms::cluster_kernel_names().chain(kernels_gpu::norms::sm90_kernel_names());
                 if !norms.any(|n| n == name) {
                     raw::set_max_dynamic_shared(f, shared_optin)?;
                 }

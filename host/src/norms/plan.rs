@@ -128,7 +128,9 @@ impl NormPlan {
                 }
             }
         }
-        for (lo, hi, shapes) in [(2, 8, &[(256, 4), (512, 4), (1024, 4), (512, 8)][..]), (9, 16, &[(512, 8), (1024, 4)])] {
+        for (lo, hi, shapes) in
+            [(2, 8, &[(256, 4), (512, 4), (1024, 4), (512, 8)][..]), (9, 16, &[(512, 8), (1024, 4)])]
+        {
             for &(block, k) in shapes {
                 let segs = cols.div_ceil((block * k) as usize * lanes);
                 if (lo..=hi).contains(&segs) {

@@ -379,8 +379,11 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
                 each_lane::<E>(
                     #[inline(always)]
                     |l| {
-                        o[l] =
-                            if kept_terms { v[j][l] * f.1 } else { order::output(fam, alt, v[j][l], f, wv[l], bv[l], short) };
+                        o[l] = if kept_terms {
+                            v[j][l] * f.1
+                        } else {
+                            order::output(fam, alt, v[j][l], f, wv[l], bv[l], short)
+                        };
                     },
                 );
                 // SAFETY: this thread's chunk of y.
