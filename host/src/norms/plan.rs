@@ -103,8 +103,9 @@ impl NormPlan {
     }
 
     /// [`NormPlan::auto`] among the plans `launchable` accepts (the device's
-    /// limit on a kernel's block, from its registers): the first candidate of
-    /// the same preference order that it accepts.
+    /// limit on a kernel's block, from its registers, and for clusters of
+    /// more than 8 blocks whether the device can place one): the first
+    /// candidate of the same preference order that it accepts.
     ///
     /// On sm_90 (`launchable` accepts cluster plans only there), rows past a
     /// block take a cluster where one holds them: of at most 8 blocks (the
