@@ -162,9 +162,11 @@ pub fn norm<T: Element>(op: HostNorm<'_, T>, x: &[T], rows: Rows, o: NormOrder) 
         let segs = parts.len() as u32;
         let stats = order::combine(family, segs, o.seg, cols as u32, |s| parts[s as usize]);
         let f = order::factors(family, alt, stats, cols as u32, eps);
+        let fs: Vec<(f32, f32)> = parts.iter().map(|p| order::segment_factors(family, alt, p.0, f)).collect();
         for (c, &e) in v.iter().enumerate() {
             let w = weight.map_or(1.0, |w| widen(w[c]));
             let b = bias.map_or(0.0, |b| widen(b[c]));
+            let f = if segs > 1 { fs[c / o.seg as usize] } else { f };
             y.push(narrow(order::output(family, alt, e, f, w, b, short)));
         }
     }

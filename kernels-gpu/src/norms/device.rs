@@ -278,8 +278,8 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
         },
     );
 
-    let single = mode != MODE_APPLY;
-    let stats = if single {
+    // The row's statistics, and the segment's max (softmax's segment factors).
+    let (stats, seg_max) = if mode != MODE_APPLY {
         let seg_stats = match fam {
             Family::Rms => (reduce(fold::<E, K>(&v, ok, 0.0, sq_step), add, 0.0, g, 0), 0.0),
             Family::Layer => {
@@ -305,8 +305,9 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
             Family::Softmax => {
                 let m = reduce(fold::<E, K>(&v, ok, f32::NEG_INFINITY, max_det), max_det, f32::NEG_INFINITY, g, 0);
                 let sh = softmax_shift(m);
-                let z = if !alt && mode == MODE_FULL && !CLUSTER {
-                    // Softmax's output is term · (1/Z): keep the terms, sum them.
+                let z = if !alt && mode == MODE_FULL {
+                    // Softmax's output is term · (1/Z) (a cluster's: term · its
+                    // segment's factor): keep the terms, sum them.
                     unroll::<K>(
                         #[inline(always)]
                         |j| {
@@ -332,7 +333,7 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
         if CLUSTER {
             // SAFETY: every block of the cluster is one row's segment
             // (FLAG_WARP off, cluster = grid.y = segments: the host's plan).
-            unsafe { exchange(fam, seg_stats, t, segs, a.seg, a.cols) }
+            (unsafe { exchange(fam, seg_stats, t, segs, a.seg, a.cols) }, seg_stats.0)
         } else if mode == MODE_STATS {
             if active && t == 0 {
                 let p = a.part.wrapping_add((row as usize * segs as usize + s as usize) * PART_WORDS);
@@ -344,7 +345,7 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
             }
             return;
         } else {
-            seg_stats
+            (seg_stats, seg_stats.0)
         }
     } else {
         let p = a.part.wrapping_add(row as usize * segs as usize * PART_WORDS) as *const f32;
@@ -358,11 +359,12 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
                 (0.0, 0.0)
             }
         };
-        order::combine(fam, segs, a.seg, a.cols, part)
+        (order::combine(fam, segs, a.seg, a.cols, part), part(s).0)
     };
 
     let f = order::factors(fam, alt, stats, a.cols, a.eps);
-    let kept_terms = fam == Family::Softmax && !alt && mode == MODE_FULL && !CLUSTER;
+    let f = if segs > 1 { order::segment_factors(fam, alt, seg_max, f) } else { f };
+    let kept_terms = fam == Family::Softmax && !alt && mode == MODE_FULL;
     unroll::<K>(
         #[inline(always)]
         |j| {

@@ -143,6 +143,21 @@ pub fn factors(family: Family, alt: bool, stats: (f32, f32), cols: u32, eps: f32
     }
 }
 
+/// A segment's factors for [`output`] from the row's `f`, for a row of
+/// several segments: softmax's `(m_s, exp(m_s - m) · (1/Z))` (`m_s` the
+/// segment's max: its terms are `exp(v - m_s)`, which the cluster kernels
+/// keep in registers from their statistics, and the split's second pass
+/// computes alike); `f` itself otherwise. For one segment (`m_s = m`) the
+/// same bits as `f` (`exp(0) = 1`), NaN staying NaN.
+#[inline(always)]
+pub fn segment_factors(family: Family, alt: bool, m_s: f32, f: (f32, f32)) -> (f32, f32) {
+    if family == Family::Softmax && !alt {
+        (m_s, exp(m_s - f.0) * f.1)
+    } else {
+        f
+    }
+}
+
 /// One output element in f32 (before rounding to the dtype) from the value
 /// `v`, the row's factors `f`, and the column's weight and bias (`1`, `0`
 /// where the family has none); `short`: the output is f16 or bf16 (see
@@ -153,7 +168,8 @@ pub fn output(family: Family, alt: bool, v: f32, f: (f32, f32), w: f32, b: f32, 
         Family::Rms => (v * f.0) * w,
         Family::Layer => fma((v - f.0) * f.1, w, b),
         Family::Softmax if alt => (v - f.0) - f.1,
-        // The term the single-group kernels keep in registers, times 1/Z.
+        // The term the one-pass kernels keep in registers, times 1/Z (or
+        // the segment's factor, `segment_factors`).
         Family::Softmax => softmax_term(v, softmax_shift(f.0), short) * f.1,
     }
 }
@@ -211,6 +227,16 @@ mod tests {
         assert_eq!(z, 2.0 * exp(-1.0) + 1.0);
         let masked = [(f32::NEG_INFINITY, 0.0f32); 2];
         assert!(combine(Family::Softmax, 2, 4, 8, |s| masked[s as usize]).1.is_nan());
+    }
+
+    #[test]
+    fn segment_factors_of_one_segment_are_the_row_factors() {
+        for m in [0.0f32, -3.5, 2e30] {
+            let f = factors(Family::Softmax, false, (m, 7.0), 4, 0.0);
+            assert_eq!(segment_factors(Family::Softmax, false, m, f), f);
+        }
+        assert_eq!(segment_factors(Family::Softmax, false, -1.0, (0.0, 0.5)), (-1.0, exp(-1.0) * 0.5));
+        assert_eq!(segment_factors(Family::Softmax, true, -1.0, (0.0, 0.5)), (0.0, 0.5));
     }
 
     #[test]
