@@ -44,6 +44,21 @@ pub fn f32_to_bf16_cvt(x: f32) -> u16 {
     r
 }
 
+/// Two [`f32_to_bf16_cvt`] in one `cvt.rn.bf16x2.f32`, packed in a word:
+/// `lo` in the low half, `hi` in the high half.
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+#[inline(always)]
+pub fn f32x2_to_bf16x2_cvt(lo: f32, hi: f32) -> u32 {
+    let r: u32;
+    // SAFETY: a register conversion (round to nearest even; NaN stays NaN);
+    // the first source goes to the high half.
+    unsafe {
+        core::arch::asm!("cvt.rn.bf16x2.f32 {0}, {1}, {2};", out(reg32) r, in(reg32) hi, in(reg32) lo,
+            options(pure, nomem, nostack))
+    };
+    r
+}
+
 /// The correctly rounded bfloat16 sum of two bfloat16 values.
 ///
 /// The f32 sum is rounded once to 24 bits, then once more to 8 bits. Because

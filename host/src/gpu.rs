@@ -29,7 +29,9 @@ pub fn sm90_kernel_names() -> Vec<&'static str> {
     let ops = kernels_gpu::ops::OP_KERNELS.iter().filter(|k| k.needs_sm90() && !k.name.starts_with("add_"));
     // The PDL twins (`kernels_gpu::ops::PDL_KERNELS`).
     let pdl = kernels_gpu::ops::PDL_KERNELS.iter().map(|k| k.name);
-    let norms = kernels_gpu::norms::cluster_kernel_names();
+    // The norms' cluster kernels, and the bf16 norm kernels under their
+    // portable names (resolved from this module where it is loaded).
+    let norms = kernels_gpu::norms::cluster_kernel_names().chain(kernels_gpu::norms::sm90_kernel_names());
     // The foreach add's twins.
     let many = kernels_gpu::foreach::ADD_MANY_PDL.into_iter().chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL);
     add.chain(ops.map(|k| k.name)).chain(pdl).chain(many).chain(norms).collect()
@@ -129,8 +131,11 @@ impl Gpu {
                 // use all a block may have, not only the default 48 KiB. (Not
                 // the norms' cluster kernels: their static shared memory plus
                 // that much would exceed the block's limit, which the driver
-                // refuses; they use no dynamic shared memory.)
-                if !kernels_gpu::norms::cluster_kernel_names().any(|n| n == name) {
+                // refuses; they use no dynamic shared memory. Nor the norms'
+                // bf16 kernels, for the same reason.)
+                let mut norms =
+                    kernels_gpu::norms::cluster_kernel_names().chain(kernels_gpu::norms::sm90_kernel_names());
+                if !norms.any(|n| n == name) {
                     raw::set_max_dynamic_shared(f, shared_optin)?;
                 }
                 funcs.insert(name, Kernel::new(f));

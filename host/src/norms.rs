@@ -207,7 +207,18 @@ impl Gpu {
             let r = kernel_of(p).and_then(|n| self.shared.kernel(n).ok()?.resources().ok());
             r.map_or(0, |r| r.max_threads_per_block)
         };
-        let plan = opts.plan.unwrap_or_else(|| NormPlan::auto_within(T::DTYPE, rows.cols, |p| p.block <= max_block(p)));
+        // A cluster of more than 8 blocks (a non-portable size) only where the
+        // device can place one (any failure: not chosen).
+        let placeable = |p: NormPlan| {
+            let segs = p.order(T::DTYPE, rows.cols).segments(rows.cols as u32);
+            let fits = || {
+                let _live = self.shared.bind().ok()?;
+                raw::max_active_clusters(self.shared.func(kernel_of(p)?).ok()?, p.block, segs).ok()
+            };
+            p.strategy != NormStrategy::Cluster || segs <= 8 || fits().is_some_and(|c| c > 0)
+        };
+        let launchable = |p: NormPlan| p.block <= max_block(p) && placeable(p);
+        let plan = opts.plan.unwrap_or_else(|| NormPlan::auto_within(T::DTYPE, rows.cols, launchable));
         let bad = |detail: String| Err(Error::Shape { kernel: name, detail });
         if rows.cols > MAX_COLS || rows.rows >= 1 << 31 {
             return bad(format!("{} rows of {} elements: at most 2^31 - 1 rows of 2^24", rows.rows, rows.cols));

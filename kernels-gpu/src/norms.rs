@@ -1,6 +1,7 @@
 //! The row reductions along the last dimension: RMSNorm (with the fused
 //! residual add), LayerNorm, softmax and log-softmax, f32/f16/bf16 with f32
-//! accumulation. Portable module.
+//! accumulation. Portable module; the bf16 kernels also in the sm_90 module
+//! ([`sm90_kernel_names`]), and the cluster kernels only there.
 //!
 //! One kernel per (family, dtype, `K`), all with the same parameter list
 //! ([`NormKernel`]); `K` is how many 16-byte chunks of its row a thread holds
@@ -184,6 +185,15 @@ cluster_names!(
     "norm_softmax_bf16_k4_cluster",
     "norm_softmax_bf16_k8_cluster",
 );
+
+/// The kernels of [`NORM_KERNELS`] the sm_90 module holds too, under the same
+/// names: the bf16 ones, whose rounding there is one `cvt.rn.bf16.f32` per
+/// element instead of the integer rounding's seven instructions and a branch
+/// (the same bits; NaN stays NaN). The host resolves these names from the
+/// sm_90 module where it is loaded.
+pub fn sm90_kernel_names() -> impl Iterator<Item = &'static str> {
+    NORM_KERNELS.iter().filter(|k| k.dtype == Dtype::Bf16).map(|k| k.name)
+}
 
 /// Every cluster kernel's entry point.
 pub fn cluster_kernel_names() -> impl Iterator<Item = &'static str> {

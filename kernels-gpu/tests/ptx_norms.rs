@@ -4,7 +4,7 @@
 //! reductions, and the cluster kernels' barriers and distributed shared
 //! memory reads (the device crate's `cluster` module).
 
-use kernels_gpu::norms::{cluster_kernel_names, NORM_KERNELS};
+use kernels_gpu::norms::{cluster_kernel_names, sm90_kernel_names, NORM_KERNELS};
 
 mod ptx_common;
 
@@ -18,8 +18,10 @@ fn lines_with(ptx: &'static str, name: &str, s: &str) -> usize {
 fn norm_kernels_live_in_the_portable_module_and_cluster_kernels_in_the_sm90_one() {
     for k in NORM_KERNELS {
         assert!(PTX.contains(&format!(".visible .entry {}(", k.name)), "missing .entry {}", k.name);
-        assert!(!PTX90.contains(&format!(".entry {}(", k.name)), "{} belongs to the portable module", k.name);
+        let twin = sm90_kernel_names().any(|n| n == k.name);
+        assert_eq!(PTX90.contains(&format!(".entry {}(", k.name)), twin, "{}: in the sm_90 module", k.name);
     }
+    assert_eq!(sm90_kernel_names().count(), 12);
     for name in cluster_kernel_names() {
         assert!(PTX90.contains(&format!(".visible .entry {name}(")), "missing .entry {name}");
         assert!(!PTX.contains(&format!(".entry {name}(")), "{name} belongs to the sm_90 module");
@@ -28,8 +30,9 @@ fn norm_kernels_live_in_the_portable_module_and_cluster_kernels_in_the_sm90_one(
 
 #[test]
 fn norm_kernels_load_and_store_16_bytes_and_stay_ieee() {
-    for k in NORM_KERNELS {
-        let b = body_in(PTX, k.name);
+    let sm90 = NORM_KERNELS.iter().filter(|k| sm90_kernel_names().any(|n| n == k.name)).map(|k| (k, PTX90));
+    for (k, ptx) in NORM_KERNELS.iter().map(|k| (k, PTX)).chain(sm90) {
+        let b = body_in(ptx, k.name);
         let ld = b.iter().filter(|l| l.contains("ld.global.v4.")).count();
         let st = b.iter().filter(|l| l.contains("st.global.v4.")).count();
         // x (and the residual), the weight (and bias) per chunk; y (and h).
@@ -55,6 +58,14 @@ fn norm_reductions_are_butterflies_with_one_barrier_each() {
         let bars = lines_with(PTX, k.name, "bar.sync") + lines_with(PTX, k.name, "barrier.sync");
         assert_eq!(bars, reductions, "{}: {bars} block barriers", k.name);
         assert_eq!(lines_with(PTX, k.name, "barrier.cluster"), 0, "{}", k.name);
+    }
+}
+
+#[test]
+fn sm90_bf16_kernels_round_in_hardware() {
+    for name in sm90_kernel_names() {
+        assert!(lines_with(PTX90, name, "cvt.rn.bf16") >= 8, "{name}: no cvt.rn.bf16");
+        assert_eq!(lines_with(PTX, name, "cvt.rn.bf16"), 0, "{name}: sm_70 has no bf16 conversion");
     }
 }
 

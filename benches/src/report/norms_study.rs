@@ -74,7 +74,13 @@ fn study_dtype<T: Element>(gpu: &Gpu, s: &Stream, out: &mut Vec<NormPlanRow>) ->
         };
         for op in [NormOp::Rms, NormOp::Layer, NormOp::Softmax] {
             let auto = run(gpu, op, &mut bufs, rows, s)?;
-            for p in study_plans(T::DTYPE, cols) {
+            // The automatic plan too where the grid misses it (a block of 160
+            // threads at 5120 columns): it was reported as "-" then.
+            let mut plans = study_plans(T::DTYPE, cols);
+            if !plans.contains(&auto) {
+                plans.push(auto);
+            }
+            for p in plans {
                 // A plan over the kernel's block limit is refused: left out.
                 if run_plan(gpu, op, &mut bufs, rows, Some(p), s).is_err() {
                     continue;
@@ -88,9 +94,11 @@ fn study_dtype<T: Element>(gpu: &Gpu, s: &Stream, out: &mut Vec<NormPlanRow>) ->
                     },
                     p.k,
                 );
-                let name = format!("norm_{family}_{}_k{k}", T::DTYPE.name());
+                let cluster = if p.strategy == NormStrategy::Cluster { "_cluster" } else { "" };
+                let name = format!("norm_{family}_{}_k{k}{cluster}", T::DTYPE.name());
                 let registers = gpukern::kernel_names()
                     .into_iter()
+                    .chain(gpukern::sm90_kernel_names())
                     .find(|n| *n == name)
                     .and_then(|n| gpu.studies().kernel_resources(n).ok())
                     .map_or(0, |r| r.registers);

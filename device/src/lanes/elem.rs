@@ -24,6 +24,12 @@ pub trait Elem: 'static {
     fn widen(x: Self::T) -> f32;
     /// Rounding to the element type, once, to nearest even.
     fn narrow(x: f32) -> Self::T;
+    /// Two lanes of a 16-bit type rounded by [`Elem::narrow`] and packed in
+    /// a word, `lo` in the low half (bf16 in sm_90 builds: one instruction).
+    #[inline(always)]
+    fn narrow_pair(lo: f32, hi: f32) -> u32 {
+        Self::bits(Self::narrow(lo)) | (Self::bits(Self::narrow(hi)) << 16)
+    }
     /// `f` on each lane of two 32-bit words (one lane for f32, two otherwise).
     fn zip_word(x: u32, y: u32, f: impl Fn(Self::T, Self::T) -> Self::T) -> u32;
     /// A word with `x` in every lane.
@@ -119,7 +125,7 @@ impl Elem for F16 {
 /// A 16-bit format carried as its bits: the lane rules widen and round with
 /// the format's own conversions (bf16 everywhere, f16 on the host).
 macro_rules! bits16_elem {
-    ($e:ty, $inf:literal, $widen:path, $narrow:path) => {
+    ($e:ty, $inf:literal, $widen:path, $narrow:path $(, $pair:path)?) => {
         impl Elem for $e {
             type T = u16;
             const SIGN: u32 = 0x8000;
@@ -140,6 +146,12 @@ macro_rules! bits16_elem {
             fn narrow(x: f32) -> u16 {
                 $narrow(x)
             }
+            $(
+                #[inline(always)]
+                fn narrow_pair(lo: f32, hi: f32) -> u32 {
+                    $pair(lo, hi)
+                }
+            )?
             #[inline(always)]
             fn zip_word(x: u32, y: u32, f: impl Fn(u16, u16) -> u16) -> u32 {
                 zip16(x, y, f)
@@ -154,6 +166,9 @@ macro_rules! bits16_elem {
 
 #[cfg(not(target_arch = "nvptx64"))]
 bits16_elem!(F16, 0x7c00, f16_to_f32, f32_to_f16_rne);
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+bits16_elem!(Bf16, 0x7f80, bf16_to_f32, bf16_narrow, crate::bits::f32x2_to_bf16x2_cvt);
+#[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
 bits16_elem!(Bf16, 0x7f80, bf16_to_f32, bf16_narrow);
 
 /// bf16 rounding to nearest even: in sm_90 builds the hardware's

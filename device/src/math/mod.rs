@@ -31,7 +31,7 @@ mod narrow_tests;
 mod tests;
 
 pub use erf::{erf, gelu};
-pub use exp::{exp, exp2, expm1, gelu_tanh, sigmoid, silu, tanh};
+pub use exp::{exp, exp2, exp_nonpos, exp_nonpos16, expm1, gelu_tanh, sigmoid, silu, tanh};
 pub use log::{log, log1p, log2, pow};
 pub use prim::{div_fast, fma, rcp, rsqrt, sqrt};
 pub use trig::{cos, sin};

@@ -290,3 +290,60 @@ fn exhaustive_ulp() {
         );
     }
 }
+
+/// `exp_nonpos` on the non-positive floats (sign bit set: `-0` up to `-inf`
+/// and the negative NaNs, plus `+0` and the positive NaNs) every `step`-th
+/// pattern: the bits of `exp`.
+fn exp_nonpos_is_exp(step: usize) {
+    let pats = (0x8000_0000u32..=0xffff_ffff).step_by(step).chain([0, 0x7fc0_0000, 0x7f80_0001, 0xff80_0000]);
+    for b in pats {
+        let x = f32::from_bits(b);
+        assert!(same(exp_nonpos(x), exp(x)), "exp_nonpos({x:e} [{b:#010x}])");
+    }
+}
+
+#[test]
+fn exp_nonpos_has_the_bits_of_exp() {
+    exp_nonpos_is_exp(if cfg!(debug_assertions) { 65537 } else { 4099 });
+}
+
+/// Every non-positive input (`cargo test -p gpukern-device --release --lib
+/// exp_nonpos_exhaustive -- --ignored`).
+#[test]
+#[ignore]
+fn exp_nonpos_exhaustive() {
+    exp_nonpos_is_exp(1);
+}
+
+/// `exp_nonpos16`'s relative error against f64 over every `step`-th f32 in
+/// [-87.3, 0] (results normal), and its special values.
+fn exp_nonpos16_error(step: usize) -> f64 {
+    let lo = (-87.3f32).to_bits();
+    let mut worst = 0.0f64;
+    for b in (0x8000_0000u32..=lo).step_by(step) {
+        let x = f32::from_bits(b);
+        let want = (x as f64).exp();
+        worst = worst.max(((exp_nonpos16(x) as f64) - want).abs() / want);
+    }
+    for (x, want) in [(0.0f32, 1.0f32), (-0.0, 1.0), (f32::NEG_INFINITY, 0.0), (-104.0, 0.0)] {
+        assert!(same(exp_nonpos16(x), want), "exp_nonpos16({x})");
+    }
+    assert!(exp_nonpos16(f32::NAN).is_nan());
+    worst
+}
+
+#[test]
+fn exp_nonpos16_is_within_2_to_the_minus_18() {
+    let e = exp_nonpos16_error(if cfg!(debug_assertions) { 65537 } else { 4099 });
+    assert!(e < 2f64.powi(-18), "{e:e}");
+}
+
+/// Every input (`cargo test -p gpukern-device --release --lib
+/// exp_nonpos16_exhaustive -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn exp_nonpos16_exhaustive() {
+    let e = exp_nonpos16_error(1);
+    println!("exp_nonpos16: max relative error {e:e} (2^{:.2})", e.log2());
+    assert!(e < 2f64.powi(-18), "{e:e}");
+}

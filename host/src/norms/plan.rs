@@ -76,43 +76,52 @@ impl NormOrder {
 }
 
 impl NormPlan {
-    /// Most threads per block the plan gives a block or a split segment: at
-    /// `k = 8` and 16-bit elements a thread holds 64 values, and 512 such
-    /// threads fit the register file.
-    pub const MAX_AUTO_BLOCK: u32 = 512;
+    /// Most threads per block the plan gives a block or a segment.
+    pub const MAX_AUTO_BLOCK: u32 = 1024;
 
-    /// The automatic plan for rows of `cols` elements of `dtype`:
-    /// * a warp per row when 32 threads of at most 8 chunks hold it (up to
-    ///   1024 f32 or 2048 f16/bf16 elements), with the fewest chunks that do
-    ///   and 8 rows per block;
-    /// * else a block per row: the fewest chunks per thread (2, 4, 8) that
-    ///   need at most 256 threads, else (1, 2, 4, 8) at most
-    ///   [`NormPlan::MAX_AUTO_BLOCK`], the block rounded up to a warp (more
-    ///   bytes in flight per thread and more rows per SM: on the H100, 512
-    ///   threads of one chunk reached ×0.65 of neg in bf16 at 16384×4096);
-    /// * else the split, 256 threads of 4 chunks per segment (4096 f32 or
-    ///   8192 f16/bf16 elements).
+    /// The automatic plan for rows of `cols` elements of `dtype`, from the
+    /// H100 plan study (the report's "Norms: the plan study"; ×neg there):
+    /// * a warp per row when 32 threads of at most 2 chunks hold it (up to 256
+    ///   f32 or 512 f16/bf16 elements), with the fewest chunks that do and 8
+    ///   rows per block (at 1024 f32 columns warp/256/8 reached ×0.75 in
+    ///   rms_norm, block/128/2 ×0.99: 8 chunks cost registers and a row's
+    ///   latency is one warp's);
+    /// * else a block per row: 2 or 4 chunks per thread and at most 256
+    ///   threads (block/256/2 for bf16 rows of 4096, block/256/4 for f32:
+    ///   the best there), else 16 values per thread (4 chunks of f32, 2 of
+    ///   f16/bf16) and up to 1024 threads (1024×16384: block/512/8 ×0.89 and
+    ///   ×0.62 in rms_norm and softmax f32, block/1024/4 ×0.92 and ×0.70; bf16
+    ///   block/256/8 ×0.59, ×0.28, block/1024/2 up to ×0.38 in softmax), else
+    ///   2, 4 or 8 chunks and up to 512 threads (at 8 chunks of bf16 a thread
+    ///   holds 64 values, and 512 such threads fit the register file); the
+    ///   block rounded up to a warp;
+    /// * else the split, 4 chunks per thread and the largest block of 1024,
+    ///   512, 256, 128 (f32 64×262144 softmax: split/1024/4 ×0.32, split/256/4
+    ///   ×0.23).
     pub fn auto(dtype: Dtype, cols: usize) -> NormPlan {
         Self::auto_within(dtype, cols, |_| true)
     }
 
     /// [`NormPlan::auto`] among the plans `launchable` accepts (the device's
-    /// limit on a kernel's block, from its registers): the first candidate of
-    /// the same preference order that it accepts.
+    /// limit on a kernel's block, from its registers, and for clusters of
+    /// more than 8 blocks whether the device can place one): the first
+    /// candidate of the same preference order that it accepts.
     ///
     /// On sm_90 (`launchable` accepts cluster plans only there), rows past a
-    /// block take a cluster of at most 8 blocks (the portable size) where one
-    /// holds them: 256 threads of 4 chunks, else 512 of 4, else 512 of 8.
+    /// block take a cluster where one holds them: of at most 8 blocks (the
+    /// portable size) of 256 threads of 4 chunks, else 512 of 4, 1024 of 4,
+    /// 512 of 8; else of 9 to 16 blocks (the H100's and H200's non-portable
+    /// size) of 512 threads of 8 chunks or 1024 of 4 (f32 64×262144: the split
+    /// ×0.43, ×0.29, ×0.23 in rms_norm, layer_norm, softmax; cluster/512/8
+    /// ×0.51, ×0.44, ×0.31).
     pub fn auto_within(dtype: Dtype, cols: usize, launchable: impl Fn(NormPlan) -> bool) -> NormPlan {
         let lanes = chunk_lanes(dtype) as usize;
         let mut cands = Vec::new();
-        for k in NORM_KS.into_iter().filter(|&k| cols <= 32 * k as usize * lanes) {
-            cands.push(NormPlan { strategy: NormStrategy::Warp, block: 256, k });
+        for k in [1, 2].into_iter().filter(|&k| cols <= 32 * k * lanes) {
+            cands.push(NormPlan { strategy: NormStrategy::Warp, block: 256, k: k as u32 });
         }
-        // A block of at most 256 threads holding at least two chunks each
-        // first (more bytes in flight per thread, more rows per SM), then up
-        // to 512 threads with any k.
-        for (max, ks) in [(256, &NORM_KS[1..]), (Self::MAX_AUTO_BLOCK as usize, &NORM_KS[..])] {
+        let sixteen = [(16 / lanes) as u32];
+        for (max, ks) in [(256, &[2, 4][..]), (1024, &sixteen[..]), (512, &NORM_KS[1..])] {
             for &k in ks {
                 let threads = cols.div_ceil(k as usize * lanes).next_multiple_of(32);
                 if threads <= max {
@@ -120,13 +129,17 @@ impl NormPlan {
                 }
             }
         }
-        for (block, k) in [(256, 4), (512, 4), (512, 8)] {
-            let segs = cols.div_ceil((block * k) as usize * lanes);
-            if (2..=8).contains(&segs) {
-                cands.push(NormPlan { strategy: NormStrategy::Cluster, block, k });
+        for (lo, hi, shapes) in
+            [(2, 8, &[(256, 4), (512, 4), (1024, 4), (512, 8)][..]), (9, 16, &[(512, 8), (1024, 4)])]
+        {
+            for &(block, k) in shapes {
+                let segs = cols.div_ceil((block * k) as usize * lanes);
+                if (lo..=hi).contains(&segs) {
+                    cands.push(NormPlan { strategy: NormStrategy::Cluster, block, k });
+                }
             }
         }
-        for block in [256, 128] {
+        for block in [1024, 512, 256, 128] {
             cands.push(NormPlan { strategy: NormStrategy::Split, block, k: 4 });
         }
         let fallback = NormPlan { strategy: NormStrategy::Split, block: 32, k: 1 };
@@ -194,7 +207,13 @@ mod tests {
             }
         }
         assert_eq!(NormPlan::auto(Dtype::Bf16, 4096), NormPlan { strategy: NormStrategy::Block, block: 256, k: 2 });
-        assert_eq!(NormPlan::auto(Dtype::F32, 1024).strategy, NormStrategy::Warp);
+        assert_eq!(NormPlan::auto(Dtype::F32, 1024), NormPlan { strategy: NormStrategy::Block, block: 128, k: 2 });
+        assert_eq!(NormPlan::auto(Dtype::F32, 256), NormPlan { strategy: NormStrategy::Warp, block: 256, k: 2 });
+        assert_eq!(NormPlan::auto(Dtype::F32, 4096), NormPlan { strategy: NormStrategy::Block, block: 256, k: 4 });
+        assert_eq!(NormPlan::auto(Dtype::F32, 16384), NormPlan { strategy: NormStrategy::Block, block: 1024, k: 4 });
+        assert_eq!(NormPlan::auto(Dtype::Bf16, 16384), NormPlan { strategy: NormStrategy::Block, block: 1024, k: 2 });
+        let long = NormPlan::auto(Dtype::F32, 262144);
+        assert_eq!(long, NormPlan { strategy: NormStrategy::Cluster, block: 512, k: 8 });
         assert_eq!(NormPlan::auto(Dtype::Bf16, 65536).strategy, NormStrategy::Cluster);
         let no_cluster = NormPlan::auto_within(Dtype::Bf16, 65536, |p| p.strategy != NormStrategy::Cluster);
         assert_eq!(no_cluster.strategy, NormStrategy::Split);

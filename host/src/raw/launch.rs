@@ -126,6 +126,14 @@ pub(crate) unsafe fn launch_clustered(
     stream: cu::CUstream,
     params: &mut [*mut c_void],
 ) -> Result<()> {
+    let attr = cluster_attr(func, cluster)?;
+    // SAFETY: forwarded to the caller's contract.
+    unsafe { launch_ex(func, g, stream, params, attr) }
+}
+
+/// The cluster-dimension attribute of clusters of `cluster` blocks along y,
+/// after allowing sizes above 8 (the non-portable ones) for `func`.
+fn cluster_attr(func: RawFn, cluster: u32) -> Result<cu::CUlaunchAttribute> {
     if cluster > 8 {
         let a = cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED;
         // SAFETY: sets one attribute of a live function handle.
@@ -136,8 +144,34 @@ pub(crate) unsafe fn launch_clustered(
     let mut value: cu::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
     value.clusterDim = cu::CUlaunchAttributeValue_union__bindgen_ty_1 { x: 1, y: cluster, z: 1 };
     let id = cu::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    // SAFETY: forwarded to the caller's contract.
-    unsafe { launch_ex(func, g, stream, params, cu::CUlaunchAttribute { id, pad: [0; 4], value }) }
+    Ok(cu::CUlaunchAttribute { id, pad: [0; 4], value })
+}
+
+/// How many clusters of `cluster` blocks of `block` threads (along y) of
+/// `func` the device can hold at once (`cuOccupancyMaxActiveClusters`): 0
+/// where it cannot place one (a non-portable size on a part with fewer SMs
+/// per GPC). The caller's context is current; `func` is a cluster kernel
+/// without dynamic shared memory.
+pub(crate) fn max_active_clusters(func: RawFn, block: u32, cluster: u32) -> Result<u32> {
+    let mut attr = cluster_attr(func, cluster)?;
+    let config = cu::CUlaunchConfig {
+        gridDimX: 1,
+        gridDimY: cluster,
+        gridDimZ: 1,
+        blockDimX: block,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: 0,
+        hStream: std::ptr::null_mut(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    let mut n: std::ffi::c_int = 0;
+    // SAFETY: writes one integer; `config` and `attr` live across the call,
+    // and the occupancy query launches nothing.
+    check(unsafe { cu::cuOccupancyMaxActiveClusters(&mut n, func.0, &config) })
+        .map_err(|source| Error::Driver { context: "cuOccupancyMaxActiveClusters", source })?;
+    Ok(n.max(0) as u32)
 }
 
 /// `cuLaunchKernelEx` with one attribute: the PDL and cluster launches.

@@ -6,7 +6,7 @@
 //! the error ([`ulp_error`]).
 
 use kernels_gpu::bits::{bf16_to_f32, f16_to_f32, f32_to_bf16_rne, f32_to_f16_rne};
-use kernels_gpu::norms::order::{self, max_det, softmax_term, sq_step};
+use kernels_gpu::norms::order::{self, max_det, softmax_shift, softmax_term, sq_step};
 use kernels_gpu::norms::Family;
 use kernels_gpu::Dtype;
 
@@ -118,7 +118,7 @@ fn segment(v: &[f32], o: NormOrder, init: f32, step: impl Fn(f32, f32) -> f32, o
 }
 
 /// The two statistics of one segment (see `kernels_gpu::norms::order::combine`).
-fn seg_stats(family: Family, v: &[f32], o: NormOrder) -> (f32, f32) {
+fn seg_stats(family: Family, v: &[f32], o: NormOrder, short: bool) -> (f32, f32) {
     let add = |p: f32, q: f32| p + q;
     match family {
         Family::Rms => (segment(v, o, 0.0, sq_step, add), 0.0),
@@ -128,7 +128,8 @@ fn seg_stats(family: Family, v: &[f32], o: NormOrder) -> (f32, f32) {
         }
         Family::Softmax => {
             let m = segment(v, o, f32::NEG_INFINITY, max_det, max_det);
-            (m, segment(v, o, 0.0, |p, q| p + softmax_term(q, m), add))
+            let sh = softmax_shift(m);
+            (m, segment(v, o, 0.0, |p, q| p + softmax_term(q, sh, short), add))
         }
     }
 }
@@ -146,6 +147,7 @@ pub fn norm<T: Element>(op: HostNorm<'_, T>, x: &[T], rows: Rows, o: NormOrder) 
     let mut y = Vec::with_capacity(rows.rows * cols);
     let mut hs = residual.map(|_| Vec::with_capacity(rows.rows * cols));
     let o = NormOrder { seg: o.seg.min(cols.max(1) as u32), ..o };
+    let short = T::DTYPE != Dtype::F32;
     for i in 0..rows.rows {
         let row = &x[i * rows.x_pitch..][..cols];
         let mut v: Vec<f32> = row.iter().map(|&e| widen(e)).collect();
@@ -156,14 +158,16 @@ pub fn norm<T: Element>(op: HostNorm<'_, T>, x: &[T], rows: Rows, o: NormOrder) 
                 *e = widen(h);
             }
         }
-        let parts: Vec<(f32, f32)> = v.chunks(o.seg as usize).map(|s| seg_stats(family, s, o)).collect();
+        let parts: Vec<(f32, f32)> = v.chunks(o.seg as usize).map(|s| seg_stats(family, s, o, short)).collect();
         let segs = parts.len() as u32;
         let stats = order::combine(family, segs, o.seg, cols as u32, |s| parts[s as usize]);
         let f = order::factors(family, alt, stats, cols as u32, eps);
+        let fs: Vec<(f32, f32)> = parts.iter().map(|p| order::segment_factors(family, alt, p.0, f)).collect();
         for (c, &e) in v.iter().enumerate() {
             let w = weight.map_or(1.0, |w| widen(w[c]));
             let b = bias.map_or(0.0, |b| widen(b[c]));
-            y.push(narrow(order::output(family, alt, e, f, w, b)));
+            let f = if segs > 1 { fs[c / o.seg as usize] } else { f };
+            y.push(narrow(order::output(family, alt, e, f, w, b, short)));
         }
     }
     NormOut { y, h: hs }

@@ -8,7 +8,7 @@ use gpukern_device::pack::{load128, store128, Pack16};
 use gpukern_device::{sync_threads, thread, warp};
 
 use super::cluster::{cluster_sync, exchange};
-use super::order::{self, max_det, softmax_term, sq_step};
+use super::order::{self, max_det, softmax_shift, softmax_term, sq_step};
 use super::{Family, FLAG_ALT, FLAG_VEC, FLAG_WARP, MODE_APPLY, MODE_FULL, MODE_MASK, MODE_STATS, PART_WORDS};
 
 gpukern_device::static_shared!(
@@ -114,14 +114,13 @@ unsafe fn store_chunk<E: Elem>(base: *mut E::T, e0: u32, end: u32, vec: bool, va
     let lanes = E::LANES as u32;
     if vec && e0 + lanes <= end {
         let mut p = Pack16([0; 4]);
-        each_lane::<E>(
+        unroll::<4>(
             #[inline(always)]
-            |l| {
-                let bits = E::bits(E::narrow(vals[l]));
-                if E::LANES == 4 {
-                    p.0[l] = bits;
+            |w| {
+                p.0[w] = if E::LANES == 4 {
+                    E::bits(E::narrow(vals[w]))
                 } else {
-                    p.0[l / 2] |= bits << (16 * (l % 2));
+                    E::narrow_pair(vals[2 * w], vals[2 * w + 1])
                 }
             },
         );
@@ -185,11 +184,13 @@ fn add(p: f32, q: f32) -> f32 {
     p + q
 }
 
-/// This thread's valid elements folded by `f` from `init`, in index order.
+/// This thread's valid elements (the first `valid(j)` lanes of chunk `j`)
+/// folded by `f` from `init`, in index order; a whole chunk without a check
+/// per lane.
 #[inline(always)]
 fn fold<E: Elem, const K: usize>(
     v: &[[f32; 8]; K],
-    ok: impl Fn(usize, usize) -> bool,
+    valid: impl Fn(usize) -> u32,
     init: f32,
     f: impl Fn(f32, f32) -> f32,
 ) -> f32 {
@@ -197,10 +198,18 @@ fn fold<E: Elem, const K: usize>(
     unroll::<K>(
         #[inline(always)]
         |j| {
-            each_lane::<E>(
-                #[inline(always)]
-                |l| acc = if ok(j, l) { f(acc, v[j][l]) } else { acc },
-            )
+            let n = valid(j);
+            if n == E::LANES as u32 {
+                each_lane::<E>(
+                    #[inline(always)]
+                    |l| acc = f(acc, v[j][l]),
+                )
+            } else {
+                each_lane::<E>(
+                    #[inline(always)]
+                    |l| acc = if (l as u32) < n { f(acc, v[j][l]) } else { acc },
+                )
+            }
         },
     );
     acc
@@ -238,9 +247,12 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
     |j: usize| start + (t + j as u32 * g) * lanes;
     let has = #[inline(always)]
     |j: usize| active && e0(j) < end;
+    // Valid lanes of chunk j (0 for an inactive row).
     let ok = #[inline(always)]
-    |j: usize, l: usize| active && e0(j) + (l as u32) < end;
+    |j: usize| if has(j) { (end - e0(j)).min(lanes) } else { 0 };
     let residual = fam == Family::Rms && alt;
+    // A 16-bit output: softmax's short exponential (`order::softmax_term`).
+    let short = E::LANES == 8;
 
     let mut v = [[0.0f32; 8]; K];
     unroll::<K>(
@@ -266,8 +278,8 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
         },
     );
 
-    let single = mode != MODE_APPLY;
-    let stats = if single {
+    // The row's statistics, and the segment's max (softmax's segment factors).
+    let (stats, seg_max) = if mode != MODE_APPLY {
         let seg_stats = match fam {
             Family::Rms => (reduce(fold::<E, K>(&v, ok, 0.0, sq_step), add, 0.0, g, 0), 0.0),
             Family::Layer => {
@@ -292,14 +304,16 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
             }
             Family::Softmax => {
                 let m = reduce(fold::<E, K>(&v, ok, f32::NEG_INFINITY, max_det), max_det, f32::NEG_INFINITY, g, 0);
-                let z = if !alt && mode == MODE_FULL && !CLUSTER {
-                    // Softmax's output is term · (1/Z): keep the terms, sum them.
+                let sh = softmax_shift(m);
+                let z = if !alt && mode == MODE_FULL {
+                    // Softmax's output is term · (1/Z) (a cluster's: term · its
+                    // segment's factor): keep the terms, sum them.
                     unroll::<K>(
                         #[inline(always)]
                         |j| {
                             each_lane::<E>(
                                 #[inline(always)]
-                                |l| v[j][l] = softmax_term(v[j][l], m),
+                                |l| v[j][l] = softmax_term(v[j][l], sh, short),
                             )
                         },
                     );
@@ -310,7 +324,7 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
                         ok,
                         0.0,
                         #[inline(always)]
-                        |p, q| p + softmax_term(q, m),
+                        |p, q| p + softmax_term(q, sh, short),
                     )
                 };
                 (m, reduce(z, add, 0.0, g, 1))
@@ -319,7 +333,7 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
         if CLUSTER {
             // SAFETY: every block of the cluster is one row's segment
             // (FLAG_WARP off, cluster = grid.y = segments: the host's plan).
-            unsafe { exchange(fam, seg_stats, t, segs, a.seg, a.cols) }
+            (unsafe { exchange(fam, seg_stats, t, segs, a.seg, a.cols) }, seg_stats.0)
         } else if mode == MODE_STATS {
             if active && t == 0 {
                 let p = a.part.wrapping_add((row as usize * segs as usize + s as usize) * PART_WORDS);
@@ -331,7 +345,7 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
             }
             return;
         } else {
-            seg_stats
+            (seg_stats, seg_stats.0)
         }
     } else {
         let p = a.part.wrapping_add(row as usize * segs as usize * PART_WORDS) as *const f32;
@@ -345,11 +359,12 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
                 (0.0, 0.0)
             }
         };
-        order::combine(fam, segs, a.seg, a.cols, part)
+        (order::combine(fam, segs, a.seg, a.cols, part), part(s).0)
     };
 
     let f = order::factors(fam, alt, stats, a.cols, a.eps);
-    let kept_terms = fam == Family::Softmax && !alt && mode == MODE_FULL && !CLUSTER;
+    let f = if segs > 1 { order::segment_factors(fam, alt, seg_max, f) } else { f };
+    let kept_terms = fam == Family::Softmax && !alt && mode == MODE_FULL;
     unroll::<K>(
         #[inline(always)]
         |j| {
@@ -366,8 +381,11 @@ pub(super) unsafe fn norm<E: Elem, const K: usize, const CLUSTER: bool>(fam: Fam
                 each_lane::<E>(
                     #[inline(always)]
                     |l| {
-                        o[l] =
-                            if kept_terms { v[j][l] * f.1 } else { order::output(fam, alt, v[j][l], f, wv[l], bv[l]) };
+                        o[l] = if kept_terms {
+                            v[j][l] * f.1
+                        } else {
+                            order::output(fam, alt, v[j][l], f, wv[l], bv[l], short)
+                        };
                     },
                 );
                 // SAFETY: this thread's chunk of y.

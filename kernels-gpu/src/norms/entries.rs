@@ -1,6 +1,8 @@
 //! The norm kernels' entry points: [`super::device::norm`] instantiated per
-//! (family, dtype, K), in the portable module, and as cluster kernels
-//! (`_cluster`, K = 2, 4, 8) in the sm_90 module.
+//! (family, dtype, K), in the portable module, and in the sm_90 module as
+//! cluster kernels (`_cluster`, K = 2, 4, 8) and, under the portable names,
+//! the bf16 kernels (rounding with `cvt.rn.bf16.f32`: see
+//! [`super::sm90_kernel_names`]).
 
 use gpukern_device::lanes::{Bf16, Elem, F16, F32};
 
@@ -43,6 +45,18 @@ norm_entries!(false;
     norm_softmax_f32_k8 Softmax F32 8,
     norm_softmax_f16_k1 Softmax F16 1, norm_softmax_f16_k2 Softmax F16 2, norm_softmax_f16_k4 Softmax F16 4,
     norm_softmax_f16_k8 Softmax F16 8,
+    norm_softmax_bf16_k1 Softmax Bf16 1, norm_softmax_bf16_k2 Softmax Bf16 2,
+    norm_softmax_bf16_k4 Softmax Bf16 4, norm_softmax_bf16_k8 Softmax Bf16 8,
+);
+
+// The bf16 kernels again (sm_90 module, same names): the same bits, with the
+// hardware's rounding instead of the integer one.
+#[cfg(target_feature = "sm_90")]
+norm_entries!(false;
+    norm_rms_bf16_k1 Rms Bf16 1, norm_rms_bf16_k2 Rms Bf16 2, norm_rms_bf16_k4 Rms Bf16 4,
+    norm_rms_bf16_k8 Rms Bf16 8,
+    norm_layer_bf16_k1 Layer Bf16 1, norm_layer_bf16_k2 Layer Bf16 2, norm_layer_bf16_k4 Layer Bf16 4,
+    norm_layer_bf16_k8 Layer Bf16 8,
     norm_softmax_bf16_k1 Softmax Bf16 1, norm_softmax_bf16_k2 Softmax Bf16 2,
     norm_softmax_bf16_k4 Softmax Bf16 4, norm_softmax_bf16_k8 Softmax Bf16 8,
 );

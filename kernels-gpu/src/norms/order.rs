@@ -3,22 +3,22 @@
 //! deterministic max, each family's per-element steps, the combination of
 //! segment statistics in segment order, and the final per-row factors. Only
 //! IEEE operations rounded once (`+ - * /`, `fma`, `sqrt`) and
-//! `gpukern_device::math::{exp, log}` (same bits on host and device).
+//! `gpukern_device::math::{exp, exp_nonpos, exp_nonpos16, log}`, `max` (IEEE maxNum; same
+//! bits on host and device up to the sign of a zero max, see [`max_det`]).
 
-use gpukern_device::math::{exp, fma, log, sqrt};
+use gpukern_device::math::{exp, exp_nonpos, exp_nonpos16, fma, log, sqrt};
 
 use super::Family;
 
-/// The max every norm uses: `-0.0` below `+0.0`, a NaN operand ignored unless
-/// both are NaN (then the second). Commutative up to NaN payloads, so the two
-/// lanes of a butterfly agree.
+/// The max softmax uses: IEEE maxNum (`max.f32` on the GPU, `f32::max` on the
+/// host): a NaN operand is ignored unless both are NaN. Which zero the max
+/// of `-0.0` and `+0.0` is may differ between the two, and between the two
+/// lanes of a butterfly; nothing depends on it: the max only enters `exp(v -
+/// max)` (the same for either zero) and, canonicalised to `+0.0` by
+/// [`factors`], log-softmax's `v - max`.
 #[inline(always)]
 pub fn max_det(a: f32, b: f32) -> f32 {
-    if b.is_nan() || a > b || (a == b && a.is_sign_positive()) {
-        a
-    } else {
-        b
-    }
+    a.max(b)
 }
 
 /// Sum of squares step: `fma(v, v, acc)`.
@@ -27,15 +27,31 @@ pub fn sq_step(acc: f32, v: f32) -> f32 {
     fma(v, v, acc)
 }
 
-/// Softmax's term `exp(v - m)`, with `-inf` giving `0` even when `m` is
-/// `-inf` (a segment all `-inf` adds nothing; a row all `-inf` still ends in
-/// NaN, through `exp(-inf - -inf)` in the output).
+/// The shift softmax's terms subtract: the max `m`, or `0` when `m` is
+/// `-inf` (a segment all `-inf` or NaN), so that [`softmax_term`] never
+/// forms `-inf - -inf`.
 #[inline(always)]
-pub fn softmax_term(v: f32, m: f32) -> f32 {
-    if v == f32::NEG_INFINITY {
+pub fn softmax_shift(m: f32) -> f32 {
+    if m == f32::NEG_INFINITY {
         0.0
     } else {
-        exp(v - m)
+        m
+    }
+}
+
+/// Softmax's term `exp(v - shift)` for `shift = softmax_shift(m)`, `m` the max
+/// of the values `v` belongs to (so `v - shift <= 0` or NaN: the
+/// `exp_nonpos` domain). `short` (the output is f16 or bf16): with
+/// `exp_nonpos16` (2^-18.4 relative; three FMAs fewer), else `exp_nonpos`
+/// (the bits of `exp`). `-inf` gives `0`, also when `m` is `-inf` (a segment
+/// all `-inf` adds nothing; a row all `-inf` still ends in NaN, through
+/// `1 / 0 · 0` in the output).
+#[inline(always)]
+pub fn softmax_term(v: f32, shift: f32, short: bool) -> f32 {
+    if short {
+        exp_nonpos16(v - shift)
+    } else {
+        exp_nonpos(v - shift)
     }
 }
 
@@ -121,22 +137,40 @@ pub fn factors(family: Family, alt: bool, stats: (f32, f32), cols: u32, eps: f32
     match family {
         Family::Rms => (1.0 / sqrt(stats.0 / n + eps), 0.0),
         Family::Layer => (stats.0, 1.0 / sqrt(stats.1 / n + eps)),
-        Family::Softmax if alt => (stats.0, log(stats.1)),
+        // `+ 0.0`: a zero max is `+0.0` (see `max_det`).
+        Family::Softmax if alt => (stats.0 + 0.0, log(stats.1)),
         Family::Softmax => (stats.0, 1.0 / stats.1),
+    }
+}
+
+/// A segment's factors for [`output`] from the row's `f`, for a row of
+/// several segments: softmax's `(m_s, exp(m_s - m) · (1/Z))` (`m_s` the
+/// segment's max: its terms are `exp(v - m_s)`, which the cluster kernels
+/// keep in registers from their statistics, and the split's second pass
+/// computes alike); `f` itself otherwise. For one segment (`m_s = m`) the
+/// same bits as `f` (`exp(0) = 1`), NaN staying NaN.
+#[inline(always)]
+pub fn segment_factors(family: Family, alt: bool, m_s: f32, f: (f32, f32)) -> (f32, f32) {
+    if family == Family::Softmax && !alt {
+        (m_s, exp(m_s - f.0) * f.1)
+    } else {
+        f
     }
 }
 
 /// One output element in f32 (before rounding to the dtype) from the value
 /// `v`, the row's factors `f`, and the column's weight and bias (`1`, `0`
-/// where the family has none).
+/// where the family has none); `short`: the output is f16 or bf16 (see
+/// [`softmax_term`]).
 #[inline(always)]
-pub fn output(family: Family, alt: bool, v: f32, f: (f32, f32), w: f32, b: f32) -> f32 {
+pub fn output(family: Family, alt: bool, v: f32, f: (f32, f32), w: f32, b: f32, short: bool) -> f32 {
     match family {
         Family::Rms => (v * f.0) * w,
         Family::Layer => fma((v - f.0) * f.1, w, b),
         Family::Softmax if alt => (v - f.0) - f.1,
-        // The term the single-group kernels keep in registers, times 1/Z.
-        Family::Softmax => softmax_term(v, f.0) * f.1,
+        // The term the one-pass kernels keep in registers, times 1/Z (or
+        // the segment's factor, `segment_factors`).
+        Family::Softmax => softmax_term(v, softmax_shift(f.0), short) * f.1,
     }
 }
 
@@ -145,13 +179,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn max_det_orders_zeros_and_skips_nan() {
-        assert_eq!(max_det(-0.0, 0.0).to_bits(), 0.0f32.to_bits());
-        assert_eq!(max_det(0.0, -0.0).to_bits(), 0.0f32.to_bits());
+    fn max_det_skips_nan() {
+        assert_eq!(max_det(-0.0, 0.0), 0.0);
         assert_eq!(max_det(f32::NAN, 1.0), 1.0);
         assert_eq!(max_det(1.0, f32::NAN), 1.0);
         assert!(max_det(f32::NAN, f32::NAN).is_nan());
         assert_eq!(max_det(f32::NEG_INFINITY, -3.0), -3.0);
+    }
+
+    #[test]
+    fn a_zero_max_is_positive_for_log_softmax() {
+        for m in [0.0f32, -0.0] {
+            assert_eq!(factors(Family::Softmax, true, (m, 1.0), 1, 0.0).0.to_bits(), 0);
+        }
+    }
+
+    #[test]
+    fn softmax_terms_of_minus_infinity_are_zero() {
+        for short in [false, true] {
+            assert_eq!(softmax_term(f32::NEG_INFINITY, softmax_shift(f32::NEG_INFINITY), short).to_bits(), 0);
+            assert_eq!(softmax_term(f32::NEG_INFINITY, softmax_shift(2.0), short).to_bits(), 0);
+            assert!(softmax_term(f32::NAN, softmax_shift(f32::NEG_INFINITY), short).is_nan());
+            assert_eq!(softmax_term(1.5, softmax_shift(1.5), short), 1.0);
+        }
     }
 
     #[test]
@@ -177,6 +227,16 @@ mod tests {
         assert_eq!(z, 2.0 * exp(-1.0) + 1.0);
         let masked = [(f32::NEG_INFINITY, 0.0f32); 2];
         assert!(combine(Family::Softmax, 2, 4, 8, |s| masked[s as usize]).1.is_nan());
+    }
+
+    #[test]
+    fn segment_factors_of_one_segment_are_the_row_factors() {
+        for m in [0.0f32, -3.5, 2e30] {
+            let f = factors(Family::Softmax, false, (m, 7.0), 4, 0.0);
+            assert_eq!(segment_factors(Family::Softmax, false, m, f), f);
+        }
+        assert_eq!(segment_factors(Family::Softmax, false, -1.0, (0.0, 0.5)), (-1.0, exp(-1.0) * 0.5));
+        assert_eq!(segment_factors(Family::Softmax, true, -1.0, (0.0, 0.5)), (0.0, 0.5));
     }
 
     #[test]
