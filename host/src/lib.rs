@@ -69,6 +69,8 @@ mod built;
 pub use built::BuiltPtx;
 mod capture;
 pub use capture::{Graph, GraphBuilder, Slot};
+mod capture_user;
+pub use capture_user::{GraphArg, GraphArgs, GraphSlots};
 mod context;
 mod copy;
 mod element;

@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::names::{intern, Name};
 use crate::operands::{AutoSplit, Operands};
+use crate::pdl::Pdl;
 use crate::raw::{self, Kernel, MapLaunch, RawModule, Tail};
 use crate::tuning::AutoPlan;
 use crate::variant::LaunchConfig;
@@ -136,7 +137,7 @@ impl Module {
 
 /// The two kernels of one operation and dtype.
 #[derive(Clone)]
-struct Custom {
+pub(crate) struct Custom {
     module: Arc<ModuleInner>,
     dtype: Dtype,
     kind: EwKind,
@@ -161,12 +162,24 @@ pub enum CustomPattern {
 }
 
 impl Custom {
-    /// Lengths and ownership, as the built-in operations check them.
-    fn check<T: Element>(&self, ops: &Operands<'_, T>, stream: &Stream) -> Result<()> {
-        let (name, gpu) = (self.scalar.0.text, &self.module.gpu);
+    /// The scalar kernel's name, which names the operation in errors.
+    pub(crate) fn name(&self) -> &'static str {
+        self.scalar.0.text
+    }
+
+    /// The `Gpu` whose context the module lives in.
+    pub(crate) fn gpu(&self) -> &Gpu {
+        &self.module.gpu
+    }
+
+    /// Lengths and ownership, as the built-in operations check them (the
+    /// stream's owner is the caller's to check: a graph's capture stream has
+    /// none).
+    fn check<T: Element>(&self, ops: &Operands<'_, T>) -> Result<()> {
+        let (name, gpu) = (self.name(), &self.module.gpu);
         let _live = gpu.shared.bind()?;
         ops.check_lengths(name)?;
-        gpu.check_owned(name, ops.owners(), stream)
+        gpu.check_buffers_owned(name, ops.owners())
     }
 
     /// One kernel over all of `ops`; `ops.scales` carries the two parameters.
@@ -176,9 +189,9 @@ impl Custom {
         pattern: CustomPattern,
         cfg: LaunchConfig,
         mut ops: Operands<'_, T>,
-        stream: &Stream,
+        stream: raw::Queue<'_>,
         pdl: bool,
-    ) -> Result<&'static str> {
+    ) -> Result<()> {
         let ((full, kernel), lanes, align) = match (pattern, &self.twin) {
             (CustomPattern::Scalar, _) => (&self.scalar, 1, self.dtype.size()),
             (CustomPattern::Pack, Some(twin)) if pdl => (twin, (16 / self.dtype.size()) as u32, 16),
@@ -208,13 +221,14 @@ impl Custom {
         // (so `ew_entry!`'s parameter list, `inputs` and the two scalars), and
         // the module was loaded under load_ptx's contract (the manifest is the
         // macro's); a twin launches with PDL only after waits_first passed.
-        unsafe { raw::launch_map(&l, &ops.a, ops.b.as_ref(), &mut ops.out, stream.raw()) }?;
-        Ok(name)
+        unsafe { raw::launch_map(&l, &ops.a, ops.b.as_ref(), &mut ops.out, stream) }
     }
 
-    /// The automatic choice, as the built-in operations' ([`Operands::auto_split`]).
-    fn run_auto<T: Element>(&self, ops: Operands<'_, T>, stream: &Stream) -> Result<&'static str> {
-        self.check(&ops, stream)?;
+    /// The automatic choice, as the built-in operations' ([`Operands::auto_split`]),
+    /// on a stream of this module's `Gpu` (a plain call's or a graph's
+    /// capture stream), PDL as `pdl` says.
+    pub(crate) fn run_auto<T: Element>(&self, ops: Operands<'_, T>, stream: raw::Queue<'_>, pdl: Pdl) -> Result<()> {
+        self.check(&ops)?;
         let inputs = if self.kind == EwKind::Binary { 2 } else { 1 };
         let gpu = &self.module.gpu;
         let mut cfg = LaunchConfig::with_block(gpu.op_block(&self.pack.1, inputs, ops.a.len())?);
@@ -227,7 +241,7 @@ impl Custom {
             AutoSplit::Pack => {
                 // PDL as for the built-in operations.
                 let lanes = (16 / self.dtype.size()) as u32;
-                let pdl = stream.pdl().pays(self.module.gpu.info(), ops.a.len(), lanes);
+                let pdl = pdl.pays(self.module.gpu.info(), ops.a.len(), lanes);
                 self.launch(CustomPattern::Pack, cfg, ops, stream, pdl)
             }
             AutoSplit::Peel(head) => {
@@ -246,9 +260,16 @@ impl Custom {
         cfg: LaunchConfig,
         ops: Operands<'_, T>,
         stream: &Stream,
-    ) -> Result<&'static str> {
-        self.check(&ops, stream)?;
-        self.launch(pattern, cfg, ops, stream, false)
+    ) -> Result<()> {
+        self.module.gpu.check_stream_owned(self.name(), stream)?;
+        self.check(&ops)?;
+        self.launch(pattern, cfg, ops, stream.raw(), false)
+    }
+
+    /// [`Custom::run_auto`] on a stream of this module's `Gpu`, with its PDL setting.
+    fn run<T: Element>(&self, ops: Operands<'_, T>, stream: &Stream) -> Result<()> {
+        self.module.gpu.check_stream_owned(self.name(), stream)?;
+        self.run_auto(ops, stream.raw(), stream.pdl())
     }
 }
 
@@ -270,17 +291,23 @@ pub struct CustomUnary<T: Element> {
 }
 
 impl<T: Element> CustomUnary<T> {
+    /// The operation, for a graph's record (`capture_user.rs`).
+    pub(crate) fn custom(&self) -> &Custom {
+        &self.op
+    }
+
     /// Queues `out = op(a)` with the automatic choice; `params` reach the
-    /// operation's `Params::from_params`. Returns the kernel that did the bulk
-    /// of the work. `n = 0` is a no-op.
+    /// operation's `Params::from_params`. Its kernels: [`Self::kernels`] and
+    /// [`Self::pdl_kernel`]. `n = 0` is a no-op. Errors (nothing is
+    /// launched): lengths differ; buffers or stream of another `Gpu`.
     pub fn run<'a>(
         &self,
         a: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
         params: [f32; 2],
         stream: &Stream,
-    ) -> Result<&'static str> {
-        self.op.run_auto(operands(a.into_view(), None, out.into_view_mut(), params), stream)
+    ) -> Result<()> {
+        self.op.run(operands(a.into_view(), None, out.into_view_mut(), params), stream)
     }
 
     /// As [`CustomUnary::run`] with an explicit kernel and launch settings
@@ -293,7 +320,7 @@ impl<T: Element> CustomUnary<T> {
         out: impl AsViewMut<'a, T>,
         params: [f32; 2],
         stream: &Stream,
-    ) -> Result<&'static str> {
+    ) -> Result<()> {
         self.op.run_with(pattern, cfg, operands(a.into_view(), None, out.into_view_mut(), params), stream)
     }
 
@@ -318,6 +345,11 @@ pub struct CustomBinary<T: Element> {
 }
 
 impl<T: Element> CustomBinary<T> {
+    /// The operation, for a graph's record (`capture_user.rs`).
+    pub(crate) fn custom(&self) -> &Custom {
+        &self.op
+    }
+
     /// Queues `out = op(a, b)` with the automatic choice (see [`CustomUnary::run`]).
     pub fn run<'a>(
         &self,
@@ -326,8 +358,8 @@ impl<T: Element> CustomBinary<T> {
         out: impl AsViewMut<'a, T>,
         params: [f32; 2],
         stream: &Stream,
-    ) -> Result<&'static str> {
-        self.op.run_auto(operands(a.into_view(), Some(b.into_view()), out.into_view_mut(), params), stream)
+    ) -> Result<()> {
+        self.op.run(operands(a.into_view(), Some(b.into_view()), out.into_view_mut(), params), stream)
     }
 
     /// As [`CustomBinary::run`] with an explicit kernel and launch settings.
@@ -341,7 +373,7 @@ impl<T: Element> CustomBinary<T> {
         out: impl AsViewMut<'a, T>,
         params: [f32; 2],
         stream: &Stream,
-    ) -> Result<&'static str> {
+    ) -> Result<()> {
         let ops = operands(a.into_view(), Some(b.into_view()), out.into_view_mut(), params);
         self.op.run_with(pattern, cfg, ops, stream)
     }

@@ -13,6 +13,8 @@
 //!   and writes its total to `partial[blockIdx]`; a second launch of one block
 //!   sums the partials. `pdl`: in the sm_90 build the second launch may start
 //!   while the first finishes (programmatic dependent launch).
+//! * `scale`, a typed kernel with a scalar parameter: `y[i] = k·x[i]`, one
+//!   rounding (the host's graph test records it between the operations).
 //!
 //! build.rs of the host crate builds this crate twice, for sm_70 and sm_90;
 //! the sm_90 module also holds each operation's PDL twins (`elementwise!`).
@@ -145,6 +147,19 @@ pub fn block_sum(x: &[f32], partial: &mut [f32]) {
     let total = unsafe { block::sum((acc[0] + acc[1]) + (acc[2] + acc[3])) };
     if gpukern_device::is_block_leader() {
         partial.set(gpukern_device::block_xy().0 as usize, total);
+    }
+}
+
+/// `y[i] = k·x[i]` over the first `min(x.len(), y.len())` elements, in a
+/// grid-stride loop (any grid covers them).
+#[gpukern_macros::kernel]
+pub fn scale(x: &[f32], y: &mut [f32], k: f32) {
+    let (t, step) = (gpukern_device::global_thread() as usize, gpukern_device::grid_threads() as usize);
+    let n = x.len().min(y.len());
+    let mut i = t;
+    while i < n {
+        y.set(i, k * x[i]);
+        i += step;
     }
 }
 
