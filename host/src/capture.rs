@@ -95,6 +95,10 @@ impl SlotUse {
     }
 }
 
+/// An element-wise operation's slots `a`, `b` (two-input kinds) and `out`,
+/// and its two scalars.
+pub(crate) type MapSlots<T> = (Slot<T>, Option<Slot<T>>, Slot<T>, Option<(f32, f32)>);
+
 /// One recorded operation: queues itself on the capture stream.
 pub(crate) type Recorded<'a> = Box<dyn Fn(&Gpu, raw::Queue<'static>, Pdl) -> Result<()> + 'a>;
 
@@ -193,7 +197,7 @@ impl<'a> GraphBuilder<'a> {
         scales: Option<(f32, f32)>,
     ) -> Result<()> {
         let ops = (a, b, out, scales);
-        self.record_map(kind.name(), ops, move |gpu, ops, queue, pdl| gpu.map_auto(kind, ops, queue, pdl).map(|_| ()))
+        self.record_map(kind.name(), ops, move |gpu, ops, queue, pdl| gpu.map_auto(kind, ops, queue, pdl))
     }
 
     /// Records an element-wise operation `name` (the library's or a user
@@ -203,7 +207,7 @@ impl<'a> GraphBuilder<'a> {
     pub(crate) fn record_map<T: Element>(
         &mut self,
         name: &'static str,
-        (a, b, out, scales): (Slot<T>, Option<Slot<T>>, Slot<T>, Option<(f32, f32)>),
+        (a, b, out, scales): MapSlots<T>,
         run: impl Fn(&Gpu, Operands<'a, T>, raw::Queue<'static>, Pdl) -> Result<()> + 'a,
     ) -> Result<()> {
         check_record(self.id, name, a, b, out)?;

@@ -22,9 +22,10 @@ use gpukern_device::kernel::{InArg, KernelSig, OutArg, Scalar};
 
 use crate::buffer::Element;
 use crate::capture::{check_slots, GraphBuilder, Slot, SlotUse};
+use crate::custom::{CustomBinary, CustomUnary};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::module::{Custom, CustomBinary, CustomUnary};
+use crate::module::Custom;
 use crate::raw;
 use crate::typed::{sealed::Sealed, ArgSlots, HostElem, TypedKernel};
 use crate::user_launch::Launch;

@@ -73,6 +73,7 @@ mod capture_user;
 pub use capture_user::{GraphArg, GraphArgs, GraphSlots};
 mod context;
 mod copy;
+mod custom;
 mod element;
 mod error;
 #[cfg(feature = "fuzzing")]
@@ -113,13 +114,14 @@ mod user_launch;
 mod variant;
 
 pub use buffer::{AsView, AsViewMut, DeviceVec, Element, Pod, View, ViewMut};
+pub use custom::{CustomBinary, CustomUnary};
 pub use error::{AssertFailure, DriverError, Error, Result};
 pub use gpu::{kernel_names, sm90_kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX, PTX_SM90};
 pub use half;
 pub use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp};
 pub use kernels_gpu::Dtype;
 pub use many::{AddManyPlan, Triple};
-pub use module::{CustomBinary, CustomPattern, CustomUnary, Module};
+pub use module::{CustomPattern, Module};
 pub use studies::{CountVariant, MatmulVariant, Studies, TransposeVariant};
 pub use tuning::{AutoPlan, BulkConfig};
 pub use typed::{ArgSlots, HostArg, HostArgs, HostElem, ParamList, ParamOf, TypedKernel};

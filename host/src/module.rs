@@ -13,18 +13,18 @@
 //! * [`Module::launch`] (`raw/user.rs`, parameters in `user_launch.rs`) is the escape hatch for any other kernel: `unsafe`,
 //!   under the contract in its docs.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use gpukern_device::{EwKind, ABI_MAGIC, ABI_VERSION, EW_PDL, PDL_SUFFIX};
 use kernels_gpu::launch::grid_for;
 use kernels_gpu::Dtype;
 
-use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
+use crate::buffer::Element;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::names::{intern, Name};
-use crate::operands::{AutoSplit, Operands};
+use crate::operands::{split_for, AutoSplit, Operands};
+use crate::opts::Plan;
 use crate::pdl::Pdl;
 use crate::raw::{self, Kernel, MapLaunch, RawModule, Tail};
 use crate::tuning::AutoPlan;
@@ -86,7 +86,8 @@ impl Module {
         }
     }
 
-    fn custom<T: Element>(&self, name: &str, kind: EwKind) -> Result<Custom> {
+    /// The kernels of operation `name` of `kind` on `T`, after its manifest's checks.
+    pub(crate) fn custom<T: Element>(&self, name: &str, kind: EwKind) -> Result<Custom> {
         let (k, mask) = self.manifest(name)?;
         let bad = |detail: String| Error::CustomOp { kernel: name.to_string(), detail };
         if k != kind as u32 {
@@ -122,17 +123,6 @@ impl Module {
         };
         Ok(Custom { module: self.inner.clone(), dtype: T::DTYPE, kind, scalar: func(s)?, pack: func(p)?, twin })
     }
-
-    /// The one-input operation `name` of this module on `T` (declared `unary`
-    /// for `T`'s dtype with `gpukern_device::elementwise!`).
-    pub fn unary<T: Element>(&self, name: &str) -> Result<CustomUnary<T>> {
-        Ok(CustomUnary { op: self.custom::<T>(name, EwKind::Unary)?, _t: PhantomData })
-    }
-
-    /// The two-input operation `name` of this module on `T`.
-    pub fn binary<T: Element>(&self, name: &str) -> Result<CustomBinary<T>> {
-        Ok(CustomBinary { op: self.custom::<T>(name, EwKind::Binary)?, _t: PhantomData })
-    }
 }
 
 /// The two kernels of one operation and dtype.
@@ -165,6 +155,16 @@ impl Custom {
     /// The scalar kernel's name, which names the operation in errors.
     pub(crate) fn name(&self) -> &'static str {
         self.scalar.0.text
+    }
+
+    /// The scalar and pack kernels' names.
+    pub(crate) fn kernels(&self) -> (&'static str, &'static str) {
+        (self.scalar.0.text, self.pack.0.text)
+    }
+
+    /// The pack kernel's PDL twin's name, when it has one.
+    pub(crate) fn pdl_kernel(&self) -> Option<&'static str> {
+        self.twin.as_ref().map(|t| t.0.text)
     }
 
     /// The `Gpu` whose context the module lives in.
@@ -224,7 +224,31 @@ impl Custom {
         unsafe { raw::launch_map(&l, &ops.a, ops.b.as_ref(), &mut ops.out, stream) }
     }
 
-    /// The automatic choice, as the built-in operations' ([`Operands::auto_split`]),
+    /// The automatic choice's decision for `n` elements at operand addresses
+    /// `addrs`: the split ([`split_for`], as the built-in operations'), and
+    /// whether the pack kernel's PDL twin runs (as theirs: [`Pdl::pays`]).
+    fn decide(&self, addrs: &[u64], n: usize, pdl: Pdl) -> (AutoSplit, bool) {
+        let split = split_for(addrs, n, self.dtype.size(), 16);
+        let lanes = (16 / self.dtype.size()) as u32;
+        let twin = split == AutoSplit::Pack && self.twin.is_some() && pdl.pays(self.module.gpu.info(), n, lanes);
+        (split, twin)
+    }
+
+    /// What [`Custom::run_auto`] launches for `n` elements at `addrs`
+    /// (`[a, b, out]` or `[a, out]`) with `pdl`.
+    pub(crate) fn plan(&self, n: usize, addrs: &[u64], pdl: Pdl) -> Plan {
+        let (scalar, pack) = (self.scalar.0.text, self.pack.0.text);
+        match self.decide(addrs, n, pdl) {
+            (AutoSplit::Pack, true) => {
+                Plan { kernel: self.twin.as_ref().map_or(pack, |t| t.0.text), head: None, pdl: true }
+            }
+            (AutoSplit::Pack, false) => Plan::one(pack),
+            (AutoSplit::Peel(head), _) => Plan { kernel: pack, head: Some((scalar, head)), pdl: false },
+            (AutoSplit::Scalar, _) => Plan::one(scalar),
+        }
+    }
+
+    /// The automatic choice, as the built-in operations' ([`Custom::decide`]),
     /// on a stream of this module's `Gpu` (a plain call's or a graph's
     /// capture stream), PDL as `pdl` says.
     pub(crate) fn run_auto<T: Element>(&self, ops: Operands<'_, T>, stream: raw::Queue<'_>, pdl: Pdl) -> Result<()> {
@@ -237,24 +261,19 @@ impl Custom {
             let info = gpu.info();
             cfg.max_grid = AutoPlan::activation_max_grid(info.sm_count, info.max_threads_per_sm, cfg.block);
         }
-        match ops.auto_split(self.dtype.size()) {
-            AutoSplit::Pack => {
-                // PDL as for the built-in operations.
-                let lanes = (16 / self.dtype.size()) as u32;
-                let pdl = pdl.pays(self.module.gpu.info(), ops.a.len(), lanes);
-                self.launch(CustomPattern::Pack, cfg, ops, stream, pdl)
-            }
-            AutoSplit::Peel(head) => {
+        match self.decide(&ops.addrs(), ops.a.len(), pdl) {
+            (AutoSplit::Pack, twin) => self.launch(CustomPattern::Pack, cfg, ops, stream, twin),
+            (AutoSplit::Peel(head), _) => {
                 let (h, rest) = ops.split(head)?;
                 self.launch(CustomPattern::Scalar, cfg, h, stream, false)?;
                 self.launch(CustomPattern::Pack, cfg, rest, stream, false)
             }
-            AutoSplit::Scalar => self.launch(CustomPattern::Scalar, LaunchConfig::default(), ops, stream, false),
+            (AutoSplit::Scalar, _) => self.launch(CustomPattern::Scalar, LaunchConfig::default(), ops, stream, false),
         }
     }
 
     /// An explicit kernel, after the same checks.
-    fn run_with<T: Element>(
+    pub(crate) fn run_with<T: Element>(
         &self,
         pattern: CustomPattern,
         cfg: LaunchConfig,
@@ -267,126 +286,8 @@ impl Custom {
     }
 
     /// [`Custom::run_auto`] on a stream of this module's `Gpu`, with its PDL setting.
-    fn run<T: Element>(&self, ops: Operands<'_, T>, stream: &Stream) -> Result<()> {
+    pub(crate) fn run<T: Element>(&self, ops: Operands<'_, T>, stream: &Stream) -> Result<()> {
         self.module.gpu.check_stream_owned(self.name(), stream)?;
         self.run_auto(ops, stream.raw(), stream.pdl())
-    }
-}
-
-/// The operands of a custom call: the parameters travel as `scales`.
-fn operands<'a, T: Element>(
-    a: View<'a, T>,
-    b: Option<View<'a, T>>,
-    out: ViewMut<'a, T>,
-    params: [f32; 2],
-) -> Operands<'a, T> {
-    Operands { a, b, out, scales: Some((params[0], params[1])) }
-}
-
-/// A one-input operation of a user module on `T`: `out = op(a)`.
-#[derive(Clone)]
-pub struct CustomUnary<T: Element> {
-    op: Custom,
-    _t: PhantomData<T>,
-}
-
-impl<T: Element> CustomUnary<T> {
-    /// The operation, for a graph's record (`capture_user.rs`).
-    pub(crate) fn custom(&self) -> &Custom {
-        &self.op
-    }
-
-    /// Queues `out = op(a)` with the automatic choice; `params` reach the
-    /// operation's `Params::from_params`. Its kernels: [`Self::kernels`] and
-    /// [`Self::pdl_kernel`]. `n = 0` is a no-op. Errors (nothing is
-    /// launched): lengths differ; buffers or stream of another `Gpu`.
-    pub fn run<'a>(
-        &self,
-        a: impl AsView<'a, T>,
-        out: impl AsViewMut<'a, T>,
-        params: [f32; 2],
-        stream: &Stream,
-    ) -> Result<()> {
-        self.op.run(operands(a.into_view(), None, out.into_view_mut(), params), stream)
-    }
-
-    /// As [`CustomUnary::run`] with an explicit kernel and launch settings
-    /// (errors when operands are not aligned as the pattern needs).
-    pub fn run_with<'a>(
-        &self,
-        pattern: CustomPattern,
-        cfg: LaunchConfig,
-        a: impl AsView<'a, T>,
-        out: impl AsViewMut<'a, T>,
-        params: [f32; 2],
-        stream: &Stream,
-    ) -> Result<()> {
-        self.op.run_with(pattern, cfg, operands(a.into_view(), None, out.into_view_mut(), params), stream)
-    }
-
-    /// The scalar and pack kernels' names.
-    pub fn kernels(&self) -> (&'static str, &'static str) {
-        (self.op.scalar.0.text, self.op.pack.0.text)
-    }
-
-    /// The pack kernel's PDL twin, which [`Self::run`] launches with
-    /// programmatic dependent launch where the stream's [`crate::Pdl`] setting
-    /// says it pays: present for a module built for sm_90 on an sm_90 device.
-    pub fn pdl_kernel(&self) -> Option<&'static str> {
-        self.op.twin.as_ref().map(|t| t.0.text)
-    }
-}
-
-/// A two-input operation of a user module on `T`: `out = op(a, b)`.
-#[derive(Clone)]
-pub struct CustomBinary<T: Element> {
-    op: Custom,
-    _t: PhantomData<T>,
-}
-
-impl<T: Element> CustomBinary<T> {
-    /// The operation, for a graph's record (`capture_user.rs`).
-    pub(crate) fn custom(&self) -> &Custom {
-        &self.op
-    }
-
-    /// Queues `out = op(a, b)` with the automatic choice (see [`CustomUnary::run`]).
-    pub fn run<'a>(
-        &self,
-        a: impl AsView<'a, T>,
-        b: impl AsView<'a, T>,
-        out: impl AsViewMut<'a, T>,
-        params: [f32; 2],
-        stream: &Stream,
-    ) -> Result<()> {
-        self.op.run(operands(a.into_view(), Some(b.into_view()), out.into_view_mut(), params), stream)
-    }
-
-    /// As [`CustomBinary::run`] with an explicit kernel and launch settings.
-    #[allow(clippy::too_many_arguments)]
-    pub fn run_with<'a>(
-        &self,
-        pattern: CustomPattern,
-        cfg: LaunchConfig,
-        a: impl AsView<'a, T>,
-        b: impl AsView<'a, T>,
-        out: impl AsViewMut<'a, T>,
-        params: [f32; 2],
-        stream: &Stream,
-    ) -> Result<()> {
-        let ops = operands(a.into_view(), Some(b.into_view()), out.into_view_mut(), params);
-        self.op.run_with(pattern, cfg, ops, stream)
-    }
-
-    /// The scalar and pack kernels' names.
-    pub fn kernels(&self) -> (&'static str, &'static str) {
-        (self.op.scalar.0.text, self.op.pack.0.text)
-    }
-
-    /// The pack kernel's PDL twin, which [`Self::run`] launches with
-    /// programmatic dependent launch where the stream's [`crate::Pdl`] setting
-    /// says it pays: present for a module built for sm_90 on an sm_90 device.
-    pub fn pdl_kernel(&self) -> Option<&'static str> {
-        self.op.twin.as_ref().map(|t| t.0.text)
     }
 }
