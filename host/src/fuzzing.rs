@@ -27,7 +27,7 @@ pub fn check_signature(
     params: &[Param],
     entry: Result<Option<Vec<u32>>, String>,
 ) -> Result<(), String> {
-    crate::signature::check_signature(manifest, params, entry)
+    crate::signature::check_signature(manifest, params, &[], entry)
 }
 
 /// One slot as the graph builder records it: its builder, byte address,

@@ -269,7 +269,8 @@ impl Module {
         if params != K::PARAMS {
             return Err(bad("the handle's PARAMS and Params disagree".into()));
         }
-        crate::signature::check_signature(&bytes, &params, crate::ptx_text::entry_params(&self.inner.ptx, name))
+        let entry = crate::ptx_text::entry_params(&self.inner.ptx, name);
+        crate::signature::check_signature(&bytes, &params, K::PARAM_NAMES, entry)
             .map_err(bad)?;
         let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { kernel: name, source })?;
         let kernel = Kernel::new(f);

@@ -225,6 +225,14 @@ mod tests {
     }
 
     #[test]
+    fn typed_signatures_carry_the_parameter_names_on_the_host() {
+        use gpukern_device::kernel::{input, output, scalar, KernelSig};
+        assert_eq!(<super::block_sum as KernelSig>::PARAM_NAMES, ["x", "partial"]);
+        assert_eq!(<super::scale as KernelSig>::PARAM_NAMES, ["x", "y", "k"]);
+        assert_eq!(<super::scale as KernelSig>::PARAMS, [input::<f32>(), output::<f32>(), scalar::<f32>()]);
+    }
+
+    #[test]
     fn silu_special_values() {
         assert!(cpu::silu_f32(f32::NAN).is_nan());
         assert_eq!(cpu::silu_f32(f32::INFINITY), f32::INFINITY);
