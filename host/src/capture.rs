@@ -23,6 +23,7 @@ use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::context::Shared;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
+use crate::names::Name;
 use crate::operands::Operands;
 use crate::pdl::Pdl;
 use crate::raw;
@@ -114,6 +115,9 @@ pub struct GraphBuilder<'a> {
     /// The registered buffers' allocations: the graph orders them against
     /// other streams at each launch (the capture itself runs nothing).
     uses: Vec<Option<raw::Use<'a>>>,
+    /// The last user kernel recorded: a replay notes it, so that a fault is
+    /// reported naming it (`Shared::note_user_kernel`).
+    user_kernel: Option<Name>,
     // The registered buffers stay borrowed for `'a`, as the graph is.
     _borrows: PhantomData<&'a mut ()>,
 }
@@ -130,7 +134,8 @@ impl Gpu {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
         let (ops, uses) = (Vec::new(), Vec::new());
-        GraphBuilder { gpu: self.clone(), id, pdl: Pdl::Auto, ops, owner: None, uses, _borrows: PhantomData }
+        let (owner, user_kernel) = (None, None);
+        GraphBuilder { gpu: self.clone(), id, pdl: Pdl::Auto, ops, owner, uses, user_kernel, _borrows: PhantomData }
     }
 }
 
@@ -239,6 +244,11 @@ impl<'a> GraphBuilder<'a> {
         self.ops.push(op)
     }
 
+    /// Notes that the last operation recorded runs user kernel `name`.
+    pub(crate) fn note_user_kernel(&mut self, name: Name) {
+        self.user_kernel = Some(name);
+    }
+
     /// This builder's id (its slots carry it) and its `Gpu`.
     pub(crate) fn id_and_gpu(&self) -> (u64, &Gpu) {
         (self.id, &self.gpu)
@@ -254,7 +264,8 @@ impl<'a> GraphBuilder<'a> {
         let raw = raw::capture(&gpu.shared.ctx, |stream| self.ops.iter().try_for_each(|op| op(gpu, stream, pdl)))?;
         let launches = self.ops.len();
         let uses = self.uses;
-        Ok(Graph { raw: Mutex::new(raw), launches, gpu: gpu.shared.clone(), uses, _borrows: PhantomData })
+        let (gpu, user_kernel) = (gpu.shared.clone(), self.user_kernel);
+        Ok(Graph { raw: Mutex::new(raw), launches, gpu, uses, user_kernel, _borrows: PhantomData })
     }
 }
 
@@ -340,6 +351,8 @@ pub struct Graph<'a> {
     gpu: Arc<Shared>,
     /// The registered buffers' allocations (see [`GraphBuilder`]).
     uses: Vec<Option<raw::Use<'a>>>,
+    /// See [`GraphBuilder`]'s field.
+    user_kernel: Option<Name>,
     _borrows: PhantomData<&'a mut ()>,
 }
 
@@ -360,6 +373,9 @@ impl Graph<'_> {
         }
         // Ordered under the lock: replays on two streams write the same buffers.
         let mut g = self.raw.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(name) = self.user_kernel {
+            self.gpu.note_user_kernel(name);
+        }
         raw::graph_launch(&mut g, stream.raw(), &self.uses)
     }
 

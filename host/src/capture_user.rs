@@ -140,7 +140,7 @@ impl<'a> GraphBuilder<'a> {
     /// slice of the launch, a kernel of another `Gpu` handle; the geometry
     /// and shared memory are checked at [`GraphBuilder::build`], as
     /// [`TypedKernel::launch`] checks them.
-    pub fn kernel<K: KernelSig + 'a>(
+    pub fn kernel<K: KernelSig>(
         &mut self,
         k: &TypedKernel<K>,
         l: Launch,
@@ -154,6 +154,7 @@ impl<'a> GraphBuilder<'a> {
         let mut out = GraphSlots { slots: ArgSlots::new(), inputs: Vec::new(), outputs: Vec::new() };
         <K::Params as GraphArgs>::pack(args, &mut out);
         check_slots(id, k.name(), &out.inputs, &out.outputs)?;
+        self.note_user_kernel(k.name_id());
         let (k, slots) = (k.clone(), out.slots);
         self.push(Box::new(move |_: &Gpu, stream, pdl| {
             let mut slots = slots.clone();
@@ -181,7 +182,12 @@ impl<'a> GraphBuilder<'a> {
         same_gpu(op.name(), self.id_and_gpu().1, op.gpu())?;
         let op = op.clone();
         let ops = (a, b, out, Some((params[0], params[1])));
-        self.record_map(op.name(), ops, move |_, ops, stream, pdl| op.run_auto(ops, stream, pdl))
+        self.record_map(op.name(), ops, {
+            let op = op.clone();
+            move |_, ops, stream, pdl| op.run_auto(ops, stream, pdl)
+        })?;
+        self.note_user_kernel(op.pack_name());
+        Ok(())
     }
 }
 

@@ -157,6 +157,11 @@ impl Custom {
         self.scalar.0.text
     }
 
+    /// The pack kernel's interned name (what the automatic choice mostly runs).
+    pub(crate) fn pack_name(&self) -> Name {
+        self.pack.0
+    }
+
     /// The scalar and pack kernels' names.
     pub(crate) fn kernels(&self) -> (&'static str, &'static str) {
         (self.scalar.0.text, self.pack.0.text)

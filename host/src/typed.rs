@@ -270,8 +270,7 @@ impl Module {
             return Err(bad("the handle's PARAMS and Params disagree".into()));
         }
         let entry = crate::ptx_text::entry_params(&self.inner.ptx, name);
-        crate::signature::check_signature(&bytes, &params, K::PARAM_NAMES, entry)
-            .map_err(bad)?;
+        crate::signature::check_signature(&bytes, &params, K::PARAM_NAMES, entry).map_err(bad)?;
         let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { kernel: name, source })?;
         let kernel = Kernel::new(f);
         // Dynamic shared memory up to what a block may have, less the static part.
@@ -328,6 +327,11 @@ impl<K: KernelSig> TypedKernel<K> {
         // so the borrow checker keeps them apart from every other slice), and
         // a buffer is freed only after the work queued on it (`uses`).
         unsafe { self.queue(l, &mut out, stream.raw(), stream.pdl()) }
+    }
+
+    /// The entry point's interned name.
+    pub(crate) fn name_id(&self) -> Name {
+        self.name
     }
 
     /// The module's `Gpu`.
