@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use kernels_gpu::ops::{BinaryOp, OpKind, UnaryOp};
 
-use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
+use crate::buffer::{AsView, AsViewMut, Element, Pod, View, ViewMut};
 use crate::context::Shared;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
@@ -146,9 +146,11 @@ impl<'a> GraphBuilder<'a> {
         self.pdl = pdl
     }
 
-    /// Registers a buffer the graph only reads, borrowed for the graph's life.
-    /// Errors when it belongs to another `Gpu` handle.
-    pub fn input<T: Element>(&mut self, v: impl AsView<'a, T>) -> Result<Slot<T>> {
+    /// Registers a buffer the graph only reads, borrowed for the graph's life:
+    /// of an [`Element`] type for the element-wise operations, of any
+    /// [`Pod`] type a typed kernel takes (`u32`, `i8`, …). Errors when it
+    /// belongs to another `Gpu` handle.
+    pub fn input<T: Pod>(&mut self, v: impl AsView<'a, T>) -> Result<Slot<T>> {
         let v = v.into_view();
         self.gpu.check_buffers_owned("graph", [v.owner()])?;
         self.owner = Some(v.owner());
@@ -157,8 +159,8 @@ impl<'a> GraphBuilder<'a> {
     }
 
     /// Registers a buffer the graph writes (and may read), borrowed
-    /// exclusively for the graph's life.
-    pub fn output<T: Element>(&mut self, v: impl AsViewMut<'a, T>) -> Result<Slot<T>> {
+    /// exclusively for the graph's life (any [`Pod`] type, as [`Self::input`]).
+    pub fn output<T: Pod>(&mut self, v: impl AsViewMut<'a, T>) -> Result<Slot<T>> {
         let v = v.into_view_mut();
         self.gpu.check_buffers_owned("graph", [v.owner()])?;
         self.owner = Some(v.owner());
