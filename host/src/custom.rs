@@ -61,8 +61,8 @@ impl<T: Element> CustomUnary<T> {
     }
 
     /// Queues `out = op(a)` with the automatic choice; `params` reach the
-    /// operation's `Params::from_params`. Its kernels: [`Self::kernels`] and
-    /// [`Self::pdl_kernel`]. `n = 0` is a no-op. Errors (nothing is
+    /// operation's `Params::from_params`. What it launches: [`Self::plan`].
+    /// `n = 0` is a no-op. Errors (nothing is
     /// launched): lengths differ; buffers or stream of another `Gpu`.
     pub fn run<'a>(
         &self,

@@ -235,7 +235,8 @@ impl Custom {
     fn decide(&self, addrs: &[u64], n: usize, pdl: Pdl) -> (AutoSplit, bool) {
         let split = split_for(addrs, n, self.dtype.size(), 16);
         let lanes = (16 / self.dtype.size()) as u32;
-        let twin = split == AutoSplit::Pack && self.twin.is_some() && pdl.pays(self.module.gpu.info(), n, lanes);
+        let twin =
+            n > 0 && split == AutoSplit::Pack && self.twin.is_some() && pdl.pays(self.module.gpu.info(), n, lanes);
         (split, twin)
     }
 
