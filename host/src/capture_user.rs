@@ -179,14 +179,11 @@ impl<'a> GraphBuilder<'a> {
         out: Slot<T>,
         params: [f32; 2],
     ) -> Result<()> {
-        same_gpu(op.name(), self.id_and_gpu().1, op.gpu())?;
-        let op = op.clone();
-        let ops = (a, b, out, Some((params[0], params[1])));
-        self.record_map(op.name(), ops, {
-            let op = op.clone();
-            move |_, ops, stream, pdl| op.run_auto(ops, stream, pdl)
-        })?;
-        self.note_user_kernel(op.pack_name());
+        let (name, pack) = (op.name(), op.pack_name());
+        same_gpu(name, self.id_and_gpu().1, op.gpu())?;
+        let (op, ops) = (op.clone(), (a, b, out, Some((params[0], params[1]))));
+        self.record_map(name, ops, move |_, ops, stream, pdl| op.run_auto(ops, stream, pdl))?;
+        self.note_user_kernel(pack);
         Ok(())
     }
 }

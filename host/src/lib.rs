@@ -23,6 +23,11 @@
 //!   call launches: [`Gpu::plan`].
 //! * [`Stream::copy_from_host`], [`Stream::copy_to_host`], [`Stream::copy`]
 //!   and [`PinnedVec`]: copies on a stream.
+//! * [`Gpu::load_module`]: your own kernel crate's operations
+//!   ([`CustomUnary`], [`CustomBinary`]) and typed kernels ([`TypedKernel`]).
+//! * [`Gpu::graph`]: a CUDA graph of the library's operations and your own
+//!   ([`GraphBuilder::custom_unary`], [`GraphBuilder::kernel`]) on
+//!   registered buffers.
 //! * [`Studies`] (`gpu.studies()`): the seed's add variants by name
 //!   ([`Variant`]), the seed-003 studies, sweeps and bench helpers.
 //! * [`reference`](mod@reference): the CPU reference the tests and benches verify against.
