@@ -47,21 +47,26 @@ pub trait GraphArg: Sealed {
     fn push(arg: Self::Slot, out: &mut GraphSlots);
 }
 
+impl GraphSlots {
+    /// A slice parameter: its address and length, as a launch passes them.
+    fn slice<T>(&mut self, s: Slot<T>, written: bool) {
+        self.slots.slot(s.addr().to_ne_bytes());
+        self.slots.slot((s.len() as u64).to_ne_bytes());
+        if written { &mut self.outputs } else { &mut self.inputs }.push(s.use_());
+    }
+}
+
 impl<T: HostElem> GraphArg for InArg<T> {
     type Slot = Slot<T::Host>;
     fn push(s: Slot<T::Host>, out: &mut GraphSlots) {
-        out.slots.slot(s.addr().to_ne_bytes());
-        out.slots.slot((s.len() as u64).to_ne_bytes());
-        out.inputs.push(s.use_());
+        out.slice(s, false)
     }
 }
 
 impl<T: HostElem> GraphArg for OutArg<T> {
     type Slot = Slot<T::Host>;
     fn push(s: Slot<T::Host>, out: &mut GraphSlots) {
-        out.slots.slot(s.addr().to_ne_bytes());
-        out.slots.slot((s.len() as u64).to_ne_bytes());
-        out.outputs.push(s.use_());
+        out.slice(s, true)
     }
 }
 
@@ -92,17 +97,7 @@ macro_rules! graph_args {
         }
     )*};
 }
-graph_args! {
-    ();
-    (A a);
-    (A a, B b);
-    (A a, B b, C c);
-    (A a, B b, C c, D d);
-    (A a, B b, C c, D d, E e);
-    (A a, B b, C c, D d, E e, F f);
-    (A a, B b, C c, D d, E e, F f, G g);
-    (A a, B b, C c, D d, E e, F f, G g, H h);
-}
+crate::typed::param_tuples!(graph_args);
 
 impl<'a> GraphBuilder<'a> {
     /// Records `out = op(a)` of a user module's operation (as

@@ -39,27 +39,54 @@ fn operands<'a, T: Element>(
     Operands { a, b, out, scales: Some((params[0], params[1])) }
 }
 
-/// A one-input operation of a user module on `T`: `out = op(a)`.
-#[derive(Clone)]
-pub struct CustomUnary<T: Element> {
-    op: Custom,
-    _t: PhantomData<T>,
+/// What both handles have: the operation, its kernels, the plan of a call.
+macro_rules! custom_handle {
+    ($($(#[$doc:meta])* $ty:ident, $addrs:literal;)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $ty<T: Element> {
+            op: Custom,
+            _t: PhantomData<T>,
+        }
+
+        impl<T: Element> $ty<T> {
+            /// The operation, for a graph's record (`capture_user.rs`).
+            pub(crate) fn custom(&self) -> &Custom {
+                &self.op
+            }
+
+            #[doc = concat!("What [`Self::run`] launches for `n` elements at operand addresses `addrs` (`", $addrs, "`)")]
+            /// on a stream whose setting is `pdl`: the kernel that does the
+            /// bulk of the work (the PDL twin when it runs), an unaligned
+            /// head's scalar kernel, as [`crate::Gpu::plan`] says for the
+            /// library's.
+            pub fn plan(&self, n: usize, addrs: &[u64], pdl: Pdl) -> Plan {
+                self.op.plan(n, addrs, pdl)
+            }
+
+            /// The scalar and pack kernels' names.
+            pub fn kernels(&self) -> (&'static str, &'static str) {
+                self.op.kernels()
+            }
+
+            /// The pack kernel's PDL twin, which [`Self::run`] launches with
+            /// programmatic dependent launch where the stream's [`crate::Pdl`]
+            /// setting says it pays: present for a module built for sm_90 on
+            /// an sm_90 device.
+            pub fn pdl_kernel(&self) -> Option<&'static str> {
+                self.op.pdl_kernel()
+            }
+        }
+    )*};
+}
+custom_handle! {
+    /// A one-input operation of a user module on `T`: `out = op(a)`.
+    CustomUnary, "[a, out]";
+    /// A two-input operation of a user module on `T`: `out = op(a, b)`.
+    CustomBinary, "[a, b, out]";
 }
 
 impl<T: Element> CustomUnary<T> {
-    /// The operation, for a graph's record (`capture_user.rs`).
-    pub(crate) fn custom(&self) -> &Custom {
-        &self.op
-    }
-
-    /// What [`Self::run`] launches for `n` elements at operand addresses
-    /// `addrs` (`[a, out]`) on a stream whose setting is `pdl`: the kernel that
-    /// does the bulk of the work (the PDL twin when it runs), an unaligned
-    /// head's scalar kernel, as [`crate::Gpu::plan`] says for the library's.
-    pub fn plan(&self, n: usize, addrs: &[u64], pdl: Pdl) -> Plan {
-        self.op.plan(n, addrs, pdl)
-    }
-
     /// Queues `out = op(a)` with the automatic choice; `params` reach the
     /// operation's `Params::from_params`. What it launches: [`Self::plan`].
     /// `n = 0` is a no-op. Errors (nothing is
@@ -87,41 +114,9 @@ impl<T: Element> CustomUnary<T> {
     ) -> Result<()> {
         self.op.run_with(pattern, cfg, operands(a.into_view(), None, out.into_view_mut(), params), stream)
     }
-
-    /// The scalar and pack kernels' names.
-    pub fn kernels(&self) -> (&'static str, &'static str) {
-        self.op.kernels()
-    }
-
-    /// The pack kernel's PDL twin, which [`Self::run`] launches with
-    /// programmatic dependent launch where the stream's [`crate::Pdl`] setting
-    /// says it pays: present for a module built for sm_90 on an sm_90 device.
-    pub fn pdl_kernel(&self) -> Option<&'static str> {
-        self.op.pdl_kernel()
-    }
-}
-
-/// A two-input operation of a user module on `T`: `out = op(a, b)`.
-#[derive(Clone)]
-pub struct CustomBinary<T: Element> {
-    op: Custom,
-    _t: PhantomData<T>,
 }
 
 impl<T: Element> CustomBinary<T> {
-    /// The operation, for a graph's record (`capture_user.rs`).
-    pub(crate) fn custom(&self) -> &Custom {
-        &self.op
-    }
-
-    /// What [`Self::run`] launches for `n` elements at operand addresses
-    /// `addrs` (`[a, b, out]`) on a stream whose setting is `pdl`: the kernel that
-    /// does the bulk of the work (the PDL twin when it runs), an unaligned
-    /// head's scalar kernel, as [`crate::Gpu::plan`] says for the library's.
-    pub fn plan(&self, n: usize, addrs: &[u64], pdl: Pdl) -> Plan {
-        self.op.plan(n, addrs, pdl)
-    }
-
     /// Queues `out = op(a, b)` with the automatic choice (see [`CustomUnary::run`]).
     pub fn run<'a>(
         &self,
@@ -148,17 +143,5 @@ impl<T: Element> CustomBinary<T> {
     ) -> Result<()> {
         let ops = operands(a.into_view(), Some(b.into_view()), out.into_view_mut(), params);
         self.op.run_with(pattern, cfg, ops, stream)
-    }
-
-    /// The scalar and pack kernels' names.
-    pub fn kernels(&self) -> (&'static str, &'static str) {
-        self.op.kernels()
-    }
-
-    /// The pack kernel's PDL twin, which [`Self::run`] launches with
-    /// programmatic dependent launch where the stream's [`crate::Pdl`] setting
-    /// says it pays: present for a module built for sm_90 on an sm_90 device.
-    pub fn pdl_kernel(&self) -> Option<&'static str> {
-        self.op.pdl_kernel()
     }
 }

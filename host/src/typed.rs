@@ -210,17 +210,25 @@ macro_rules! host_args {
         }
     )*};
 }
-host_args! {
-    ();
-    (A a);
-    (A a, B b);
-    (A a, B b, C c);
-    (A a, B b, C c, D d);
-    (A a, B b, C c, D d, E e);
-    (A a, B b, C c, D d, E e, F f);
-    (A a, B b, C c, D d, E e, F f, G g);
-    (A a, B b, C c, D d, E e, F f, G g, H h);
+/// Invokes macro `$m` with every tuple arity of a typed kernel, 0 to [`MAX_PARAMS`], as `(A a, B b, …)`
+/// lists (the launch's `HostArgs` here, a graph's `GraphArgs` in `capture_user.rs`).
+macro_rules! param_tuples {
+    ($m:ident) => {
+        $m! {
+            ();
+            (A a);
+            (A a, B b);
+            (A a, B b, C c);
+            (A a, B b, C c, D d);
+            (A a, B b, C c, D d, E e);
+            (A a, B b, C c, D d, E e, F f);
+            (A a, B b, C c, D d, E e, F f, G g);
+            (A a, B b, C c, D d, E e, F f, G g, H h);
+        }
+    };
 }
+pub(crate) use param_tuples;
+param_tuples!(host_args);
 
 /// A typed kernel of a [`Module`], resolved and checked once.
 pub struct TypedKernel<K: KernelSig> {

@@ -5,7 +5,7 @@
 //! for bit with the CPU rules, canaries around every output; and the record
 //! checks, which refuse what the borrow rules of library operations refuse.
 
-use custom_kernels_app::{first_mismatch, inputs, load, Lane};
+use custom_kernels_app::{first_mismatch, inputs, ints, load, Lane};
 use gpukern::{BinaryOp, Error, Gpu, Launch, Module, Pdl, UnaryOp};
 
 fn record(case: &str, n: usize, ok: bool) {
@@ -23,19 +23,6 @@ const PAD: usize = 32;
 const POISON: u32 = 0x7fc0_dead;
 /// Threads per block of the typed launches.
 const BLOCK: u32 = 128;
-
-/// Small integers, so `block_sum` is exact in any order.
-fn ints(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 50) % 17) as f32 - 8.0
-        })
-        .collect()
-}
 
 /// Checks `got` (an output buffer with `PAD` canaries each side) against `want`.
 fn compare(step: &str, got: &[f32], want: &[f32]) -> Result<(), String> {
