@@ -14,7 +14,7 @@ use crate::module::{Custom, CustomPattern, Module};
 use crate::operands::Operands;
 use crate::opts::Plan;
 use crate::pdl::Pdl;
-use crate::variant::LaunchConfig;
+use crate::variant::LaunchShape;
 
 impl Module {
     /// The one-input operation `name` of this module on `T` (declared `unary`
@@ -106,7 +106,7 @@ impl<T: Element> CustomUnary<T> {
     pub fn run_with<'a>(
         &self,
         pattern: CustomPattern,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         a: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,
         params: [f32; 2],
@@ -134,7 +134,7 @@ impl<T: Element> CustomBinary<T> {
     pub fn run_with<'a>(
         &self,
         pattern: CustomPattern,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         a: impl AsView<'a, T>,
         b: impl AsView<'a, T>,
         out: impl AsViewMut<'a, T>,

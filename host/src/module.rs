@@ -28,7 +28,7 @@ use crate::opts::Plan;
 use crate::pdl::Pdl;
 use crate::raw::{self, Kernel, MapLaunch, RawModule, Tail};
 use crate::tuning::AutoPlan;
-use crate::variant::LaunchConfig;
+use crate::variant::LaunchShape;
 
 /// A loaded module, kept alive by every handle into it (unloaded on drop, context live).
 pub(crate) struct ModuleInner {
@@ -192,7 +192,7 @@ impl Custom {
     fn launch<T: Element>(
         &self,
         pattern: CustomPattern,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         mut ops: Operands<'_, T>,
         stream: raw::Queue<'_>,
         pdl: bool,
@@ -261,7 +261,7 @@ impl Custom {
         self.check(&ops)?;
         let inputs = if self.kind == EwKind::Binary { 2 } else { 1 };
         let gpu = &self.module.gpu;
-        let mut cfg = LaunchConfig::with_block(gpu.op_block(&self.pack.1, inputs, ops.a.len())?);
+        let mut cfg = LaunchShape::with_block(gpu.op_block(&self.pack.1, inputs, ops.a.len())?);
         // Arithmetic-bound, like the long activations: several packs per thread.
         if self.pack.1.resources()?.registers > CUSTOM_ARITHMETIC_REGISTERS {
             let info = gpu.info();
@@ -274,7 +274,7 @@ impl Custom {
                 self.launch(CustomPattern::Scalar, cfg, h, stream, false)?;
                 self.launch(CustomPattern::Pack, cfg, rest, stream, false)
             }
-            (AutoSplit::Scalar, _) => self.launch(CustomPattern::Scalar, LaunchConfig::default(), ops, stream, false),
+            (AutoSplit::Scalar, _) => self.launch(CustomPattern::Scalar, LaunchShape::default(), ops, stream, false),
         }
     }
 
@@ -282,7 +282,7 @@ impl Custom {
     pub(crate) fn run_with<T: Element>(
         &self,
         pattern: CustomPattern,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         ops: Operands<'_, T>,
         stream: &Stream,
     ) -> Result<()> {
