@@ -13,7 +13,10 @@ pub enum Pick {
     Variant(Variant),
     /// A bulk-copy variant with explicit tiling.
     Bulk(Variant, BulkConfig),
+    /// The automatic add with the stream's PDL setting.
     Auto,
+    /// The automatic add with this PDL setting for each call.
+    AutoPdl(gpukern::Pdl),
 }
 
 impl From<Variant> for Pick {
@@ -81,6 +84,10 @@ impl<T: ReferenceAdd> Workload<T> {
             Pick::Bulk(v, bulk) => gpu.studies().add_bulk_with(v, cfg, bulk, a, b, out, stream),
             // The automatic path as users call it: its own tuned launch settings.
             Pick::Auto => gpu.binary(gpukern::BinaryOp::Add, a, b, out, stream),
+            Pick::AutoPdl(pdl) => {
+                let opts = gpukern::Opts::auto().pdl(pdl);
+                gpu.binary_opts(gpukern::BinaryOp::Add, a, b, out, stream, &opts)
+            }
         }
     }
 
@@ -151,8 +158,8 @@ impl<T: ReferenceAdd> Workload<T> {
     /// Median device time in ms per launch of a burst of [`BURST`] automatic
     /// adds queued back to back behind one spin (long enough for the host to
     /// queue the whole burst first), so the GPU sets the pace: the gap between
-    /// consecutive kernels counts, the host's launch path does not. The
-    /// stream's PDL setting is `pdl` for the burst. Input sets rotate launch by
+    /// consecutive kernels counts, the host's launch path does not. Each add
+    /// of the burst is called with `pdl`. Input sets rotate launch by
     /// launch when `warm` is false (set 0 every time when true).
     #[allow(clippy::too_many_arguments)]
     pub fn time_burst(
@@ -165,11 +172,9 @@ impl<T: ReferenceAdd> Workload<T> {
         stream: &Stream,
     ) -> gpukern::Result<f64> {
         let sets = if warm { 1 } else { self.rotation(gpu, n) };
-        let before = stream.pdl();
-        stream.set_pdl(pdl);
         let mut burst = |i: usize, s: &Stream| -> gpukern::Result<()> {
-            (0..BURST)
-                .try_for_each(|k| self.launch(gpu, Pick::Auto, LaunchShape::default(), n, (i * BURST + k) % sets, s))
+            let pick = Pick::AutoPdl(pdl);
+            (0..BURST).try_for_each(|k| self.launch(gpu, pick, LaunchShape::default(), n, (i * BURST + k) % sets, s))
         };
         // The host's time to queue a burst, measured on the second one (the
         // first may pay one-time driver costs); the spin covers three times it,
@@ -189,7 +194,6 @@ impl<T: ReferenceAdd> Workload<T> {
             }
             Ok(())
         });
-        stream.set_pdl(before);
         timed.map(|_| median(&mut t))
     }
 

@@ -98,9 +98,7 @@ unsafe impl KernelElem for F16Bits {
     const CODE: u32 = 12;
 }
 
-/// The parameter list of a typed kernel, as types: a tuple of [`In`], [`Out`]
-/// markers and scalar [`Scalar`]s, from which the host library derives the
-/// launch's argument types.
+/// A typed kernel's name and parameters, as values and as the markers the host derives its arguments from.
 pub trait KernelSig: 'static {
     /// The entry point's name.
     const NAME: &'static str;
@@ -108,6 +106,8 @@ pub trait KernelSig: 'static {
     const PARAMS: &'static [Param];
     /// The parameters as marker types (`(InArg<f32>, OutArg<f32>, Scalar<f32>)`).
     type Params;
+    /// The parameters' names as written (`#[kernel]`; empty if hand-written), for host errors; not in any PTX.
+    const PARAM_NAMES: &'static [&'static str] = &[];
 }
 
 /// Marker of a read-only slice parameter in [`KernelSig::Params`].

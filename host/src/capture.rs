@@ -1,6 +1,8 @@
-//! Graphs of any library operations: [`Gpu::graph`] records element-wise
-//! operations on registered buffers ([`GraphBuilder`]), then captures them
-//! into one CUDA graph ([`Graph`]) that replays them with one launch.
+//! Graphs of operations: [`Gpu::graph`] records element-wise operations on
+//! registered buffers ([`GraphBuilder`]): the library's, a user module's
+//! `elementwise!` operations and typed `#[kernel]` launches
+//! (`capture_user.rs`), then captures them into one CUDA graph ([`Graph`])
+//! that replays them with one launch.
 //!
 //! Operations refer to buffers through [`Slot`]s: each buffer is borrowed once,
 //! for the graph's whole life (read-only with [`GraphBuilder::input`], writable
@@ -17,10 +19,11 @@ use std::sync::{Arc, Mutex};
 
 use kernels_gpu::ops::{BinaryOp, OpKind, UnaryOp};
 
-use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
+use crate::buffer::{AsView, AsViewMut, Element, Pod, View, ViewMut};
 use crate::context::Shared;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
+use crate::names::Name;
 use crate::operands::Operands;
 use crate::pdl::Pdl;
 use crate::raw;
@@ -60,13 +63,45 @@ impl<T> Slot<T> {
         Ok(Slot { addr: self.addr + (start * std::mem::size_of::<T>()) as u64, len: end - start, ..self })
     }
 
-    fn bytes(&self) -> std::ops::Range<u64> {
-        self.addr..self.addr + (self.len * std::mem::size_of::<T>()) as u64
+    /// What the record-time checks need of this slot ([`check_slots`]).
+    pub(crate) fn use_(&self) -> SlotUse {
+        let start = self.addr;
+        SlotUse {
+            builder: self.builder,
+            start,
+            end: start + (self.len * std::mem::size_of::<T>()) as u64,
+            writable: self.writable,
+        }
+    }
+
+    /// The device address of the slot's first element.
+    pub(crate) fn addr(&self) -> u64 {
+        self.addr
     }
 }
 
+/// A slot as the record-time checks see it: its builder, its bytes, its access.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SlotUse {
+    builder: u64,
+    start: u64,
+    end: u64,
+    writable: bool,
+}
+
+impl SlotUse {
+    /// True when output `o` (not empty) shares a byte with this slot.
+    fn overlaps(&self, o: &SlotUse) -> bool {
+        self.start < o.end && o.start < self.end && o.start < o.end
+    }
+}
+
+/// An element-wise operation's slots `a`, `b` (two-input kinds) and `out`,
+/// and its two scalars.
+pub(crate) type MapSlots<T> = (Slot<T>, Option<Slot<T>>, Slot<T>, Option<(f32, f32)>);
+
 /// One recorded operation: queues itself on the capture stream.
-type Recorded<'a> = Box<dyn Fn(&Gpu, raw::Queue<'static>, Pdl) -> Result<&'static str> + 'a>;
+pub(crate) type Recorded<'a> = Box<dyn Fn(&Gpu, raw::Queue<'static>, Pdl) -> Result<()> + 'a>;
 
 /// Records operations for [`Gpu::graph`]; [`GraphBuilder::build`] captures them.
 pub struct GraphBuilder<'a> {
@@ -80,6 +115,9 @@ pub struct GraphBuilder<'a> {
     /// The registered buffers' allocations: the graph orders them against
     /// other streams at each launch (the capture itself runs nothing).
     uses: Vec<Option<raw::Use<'a>>>,
+    /// The last user kernel recorded: a replay notes it, so that a fault is
+    /// reported naming it (`Shared::note_user_kernel`).
+    user_kernel: Option<Name>,
     // The registered buffers stay borrowed for `'a`, as the graph is.
     _borrows: PhantomData<&'a mut ()>,
 }
@@ -96,7 +134,8 @@ impl Gpu {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
         let (ops, uses) = (Vec::new(), Vec::new());
-        GraphBuilder { gpu: self.clone(), id, pdl: Pdl::Auto, ops, owner: None, uses, _borrows: PhantomData }
+        let (owner, user_kernel) = (None, None);
+        GraphBuilder { gpu: self.clone(), id, pdl: Pdl::Auto, ops, owner, uses, user_kernel, _borrows: PhantomData }
     }
 }
 
@@ -107,9 +146,11 @@ impl<'a> GraphBuilder<'a> {
         self.pdl = pdl
     }
 
-    /// Registers a buffer the graph only reads, borrowed for the graph's life.
-    /// Errors when it belongs to another `Gpu` handle.
-    pub fn input<T: Element>(&mut self, v: impl AsView<'a, T>) -> Result<Slot<T>> {
+    /// Registers a buffer the graph only reads, borrowed for the graph's life:
+    /// of an [`Element`] type for the element-wise operations, of any
+    /// [`Pod`] type a typed kernel takes (`u32`, `i8`, …). Errors when it
+    /// belongs to another `Gpu` handle.
+    pub fn input<T: Pod>(&mut self, v: impl AsView<'a, T>) -> Result<Slot<T>> {
         let v = v.into_view();
         self.gpu.check_buffers_owned("graph", [v.owner()])?;
         self.owner = Some(v.owner());
@@ -118,8 +159,8 @@ impl<'a> GraphBuilder<'a> {
     }
 
     /// Registers a buffer the graph writes (and may read), borrowed
-    /// exclusively for the graph's life.
-    pub fn output<T: Element>(&mut self, v: impl AsViewMut<'a, T>) -> Result<Slot<T>> {
+    /// exclusively for the graph's life (any [`Pod`] type, as [`Self::input`]).
+    pub fn output<T: Pod>(&mut self, v: impl AsViewMut<'a, T>) -> Result<Slot<T>> {
         let v = v.into_view_mut();
         self.gpu.check_buffers_owned("graph", [v.owner()])?;
         self.owner = Some(v.owner());
@@ -129,17 +170,17 @@ impl<'a> GraphBuilder<'a> {
 
     /// Records `out = op(a, b)` (as [`Gpu::binary`]).
     pub fn binary<T: Element>(&mut self, op: BinaryOp, a: Slot<T>, b: Slot<T>, out: Slot<T>) -> Result<()> {
-        self.record(OpKind::Binary(op), a, Some(b), out, None)
+        self.library(OpKind::Binary(op), a, Some(b), out, None)
     }
 
     /// Records `out = op(a)` (as [`Gpu::unary`]).
     pub fn unary<T: Element>(&mut self, op: UnaryOp, a: Slot<T>, out: Slot<T>) -> Result<()> {
-        self.record(OpKind::Unary(op), a, None, out, None)
+        self.library(OpKind::Unary(op), a, None, out, None)
     }
 
     /// Records `out = alpha·a + beta·b` (as [`Gpu::axpby`]).
     pub fn axpby<T: Element>(&mut self, alpha: f32, a: Slot<T>, beta: f32, b: Slot<T>, out: Slot<T>) -> Result<()> {
-        self.record(OpKind::Axpby, a, Some(b), out, Some((alpha, beta)))
+        self.library(OpKind::Axpby, a, Some(b), out, Some((alpha, beta)))
     }
 
     /// Operations recorded so far.
@@ -152,10 +193,9 @@ impl<'a> GraphBuilder<'a> {
         self.ops.is_empty()
     }
 
-    /// The checks of one operation (each at record time, so a bad one is
-    /// refused before anything is captured): slots of this builder, equal
-    /// lengths, a writable output that overlaps neither input.
-    fn record<T: Element>(
+    /// A library operation, launched at capture as [`Gpu::binary`]'s
+    /// automatic choice.
+    fn library<T: Element>(
         &mut self,
         kind: OpKind,
         a: Slot<T>,
@@ -163,8 +203,21 @@ impl<'a> GraphBuilder<'a> {
         out: Slot<T>,
         scales: Option<(f32, f32)>,
     ) -> Result<()> {
-        let name = kind.name();
-        check_record(self.id, kind, a, b, out)?;
+        let ops = (a, b, out, scales);
+        self.record_map(kind.name(), ops, move |gpu, ops, queue, pdl| gpu.map_auto(kind, ops, queue, pdl))
+    }
+
+    /// Records an element-wise operation `name` (the library's or a user
+    /// module's) after its checks ([`check_record`], each at record time, so
+    /// a bad one is refused before anything is captured); at capture `run`
+    /// launches it on views of the slots.
+    pub(crate) fn record_map<T: Element>(
+        &mut self,
+        name: &'static str,
+        (a, b, out, scales): MapSlots<T>,
+        run: impl Fn(&Gpu, Operands<'a, T>, raw::Queue<'static>, Pdl) -> Result<()> + 'a,
+    ) -> Result<()> {
+        check_record(self.id, name, a, b, out)?;
         // Set by the registration that made `a` (a slot of this builder).
         let Some(shared) = self.owner else { return Err(Error::ForeignSlot { kernel: name }) };
         self.ops.push(Box::new(move |gpu: &Gpu, stream, pdl| {
@@ -182,9 +235,25 @@ impl<'a> GraphBuilder<'a> {
                     scales,
                 }
             };
-            gpu.map_auto(kind, ops, stream, pdl)
+            run(gpu, ops, stream, pdl)
         }));
         Ok(())
+    }
+
+    /// Records an operation whose slots [`check_slots`] passed (`capture_user.rs`'s
+    /// typed kernels).
+    pub(crate) fn push(&mut self, op: Recorded<'a>) {
+        self.ops.push(op)
+    }
+
+    /// Notes that the last operation recorded runs user kernel `name`.
+    pub(crate) fn note_user_kernel(&mut self, name: Name) {
+        self.user_kernel = Some(name);
+    }
+
+    /// This builder's id (its slots carry it) and its `Gpu`.
+    pub(crate) fn id_and_gpu(&self) -> (u64, &Gpu) {
+        (self.id, &self.gpu)
     }
 
     /// Captures the recorded operations, in order, into one graph. Errors when
@@ -194,40 +263,53 @@ impl<'a> GraphBuilder<'a> {
             return Err(Error::Shape { kernel: "graph", detail: "a graph needs at least one operation".into() });
         }
         let (gpu, pdl) = (&self.gpu, self.pdl);
-        let raw = raw::capture(&gpu.shared.ctx, |stream| {
-            self.ops.iter().try_for_each(|op| op(gpu, stream, pdl).map(|_| ()))
-        })?;
+        let raw = raw::capture(&gpu.shared.ctx, |stream| self.ops.iter().try_for_each(|op| op(gpu, stream, pdl)))?;
         let launches = self.ops.len();
         let uses = self.uses;
-        Ok(Graph { raw: Mutex::new(raw), launches, gpu: gpu.shared.clone(), uses, _borrows: PhantomData })
+        let (gpu, user_kernel) = (gpu.shared.clone(), self.user_kernel);
+        Ok(Graph { raw: Mutex::new(raw), launches, gpu, uses, user_kernel, _borrows: PhantomData })
     }
 }
 
-/// The record-time checks of one operation of builder `id` (what
-/// [`GraphBuilder::record`] refuses before anything is captured): slots of
-/// this builder, a writable output, equal lengths, an output that overlaps
-/// no input. Apart so the fuzz target (`crate::fuzzing`) reaches it.
-pub(crate) fn check_record<T>(id: u64, kind: OpKind, a: Slot<T>, b: Option<Slot<T>>, out: Slot<T>) -> Result<()> {
-    let name = kind.name();
-    if [Some(a), b, Some(out)].iter().flatten().any(|s| s.builder != id) {
-        return Err(Error::ForeignSlot { kernel: name });
-    }
-    if !out.writable {
-        return Err(Error::WrongOperands {
-            kernel: name,
-            detail: "the output slot is an input (register it with `output`)",
-        });
-    }
+/// The record-time checks of one element-wise operation `name` of builder
+/// `id` (what [`GraphBuilder::record_map`] refuses before anything is
+/// captured): [`check_slots`], and equal lengths. Apart so the fuzz target
+/// (`crate::fuzzing`) reaches it.
+pub(crate) fn check_record<T>(id: u64, name: &'static str, a: Slot<T>, b: Option<Slot<T>>, out: Slot<T>) -> Result<()> {
+    let inputs = [Some(a.use_()), b.map(|b| b.use_())];
+    check_slots(id, name, inputs.iter().flatten(), &[out.use_()])?;
     match b {
         Some(b) if a.len != out.len || b.len != out.len => {
-            return Err(Error::LengthMismatch { kernel: name, a: a.len, b: b.len, out: out.len });
+            Err(Error::LengthMismatch { kernel: name, a: a.len, b: b.len, out: out.len })
         }
-        None if a.len != out.len => return Err(Error::UnaryLengthMismatch { kernel: name, a: a.len, out: out.len }),
-        _ => {}
+        None if a.len != out.len => Err(Error::UnaryLengthMismatch { kernel: name, a: a.len, out: out.len }),
+        _ => Ok(()),
     }
-    let o = out.bytes();
-    if [Some(a), b].iter().flatten().any(|s| s.bytes().start < o.end && o.start < s.bytes().end && !o.is_empty()) {
-        return Err(Error::WrongOperands { kernel: name, detail: "the output overlaps an input" });
+}
+
+/// The borrow rules of one recorded operation `name` of builder `id`, for
+/// every kind of operation (the library's, a user module's, a typed
+/// kernel's): each slot is this builder's, each output was registered
+/// writable, and no output overlaps any other slice of the operation (an
+/// input, or another output), as the borrow checker enforces for views.
+pub(crate) fn check_slots<'s>(
+    id: u64,
+    name: &'static str,
+    inputs: impl IntoIterator<Item = &'s SlotUse> + Clone,
+    outputs: &'s [SlotUse],
+) -> Result<()> {
+    if inputs.clone().into_iter().chain(outputs).any(|s| s.builder != id) {
+        return Err(Error::ForeignSlot { kernel: name });
+    }
+    if outputs.iter().any(|o| !o.writable) {
+        let detail = "the output slot is an input (register it with `output`)";
+        return Err(Error::WrongOperands { kernel: name, detail });
+    }
+    for (i, o) in outputs.iter().enumerate() {
+        let others = inputs.clone().into_iter().chain(outputs.iter().enumerate().filter(|&(j, _)| j != i).map(|p| p.1));
+        if others.into_iter().any(|s| s.overlaps(o)) {
+            return Err(Error::WrongOperands { kernel: name, detail: "an output overlaps another operand" });
+        }
     }
     Ok(())
 }
@@ -271,6 +353,8 @@ pub struct Graph<'a> {
     gpu: Arc<Shared>,
     /// The registered buffers' allocations (see [`GraphBuilder`]).
     uses: Vec<Option<raw::Use<'a>>>,
+    /// See [`GraphBuilder`]'s field.
+    user_kernel: Option<Name>,
     _borrows: PhantomData<&'a mut ()>,
 }
 
@@ -291,6 +375,9 @@ impl Graph<'_> {
         }
         // Ordered under the lock: replays on two streams write the same buffers.
         let mut g = self.raw.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(name) = self.user_kernel {
+            self.gpu.note_user_kernel(name);
+        }
         raw::graph_launch(&mut g, stream.raw(), &self.uses)
     }
 

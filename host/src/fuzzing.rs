@@ -27,7 +27,7 @@ pub fn check_signature(
     params: &[Param],
     entry: Result<Option<Vec<u32>>, String>,
 ) -> Result<(), String> {
-    crate::signature::check_signature(manifest, params, entry)
+    crate::signature::check_signature(manifest, params, &[], entry)
 }
 
 /// One slot as the graph builder records it: its builder, byte address,
@@ -43,5 +43,5 @@ pub struct SlotParts {
 /// `capture::check_record` for builder `id` on `f32` slots.
 pub fn check_record(id: u64, kind: OpKind, a: SlotParts, b: Option<SlotParts>, out: SlotParts) -> crate::Result<()> {
     let s = |p: SlotParts| crate::capture::fuzz_slot::<f32>(p.builder, p.addr, p.len, p.writable);
-    crate::capture::check_record(id, kind, s(a), b.map(s), s(out))
+    crate::capture::check_record(id, kind.name(), s(a), b.map(s), s(out))
 }

@@ -11,6 +11,7 @@ use crate::buffer::{DeviceVec, Pod};
 pub use crate::context::DeviceInfo;
 pub(crate) use crate::context::Shared;
 use crate::error::{Error, Result};
+use crate::pdl::Pdl;
 pub use crate::raw::KernelResources;
 use crate::raw::{self, Kernel, PrimaryContext, RawModule, RawStream};
 
@@ -222,10 +223,21 @@ impl Gpu {
 
     /// A new stream on this GPU. It is a blocking stream: it is ordered with
     /// the legacy default stream, which the synchronous copies and fills of
-    /// `DeviceVec` use, so those never race with queued work.
+    /// `DeviceVec` use, so those never race with queued work. Its launches
+    /// use programmatic dependent launch as [`Pdl::Auto`] decides (see
+    /// [`Gpu::stream_with`]).
     pub fn stream(&self) -> Result<Stream> {
+        self.stream_with(Pdl::Auto)
+    }
+
+    /// As [`Gpu::stream`], with `pdl` the stream's setting for programmatic
+    /// dependent launch, fixed for its life: what the element-wise
+    /// operations, user operations, typed `#[kernel(pdl)]` launches and
+    /// `add_many` queued on it use, unless a call's [`crate::Opts`] says
+    /// otherwise. Results do not depend on it, only launch overlap does.
+    pub fn stream_with(&self, pdl: Pdl) -> Result<Stream> {
         let inner = RawStream::create(&self.shared.ctx)?;
-        Ok(Stream { inner, gpu: self.shared.clone(), events: Default::default(), pdl: Default::default() })
+        Ok(Stream { inner, gpu: self.shared.clone(), events: Default::default(), pdl })
     }
 
     /// Allocates `len` elements. The contents are unspecified until written.
@@ -281,8 +293,8 @@ pub struct Stream {
     gpu: Arc<Shared>,
     /// The timing events of [`Stream::time`], created at its first call.
     events: std::sync::Mutex<Option<raw::RawEvents>>,
-    /// When its element-wise launches use programmatic dependent launch.
-    pdl: crate::pdl::PdlCell,
+    /// When its launches use programmatic dependent launch (chosen at creation).
+    pdl: Pdl,
 }
 
 impl Stream {
@@ -294,10 +306,6 @@ impl Stream {
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.gpu
-    }
-
-    pub(crate) fn pdl_cell(&self) -> &crate::pdl::PdlCell {
-        &self.pdl
     }
 
     /// Blocks until all work queued on this stream is done. A kernel fault on it is
@@ -337,16 +345,9 @@ impl Stream {
 }
 
 impl Stream {
-    /// Sets when the element-wise launches queued on this stream use
-    /// programmatic dependent launch (default [`crate::pdl::Pdl::Auto`]). Results do not
-    /// depend on it, only launch overlap does. For one call, set it around
-    /// the call.
-    pub fn set_pdl(&self, pdl: crate::pdl::Pdl) {
-        self.pdl_cell().set(pdl)
-    }
-
-    /// This stream's PDL setting.
-    pub fn pdl(&self) -> crate::pdl::Pdl {
-        self.pdl_cell().get()
+    /// This stream's PDL setting, chosen when it was created
+    /// ([`Gpu::stream_with`]).
+    pub fn pdl(&self) -> Pdl {
+        self.pdl
     }
 }

@@ -1,4 +1,4 @@
-//! CUDA graphs of library launches: [`Gpu::add_graph`] and the graphs of
+//! CUDA graphs of library launches: [`Studies::add_graph`] and the graphs of
 //! [`crate::AddManyPlan::graph`], replayed through [`AddGraph`].
 
 use crate::buffer::{Element, View, ViewMut};

@@ -114,7 +114,7 @@ impl Gpu {
         out: &mut impl CudarcOutput<T>,
         scales: Option<(f32, f32)>,
         stream: &CudaStream,
-    ) -> Result<&'static str> {
+    ) -> Result<()> {
         let op = kind.name();
         // The stream and every operand in this Gpu's context, before any address is taken.
         self.check_cudarc_context(op, stream.context())?;
@@ -152,8 +152,8 @@ impl Gpu {
     /// `out = op(a, b)` on cudarc buffers (`CudaSlice`, `CudaView`,
     /// `CudaViewMut`), queued on a cudarc stream; the stream and every buffer
     /// must be of this device's primary context ([`Error::ForeignContext`]
-    /// otherwise, nothing launched). Returns the kernel that did the bulk of
-    /// the work.
+    /// otherwise, nothing launched). What it launches: [`Gpu::plan`] with
+    /// `Opts::auto()` (the automatic choice, [`crate::Pdl::Auto`]).
     pub fn binary_cudarc<T: Element>(
         &self,
         op: BinaryOp,
@@ -161,7 +161,7 @@ impl Gpu {
         b: &impl CudarcInput<T>,
         out: &mut impl CudarcOutput<T>,
         stream: &CudaStream,
-    ) -> Result<&'static str> {
+    ) -> Result<()> {
         self.cudarc_map(OpKind::Binary(op), a, Some(b), out, None, stream)
     }
 
@@ -172,7 +172,7 @@ impl Gpu {
         a: &A,
         out: &mut impl CudarcOutput<T>,
         stream: &CudaStream,
-    ) -> Result<&'static str> {
+    ) -> Result<()> {
         self.cudarc_map(OpKind::Unary(op), a, None::<&A>, out, None, stream)
     }
 
@@ -185,7 +185,7 @@ impl Gpu {
         b: &impl CudarcInput<T>,
         out: &mut impl CudarcOutput<T>,
         stream: &CudaStream,
-    ) -> Result<&'static str> {
+    ) -> Result<()> {
         self.cudarc_map(OpKind::Axpby, a, Some(b), out, Some((alpha, beta)), stream)
     }
 }

@@ -23,6 +23,11 @@
 //!   call launches: [`Gpu::plan`].
 //! * [`Stream::copy_from_host`], [`Stream::copy_to_host`], [`Stream::copy`]
 //!   and [`PinnedVec`]: copies on a stream.
+//! * [`Gpu::load_module`]: your own kernel crate's operations
+//!   ([`CustomUnary`], [`CustomBinary`]) and typed kernels ([`TypedKernel`]).
+//! * [`Gpu::graph`]: a CUDA graph of the library's operations and your own
+//!   ([`GraphBuilder::custom_unary`], [`GraphBuilder::kernel`]) on
+//!   registered buffers.
 //! * [`Studies`] (`gpu.studies()`): the seed's add variants by name
 //!   ([`Variant`]), the seed-003 studies, sweeps and bench helpers.
 //! * [`reference`](mod@reference): the CPU reference the tests and benches verify against.
@@ -69,8 +74,11 @@ mod built;
 pub use built::BuiltPtx;
 mod capture;
 pub use capture::{Graph, GraphBuilder, Slot};
+mod capture_user;
+pub use capture_user::{GraphArg, GraphArgs, GraphSlots};
 mod context;
 mod copy;
+mod custom;
 mod element;
 mod error;
 #[cfg(feature = "fuzzing")]
@@ -113,13 +121,14 @@ mod user_launch;
 mod variant;
 
 pub use buffer::{AsView, AsViewMut, DeviceVec, Element, Pod, View, ViewMut};
+pub use custom::{CustomBinary, CustomUnary};
 pub use error::{AssertFailure, DriverError, Error, Result};
 pub use gpu::{kernel_names, sm90_kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX, PTX_SM90};
 pub use half;
 pub use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp};
 pub use kernels_gpu::Dtype;
 pub use many::{AddManyPlan, Triple};
-pub use module::{CustomBinary, CustomPattern, CustomUnary, Module};
+pub use module::{CustomPattern, Module};
 pub use studies::{CountVariant, MatmulVariant, Studies, TransposeVariant};
 pub use tuning::{AutoPlan, BulkConfig};
 pub use typed::{ArgSlots, HostArg, HostArgs, HostElem, ParamList, ParamOf, TypedKernel};

@@ -13,21 +13,22 @@
 //! * [`Module::launch`] (`raw/user.rs`, parameters in `user_launch.rs`) is the escape hatch for any other kernel: `unsafe`,
 //!   under the contract in its docs.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use gpukern_device::{EwKind, ABI_MAGIC, ABI_VERSION, EW_PDL, PDL_SUFFIX};
 use kernels_gpu::launch::grid_for;
 use kernels_gpu::Dtype;
 
-use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
+use crate::buffer::Element;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::names::{intern, Name};
-use crate::operands::{AutoSplit, Operands};
+use crate::operands::{split_for, AutoSplit, Operands};
+use crate::opts::Plan;
+use crate::pdl::Pdl;
 use crate::raw::{self, Kernel, MapLaunch, RawModule, Tail};
 use crate::tuning::AutoPlan;
-use crate::variant::LaunchConfig;
+use crate::variant::LaunchShape;
 
 /// A loaded module, kept alive by every handle into it (unloaded on drop, context live).
 pub(crate) struct ModuleInner {
@@ -85,7 +86,8 @@ impl Module {
         }
     }
 
-    fn custom<T: Element>(&self, name: &str, kind: EwKind) -> Result<Custom> {
+    /// The kernels of operation `name` of `kind` on `T`, after its manifest's checks.
+    pub(crate) fn custom<T: Element>(&self, name: &str, kind: EwKind) -> Result<Custom> {
         let (k, mask) = self.manifest(name)?;
         let bad = |detail: String| Error::CustomOp { kernel: name.to_string(), detail };
         if k != kind as u32 {
@@ -121,22 +123,11 @@ impl Module {
         };
         Ok(Custom { module: self.inner.clone(), dtype: T::DTYPE, kind, scalar: func(s)?, pack: func(p)?, twin })
     }
-
-    /// The one-input operation `name` of this module on `T` (declared `unary`
-    /// for `T`'s dtype with `gpukern_device::elementwise!`).
-    pub fn unary<T: Element>(&self, name: &str) -> Result<CustomUnary<T>> {
-        Ok(CustomUnary { op: self.custom::<T>(name, EwKind::Unary)?, _t: PhantomData })
-    }
-
-    /// The two-input operation `name` of this module on `T`.
-    pub fn binary<T: Element>(&self, name: &str) -> Result<CustomBinary<T>> {
-        Ok(CustomBinary { op: self.custom::<T>(name, EwKind::Binary)?, _t: PhantomData })
-    }
 }
 
 /// The two kernels of one operation and dtype.
 #[derive(Clone)]
-struct Custom {
+pub(crate) struct Custom {
     module: Arc<ModuleInner>,
     dtype: Dtype,
     kind: EwKind,
@@ -161,12 +152,39 @@ pub enum CustomPattern {
 }
 
 impl Custom {
-    /// Lengths and ownership, as the built-in operations check them.
-    fn check<T: Element>(&self, ops: &Operands<'_, T>, stream: &Stream) -> Result<()> {
-        let (name, gpu) = (self.scalar.0.text, &self.module.gpu);
+    /// The scalar kernel's name, which names the operation in errors.
+    pub(crate) fn name(&self) -> &'static str {
+        self.scalar.0.text
+    }
+
+    /// The pack kernel's interned name (what the automatic choice mostly runs).
+    pub(crate) fn pack_name(&self) -> Name {
+        self.pack.0
+    }
+
+    /// The scalar and pack kernels' names.
+    pub(crate) fn kernels(&self) -> (&'static str, &'static str) {
+        (self.scalar.0.text, self.pack.0.text)
+    }
+
+    /// The pack kernel's PDL twin's name, when it has one.
+    pub(crate) fn pdl_kernel(&self) -> Option<&'static str> {
+        self.twin.as_ref().map(|t| t.0.text)
+    }
+
+    /// The `Gpu` whose context the module lives in.
+    pub(crate) fn gpu(&self) -> &Gpu {
+        &self.module.gpu
+    }
+
+    /// Lengths and ownership, as the built-in operations check them (the
+    /// stream's owner is the caller's to check: a graph's capture stream has
+    /// none).
+    fn check<T: Element>(&self, ops: &Operands<'_, T>) -> Result<()> {
+        let (name, gpu) = (self.name(), &self.module.gpu);
         let _live = gpu.shared.bind()?;
         ops.check_lengths(name)?;
-        gpu.check_owned(name, ops.owners(), stream)
+        gpu.check_buffers_owned(name, ops.owners())
     }
 
     /// One kernel over all of `ops`; `ops.scales` carries the two parameters.
@@ -174,11 +192,11 @@ impl Custom {
     fn launch<T: Element>(
         &self,
         pattern: CustomPattern,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         mut ops: Operands<'_, T>,
-        stream: &Stream,
+        stream: raw::Queue<'_>,
         pdl: bool,
-    ) -> Result<&'static str> {
+    ) -> Result<()> {
         let ((full, kernel), lanes, align) = match (pattern, &self.twin) {
             (CustomPattern::Scalar, _) => (&self.scalar, 1, self.dtype.size()),
             (CustomPattern::Pack, Some(twin)) if pdl => (twin, (16 / self.dtype.size()) as u32, 16),
@@ -208,153 +226,74 @@ impl Custom {
         // (so `ew_entry!`'s parameter list, `inputs` and the two scalars), and
         // the module was loaded under load_ptx's contract (the manifest is the
         // macro's); a twin launches with PDL only after waits_first passed.
-        unsafe { raw::launch_map(&l, &ops.a, ops.b.as_ref(), &mut ops.out, stream.raw()) }?;
-        Ok(name)
+        unsafe { raw::launch_map(&l, &ops.a, ops.b.as_ref(), &mut ops.out, stream) }
     }
 
-    /// The automatic choice, as the built-in operations' ([`Operands::auto_split`]).
-    fn run_auto<T: Element>(&self, ops: Operands<'_, T>, stream: &Stream) -> Result<&'static str> {
-        self.check(&ops, stream)?;
+    /// The automatic choice's decision for `n` elements at operand addresses
+    /// `addrs`: the split ([`split_for`], as the built-in operations'), and
+    /// whether the pack kernel's PDL twin runs (as theirs: [`Pdl::pays`]).
+    fn decide(&self, addrs: &[u64], n: usize, pdl: Pdl) -> (AutoSplit, bool) {
+        let split = split_for(addrs, n, self.dtype.size(), 16);
+        let lanes = (16 / self.dtype.size()) as u32;
+        let twin =
+            n > 0 && split == AutoSplit::Pack && self.twin.is_some() && pdl.pays(self.module.gpu.info(), n, lanes);
+        (split, twin)
+    }
+
+    /// What [`Custom::run_auto`] launches for `n` elements at `addrs`
+    /// (`[a, b, out]` or `[a, out]`) with `pdl`.
+    pub(crate) fn plan(&self, n: usize, addrs: &[u64], pdl: Pdl) -> Plan {
+        let (scalar, pack) = (self.scalar.0.text, self.pack.0.text);
+        match self.decide(addrs, n, pdl) {
+            (AutoSplit::Pack, true) => {
+                Plan { kernel: self.twin.as_ref().map_or(pack, |t| t.0.text), head: None, pdl: true }
+            }
+            (AutoSplit::Pack, false) => Plan::one(pack),
+            (AutoSplit::Peel(head), _) => Plan { kernel: pack, head: Some((scalar, head)), pdl: false },
+            (AutoSplit::Scalar, _) => Plan::one(scalar),
+        }
+    }
+
+    /// The automatic choice, as the built-in operations' ([`Custom::decide`]),
+    /// on a stream of this module's `Gpu` (a plain call's or a graph's
+    /// capture stream), PDL as `pdl` says.
+    pub(crate) fn run_auto<T: Element>(&self, ops: Operands<'_, T>, stream: raw::Queue<'_>, pdl: Pdl) -> Result<()> {
+        self.check(&ops)?;
         let inputs = if self.kind == EwKind::Binary { 2 } else { 1 };
         let gpu = &self.module.gpu;
-        let mut cfg = LaunchConfig::with_block(gpu.op_block(&self.pack.1, inputs, ops.a.len())?);
+        let mut cfg = LaunchShape::with_block(gpu.op_block(&self.pack.1, inputs, ops.a.len())?);
         // Arithmetic-bound, like the long activations: several packs per thread.
         if self.pack.1.resources()?.registers > CUSTOM_ARITHMETIC_REGISTERS {
             let info = gpu.info();
             cfg.max_grid = AutoPlan::activation_max_grid(info.sm_count, info.max_threads_per_sm, cfg.block);
         }
-        match ops.auto_split(self.dtype.size()) {
-            AutoSplit::Pack => {
-                // PDL as for the built-in operations.
-                let lanes = (16 / self.dtype.size()) as u32;
-                let pdl = stream.pdl().pays(self.module.gpu.info(), ops.a.len(), lanes);
-                self.launch(CustomPattern::Pack, cfg, ops, stream, pdl)
-            }
-            AutoSplit::Peel(head) => {
+        match self.decide(&ops.addrs(), ops.a.len(), pdl) {
+            (AutoSplit::Pack, twin) => self.launch(CustomPattern::Pack, cfg, ops, stream, twin),
+            (AutoSplit::Peel(head), _) => {
                 let (h, rest) = ops.split(head)?;
                 self.launch(CustomPattern::Scalar, cfg, h, stream, false)?;
                 self.launch(CustomPattern::Pack, cfg, rest, stream, false)
             }
-            AutoSplit::Scalar => self.launch(CustomPattern::Scalar, LaunchConfig::default(), ops, stream, false),
+            (AutoSplit::Scalar, _) => self.launch(CustomPattern::Scalar, LaunchShape::default(), ops, stream, false),
         }
     }
 
     /// An explicit kernel, after the same checks.
-    fn run_with<T: Element>(
+    pub(crate) fn run_with<T: Element>(
         &self,
         pattern: CustomPattern,
-        cfg: LaunchConfig,
+        cfg: LaunchShape,
         ops: Operands<'_, T>,
         stream: &Stream,
-    ) -> Result<&'static str> {
-        self.check(&ops, stream)?;
-        self.launch(pattern, cfg, ops, stream, false)
-    }
-}
-
-/// The operands of a custom call: the parameters travel as `scales`.
-fn operands<'a, T: Element>(
-    a: View<'a, T>,
-    b: Option<View<'a, T>>,
-    out: ViewMut<'a, T>,
-    params: [f32; 2],
-) -> Operands<'a, T> {
-    Operands { a, b, out, scales: Some((params[0], params[1])) }
-}
-
-/// A one-input operation of a user module on `T`: `out = op(a)`.
-#[derive(Clone)]
-pub struct CustomUnary<T: Element> {
-    op: Custom,
-    _t: PhantomData<T>,
-}
-
-impl<T: Element> CustomUnary<T> {
-    /// Queues `out = op(a)` with the automatic choice; `params` reach the
-    /// operation's `Params::from_params`. Returns the kernel that did the bulk
-    /// of the work. `n = 0` is a no-op.
-    pub fn run<'a>(
-        &self,
-        a: impl AsView<'a, T>,
-        out: impl AsViewMut<'a, T>,
-        params: [f32; 2],
-        stream: &Stream,
-    ) -> Result<&'static str> {
-        self.op.run_auto(operands(a.into_view(), None, out.into_view_mut(), params), stream)
+    ) -> Result<()> {
+        self.module.gpu.check_stream_owned(self.name(), stream)?;
+        self.check(&ops)?;
+        self.launch(pattern, cfg, ops, stream.raw(), false)
     }
 
-    /// As [`CustomUnary::run`] with an explicit kernel and launch settings
-    /// (errors when operands are not aligned as the pattern needs).
-    pub fn run_with<'a>(
-        &self,
-        pattern: CustomPattern,
-        cfg: LaunchConfig,
-        a: impl AsView<'a, T>,
-        out: impl AsViewMut<'a, T>,
-        params: [f32; 2],
-        stream: &Stream,
-    ) -> Result<&'static str> {
-        self.op.run_with(pattern, cfg, operands(a.into_view(), None, out.into_view_mut(), params), stream)
-    }
-
-    /// The scalar and pack kernels' names.
-    pub fn kernels(&self) -> (&'static str, &'static str) {
-        (self.op.scalar.0.text, self.op.pack.0.text)
-    }
-
-    /// The pack kernel's PDL twin, which [`Self::run`] launches with
-    /// programmatic dependent launch where the stream's [`crate::Pdl`] setting
-    /// says it pays: present for a module built for sm_90 on an sm_90 device.
-    pub fn pdl_kernel(&self) -> Option<&'static str> {
-        self.op.twin.as_ref().map(|t| t.0.text)
-    }
-}
-
-/// A two-input operation of a user module on `T`: `out = op(a, b)`.
-#[derive(Clone)]
-pub struct CustomBinary<T: Element> {
-    op: Custom,
-    _t: PhantomData<T>,
-}
-
-impl<T: Element> CustomBinary<T> {
-    /// Queues `out = op(a, b)` with the automatic choice (see [`CustomUnary::run`]).
-    pub fn run<'a>(
-        &self,
-        a: impl AsView<'a, T>,
-        b: impl AsView<'a, T>,
-        out: impl AsViewMut<'a, T>,
-        params: [f32; 2],
-        stream: &Stream,
-    ) -> Result<&'static str> {
-        self.op.run_auto(operands(a.into_view(), Some(b.into_view()), out.into_view_mut(), params), stream)
-    }
-
-    /// As [`CustomBinary::run`] with an explicit kernel and launch settings.
-    #[allow(clippy::too_many_arguments)]
-    pub fn run_with<'a>(
-        &self,
-        pattern: CustomPattern,
-        cfg: LaunchConfig,
-        a: impl AsView<'a, T>,
-        b: impl AsView<'a, T>,
-        out: impl AsViewMut<'a, T>,
-        params: [f32; 2],
-        stream: &Stream,
-    ) -> Result<&'static str> {
-        let ops = operands(a.into_view(), Some(b.into_view()), out.into_view_mut(), params);
-        self.op.run_with(pattern, cfg, ops, stream)
-    }
-
-    /// The scalar and pack kernels' names.
-    pub fn kernels(&self) -> (&'static str, &'static str) {
-        (self.op.scalar.0.text, self.op.pack.0.text)
-    }
-
-    /// The pack kernel's PDL twin, which [`Self::run`] launches with
-    /// programmatic dependent launch where the stream's [`crate::Pdl`] setting
-    /// says it pays: present for a module built for sm_90 on an sm_90 device.
-    pub fn pdl_kernel(&self) -> Option<&'static str> {
-        self.op.twin.as_ref().map(|t| t.0.text)
+    /// [`Custom::run_auto`] on a stream of this module's `Gpu`, with its PDL setting.
+    pub(crate) fn run<T: Element>(&self, ops: Operands<'_, T>, stream: &Stream) -> Result<()> {
+        self.module.gpu.check_stream_owned(self.name(), stream)?;
+        self.run_auto(ops, stream.raw(), stream.pdl())
     }
 }

@@ -48,11 +48,6 @@ impl<'a, T: Pod> Operands<'a, T> {
     pub(crate) fn owners(&self) -> impl Iterator<Item = &std::sync::Arc<crate::context::Shared>> {
         [Some(self.a.owner()), self.b.as_ref().map(|b| b.owner()), Some(self.out.owner())].into_iter().flatten()
     }
-
-    /// The automatic choice's split of these operands ([`split_for`]).
-    pub(crate) fn auto_split(&self, elem: usize) -> AutoSplit {
-        split_for(&self.addrs(), self.a.len(), elem, 16)
-    }
 }
 
 /// The automatic choice's split of `n` elements of `elem` bytes at operand

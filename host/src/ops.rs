@@ -241,16 +241,15 @@ impl Gpu {
     }
 
     /// The automatic choice, on a stream already checked to belong to this
-    /// context; returns the kernel that did the bulk of the work (the
-    /// interop's calls use it).
+    /// context (a plain one, a graph's capture stream, cudarc's).
     pub(crate) fn map_auto<T: Element>(
         &self,
         kind: OpKind,
         ops: Operands<'_, T>,
         raw: raw::Queue<'_>,
         pdl: Pdl,
-    ) -> Result<&'static str> {
-        self.run_auto(kind, ops, raw, pdl, None).map(|p| p.kernel)
+    ) -> Result<()> {
+        self.run_auto(kind, ops, raw, pdl, None).map(|_| ())
     }
 
     /// The automatic choice ([`Gpu::op_decide`], [`Gpu::add_decide`]),

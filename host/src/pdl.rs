@@ -1,7 +1,8 @@
 //! Programmatic dependent launch (PDL, sm_90): the plan that decides when an
-//! element-wise launch overlaps the stream's previous kernel, and the switch a
-//! user sets per stream (`Stream::set_pdl`). It builds on `context` alone, so
-//! `gpu` (the stream's setting) and `ops` (the choice) can both use it.
+//! element-wise launch overlaps the stream's previous kernel, and the setting
+//! a user chooses per call (`Opts::pdl`) or when a stream is created
+//! (`Gpu::stream_with`). It builds on `context` alone, so `gpu` (the
+//! stream's setting) and `ops` (the choice) can both use it.
 //!
 //! A launch with the attribute may start while its predecessor in the stream
 //! is still running; the kernel (a PDL twin of `kernels_gpu::ops::PDL_KERNELS`)
@@ -9,14 +10,14 @@
 //! those of plain stream order. What it saves is the launch latency between
 //! dependent kernels, which is most of a small kernel's time.
 
-use std::sync::atomic::{AtomicU8, Ordering};
-
 use kernels_gpu::ops::{OpKernel, OpKind, PDL_KERNELS};
 use kernels_gpu::Dtype;
 
 use crate::context::DeviceInfo;
 
-/// When element-wise launches on a stream use programmatic dependent launch.
+/// When launches use programmatic dependent launch: per call
+/// (`Opts::pdl`), or for a stream, chosen when it is created
+/// (`Gpu::stream_with`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Pdl {
     /// The plan decides ([`Pdl::pays`]): on sm_90 and later, for 16-byte
@@ -35,22 +36,6 @@ pub enum Pdl {
 impl Pdl {
     /// The most waves of resident threads [`Pdl::Auto`] overlaps (see [`Pdl::pays`]).
     pub const AUTO_MAX_WAVES: u64 = 16;
-
-    fn to_u8(self) -> u8 {
-        match self {
-            Pdl::Auto => 0,
-            Pdl::On => 1,
-            Pdl::Off => 2,
-        }
-    }
-
-    fn from_u8(v: u8) -> Pdl {
-        match v {
-            1 => Pdl::On,
-            2 => Pdl::Off,
-            _ => Pdl::Auto,
-        }
-    }
 
     /// The plan: whether a launch over `n` elements, `lanes` per thread, gains
     /// from overlapping its predecessor on this device.
@@ -78,20 +63,6 @@ impl Pdl {
                 (n as u64).div_ceil(lanes.max(1) as u64) <= Self::AUTO_MAX_WAVES * wave
             }
         }
-    }
-}
-
-/// A stream's PDL setting, shared by `&Stream` users (an atomic: streams are
-/// `Sync`).
-#[derive(Debug, Default)]
-pub(crate) struct PdlCell(AtomicU8);
-
-impl PdlCell {
-    pub(crate) fn get(&self) -> Pdl {
-        Pdl::from_u8(self.0.load(Ordering::Relaxed))
-    }
-    pub(crate) fn set(&self, p: Pdl) {
-        self.0.store(p.to_u8(), Ordering::Relaxed)
     }
 }
 
@@ -225,18 +196,13 @@ mod tests {
     }
 
     #[test]
-    fn every_operation_has_a_twin_per_dtype_and_the_cell_round_trips() {
+    fn every_operation_has_a_twin_per_dtype() {
         for kind in OpKind::ALL {
             for dtype in Dtype::ALL {
                 let k = twin(kind, dtype).unwrap_or_else(|| panic!("{kind:?} {dtype:?}"));
                 assert!(k.name.ends_with("_pdl") && k.align() == 16, "{}", k.name);
             }
         }
-        let c = PdlCell::default();
-        assert_eq!(c.get(), Pdl::Auto);
-        for p in [Pdl::On, Pdl::Off, Pdl::Auto] {
-            c.set(p);
-            assert_eq!(c.get(), p);
-        }
+        assert_eq!(Pdl::default(), Pdl::Auto, "a plain stream's setting");
     }
 }

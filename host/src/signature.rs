@@ -1,7 +1,9 @@
 //! The typed-kernel signature check: a module's manifest
 //! (`gpukern_kernel_<name>`) and its PTX `.entry` parameter sizes against the
 //! handle's parameter markers, with an error that names the parameter that
-//! differs, the type the handle expects and the type the kernel takes.
+//! differs (its index, and its name where the handle knows it:
+//! `KernelSig::PARAM_NAMES`, which `#[kernel]` fills in on the host side
+//! only), the type the handle expects and the type the kernel takes.
 
 use gpukern_device::kernel::{Param, ParamKind, KERNEL_MAGIC, KERNEL_VERSION};
 
@@ -24,12 +26,22 @@ fn list(params: &[[u32; 2]]) -> String {
     params.iter().map(|p| describe(p[0], p[1])).collect::<Vec<_>>().join(", ")
 }
 
+/// Parameter `i`, by index and, where `names` has it, by name.
+fn label(i: usize, names: &[&str]) -> String {
+    match names.get(i) {
+        Some(n) => format!("parameter {i} `{n}`"),
+        None => format!("parameter {i}"),
+    }
+}
+
 /// Whether a module's manifest bytes and the byte sizes of its `.entry`
-/// parameters say what `params` (the handle's) says; when not, which
-/// parameter differs, what the handle expects and what the module has.
+/// parameters say what `params` (the handle's, named `names`) says; when
+/// not, which parameter differs, what the handle expects and what the
+/// module has.
 pub(crate) fn check_signature(
     manifest: &[u8],
     params: &[Param],
+    names: &[&str],
     entry: Result<Option<Vec<u32>>, String>,
 ) -> Result<(), String> {
     let words: Vec<u32> = manifest.as_chunks::<4>().0.iter().map(|w| u32::from_le_bytes(*w)).collect();
@@ -58,7 +70,8 @@ pub(crate) fn check_signature(
     }
     if let Some(i) = (0..want.len()).find(|&i| pairs[i] != want[i]) {
         return Err(format!(
-            "parameter {i}: this handle expects `{}`, the kernel takes `{}`",
+            "{}: this handle expects `{}`, the kernel takes `{}`",
+            label(i, names),
             describe(want[i][0], want[i][1]),
             describe(pairs[i][0], pairs[i][1])
         ));
@@ -80,7 +93,8 @@ pub(crate) fn check_signature(
     if let Some(k) = (0..sizes.len().min(found.len())).find(|&k| sizes[k].1 != found[k]) {
         let i = sizes[k].0;
         return Err(format!(
-            "parameter {i} (`{}`): the PTX entry's slot {k} is {} bytes, the handle passes {}",
+            "{} (`{}`): the PTX entry's slot {k} is {} bytes, the handle passes {}",
+            label(i, names),
             describe(want[i][0], want[i][1]),
             found[k],
             sizes[k].1

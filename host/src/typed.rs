@@ -51,10 +51,11 @@ use crate::error::{Error, Result};
 use crate::gpu::{KernelResources, Stream};
 use crate::module::Module;
 use crate::names::{intern, Name};
+use crate::pdl::Pdl;
 use crate::raw::{self, Kernel};
 use crate::user_launch::{check_geometry, Launch};
 
-mod sealed {
+pub(crate) mod sealed {
     /// Only this crate implements the launch traits: a wrong slot layout
     /// would reach the kernel unchecked.
     pub trait Sealed {}
@@ -66,6 +67,7 @@ const MAX_PARAMS: usize = 8;
 
 /// The slots of one launch and the owners of its buffers (opaque). Fixed
 /// arrays: a launch allocates nothing.
+#[derive(Clone)]
 pub struct ArgSlots<'a> {
     slots: [[u8; 8]; 2 * MAX_PARAMS],
     len: usize,
@@ -76,7 +78,14 @@ pub struct ArgSlots<'a> {
 }
 
 impl<'a> ArgSlots<'a> {
-    fn slot(&mut self, s: [u8; 8]) {
+    /// No slot yet.
+    pub(crate) fn new() -> ArgSlots<'a> {
+        let (slots, owners, uses) = ([[0; 8]; 2 * MAX_PARAMS], [None; MAX_PARAMS], [None; MAX_PARAMS]);
+        ArgSlots { slots, len: 0, owners, buffers: 0, uses }
+    }
+
+    /// Appends one parameter's 8-byte slot.
+    pub(crate) fn slot(&mut self, s: [u8; 8]) {
         // At most 2 × MAX_PARAMS by the tuples' arity; `get_mut` keeps it total.
         if let Some(x) = self.slots.get_mut(self.len) {
             *x = s;
@@ -201,28 +210,43 @@ macro_rules! host_args {
         }
     )*};
 }
-host_args! {
-    ();
-    (A a);
-    (A a, B b);
-    (A a, B b, C c);
-    (A a, B b, C c, D d);
-    (A a, B b, C c, D d, E e);
-    (A a, B b, C c, D d, E e, F f);
-    (A a, B b, C c, D d, E e, F f, G g);
-    (A a, B b, C c, D d, E e, F f, G g, H h);
+/// Invokes macro `$m` with every tuple arity of a typed kernel, 0 to [`MAX_PARAMS`], as `(A a, B b, …)`
+/// lists (the launch's `HostArgs` here, a graph's `GraphArgs` in `capture_user.rs`).
+macro_rules! param_tuples {
+    ($m:ident) => {
+        $m! {
+            ();
+            (A a);
+            (A a, B b);
+            (A a, B b, C c);
+            (A a, B b, C c, D d);
+            (A a, B b, C c, D d, E e);
+            (A a, B b, C c, D d, E e, F f);
+            (A a, B b, C c, D d, E e, F f, G g);
+            (A a, B b, C c, D d, E e, F f, G g, H h);
+        }
+    };
 }
+pub(crate) use param_tuples;
+param_tuples!(host_args);
 
 /// A typed kernel of a [`Module`], resolved and checked once.
 pub struct TypedKernel<K: KernelSig> {
     module: Module,
     name: Name,
-    kernel: Kernel,
+    kernel: Arc<Kernel>,
     /// A `#[kernel(pdl)]` built for sm_90, on an sm_90 device, whose PTX waits
     /// first ([`crate::pdl::waits_first`]): launched with the PDL attribute
     /// where the stream's setting says it pays.
     pdl: bool,
     _k: PhantomData<fn() -> K>,
+}
+
+impl<K: KernelSig> Clone for TypedKernel<K> {
+    fn clone(&self) -> Self {
+        let (module, kernel) = (self.module.clone(), self.kernel.clone());
+        TypedKernel { module, name: self.name, kernel, pdl: self.pdl, _k: PhantomData }
+    }
 }
 
 impl<K: KernelSig> std::fmt::Debug for TypedKernel<K> {
@@ -253,8 +277,8 @@ impl Module {
         if params != K::PARAMS {
             return Err(bad("the handle's PARAMS and Params disagree".into()));
         }
-        crate::signature::check_signature(&bytes, &params, crate::ptx_text::entry_params(&self.inner.ptx, name))
-            .map_err(bad)?;
+        let entry = crate::ptx_text::entry_params(&self.inner.ptx, name);
+        crate::signature::check_signature(&bytes, &params, K::PARAM_NAMES, entry).map_err(bad)?;
         let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { kernel: name, source })?;
         let kernel = Kernel::new(f);
         // Dynamic shared memory up to what a block may have, less the static part.
@@ -268,7 +292,7 @@ impl Module {
         if pdl && !crate::pdl::waits_first(&self.inner.ptx, name) {
             return Err(bad("marked #[kernel(pdl)], but its entry does not start with griddepcontrol.wait".into()));
         }
-        Ok(TypedKernel { module: self.clone(), name: intern(name), kernel, pdl, _k: PhantomData })
+        Ok(TypedKernel { module: self.clone(), name: intern(name), kernel: Arc::new(kernel), pdl, _k: PhantomData })
     }
 }
 
@@ -302,6 +326,46 @@ impl<K: KernelSig> TypedKernel<K> {
         K::Params: HostArgs<'a>,
     {
         let (gpu, name) = (&self.module.inner.gpu, self.name.text);
+        gpu.check_stream_owned(name, stream)?;
+        let mut out = ArgSlots::new();
+        <K::Params as HostArgs<'a>>::slots(args, &mut out);
+        gpu.check_buffers_owned(name, out.owners.iter().flatten().copied())?;
+        // SAFETY: `out` was packed by K::Params' markers from views of this
+        // Gpu (owners checked above), borrowed for `'a` (outputs exclusively,
+        // so the borrow checker keeps them apart from every other slice), and
+        // a buffer is freed only after the work queued on it (`uses`).
+        unsafe { self.queue(l, &mut out, stream.raw(), stream.pdl()) }
+    }
+
+    /// The entry point's interned name.
+    pub(crate) fn name_id(&self) -> Name {
+        self.name
+    }
+
+    /// The module's `Gpu`.
+    pub(crate) fn gpu(&self) -> &crate::gpu::Gpu {
+        &self.module.inner.gpu
+    }
+
+    /// Queues the kernel with `out`'s slots on a stream of this `Gpu` (a
+    /// plain one or a graph's capture stream), PDL as `pdl` says for a
+    /// `#[kernel(pdl)]`, after checking the geometry and the dynamic shared
+    /// memory.
+    ///
+    /// # Safety
+    /// `out` was packed by `K::Params`' markers, in order ([`HostArgs`], or a
+    /// graph's `GraphArgs`); every slice in it is a range of this `Gpu`'s
+    /// memory that stays allocated until the kernel has run and that other
+    /// work does not write meanwhile, outputs exclusive and overlapping no
+    /// other slice of the launch.
+    pub(crate) unsafe fn queue(
+        &self,
+        l: Launch,
+        out: &mut ArgSlots<'_>,
+        stream: raw::Queue<'_>,
+        pdl: Pdl,
+    ) -> Result<()> {
+        let (gpu, name) = (&self.module.inner.gpu, self.name.text);
         let r = self.kernel.resources()?;
         check_geometry(name, &l, r.max_threads_per_block)?;
         let room = gpu.info().shared_per_block_optin.saturating_sub(r.shared_bytes);
@@ -309,37 +373,25 @@ impl<K: KernelSig> TypedKernel<K> {
             let detail = format!("{} bytes of dynamic shared memory; a block may have {room}", l.shared_bytes);
             return Err(Error::Shape { kernel: name, detail });
         }
-        gpu.check_stream_owned(name, stream)?;
-        let mut out = ArgSlots {
-            slots: [[0; 8]; 2 * MAX_PARAMS],
-            len: 0,
-            owners: [None; MAX_PARAMS],
-            buffers: 0,
-            uses: [None; MAX_PARAMS],
-        };
-        <K::Params as HostArgs<'a>>::slots(args, &mut out);
-        gpu.check_buffers_owned(name, out.owners.iter().flatten().copied())?;
         let _live = gpu.shared.bind()?;
         // One relaxed atomic store (and none when it is the same kernel again).
         gpu.shared.note_user_kernel(self.name);
         let g = raw::Geometry3 { grid: l.grid, block: l.block, shared_bytes: l.shared_bytes };
-        // PDL by the stream's setting, sized by the launch's threads.
+        // PDL by the caller's setting, sized by the launch's threads.
         let dims = [l.grid.0, l.grid.1, l.grid.2, l.block.0, l.block.1, l.block.2];
         let threads = dims.iter().fold(1usize, |t, &d| t.saturating_mul(d as usize));
-        let pdl = self.pdl && stream.pdl().pays(gpu.info(), threads, 1);
+        let pdl = self.pdl && pdl.pays(gpu.info(), threads, 1);
         let slots = out.slots.get_mut(..out.len).unwrap_or_default();
         // SAFETY: launch_typed's contract, by the checks above and at load:
         // `self.kernel` is the `.entry` named K::NAME of this module, whose
         // manifest and parameter sizes matched K's markers in Module::kernel,
         // and the module was loaded under load_ptx's contract (its manifest
-        // tells the truth: a #[kernel] over safe Rust). The slots are packed by
-        // those same markers; each slice is a live range of this Gpu's memory
-        // (owners checked) borrowed for the call, outputs exclusively; the
-        // geometry and shared memory are within the kernel's and device's
-        // limits; `pdl` only for an entry whose PTX waits first, on sm_90.
-        unsafe {
-            raw::launch_typed(self.kernel.func, g, stream.raw(), &out.uses[..out.buffers.min(MAX_PARAMS)], slots, pdl)
-        }
+        // tells the truth: a #[kernel] over safe Rust). The slots were packed
+        // by those same markers and their slices are live, unaliased ranges of
+        // this Gpu (this fn's contract); the geometry and shared memory are
+        // within the kernel's and device's limits (checked above); `pdl` only
+        // for an entry whose PTX waits first, on sm_90.
+        unsafe { raw::launch_typed(self.kernel.func, g, stream, &out.uses[..out.buffers.min(MAX_PARAMS)], slots, pdl) }
     }
 }
 

@@ -15,13 +15,13 @@ fn entry() -> Result<Option<Vec<u32>>, String> {
 fn a_matching_manifest_and_entry_pass() {
     let params = [input::<f32>(), output::<f32>(), scalar::<f32>()];
     let good = bytes(&[KERNEL_MAGIC, KERNEL_VERSION, 3, 1, 1, 2, 1, 3, 1]);
-    assert_eq!(check_signature(&good, &params, entry()), Ok(()));
+    assert_eq!(check_signature(&good, &params, &[], entry()), Ok(()));
 }
 
 #[test]
 fn mismatches_name_the_parameter_and_both_types() {
     let params = [input::<f32>(), output::<f32>(), scalar::<f32>()];
-    let check = |words: &[u32]| check_signature(&bytes(words), &params, entry()).unwrap_err();
+    let check = |words: &[u32]| check_signature(&bytes(words), &params, &[], entry()).unwrap_err();
     // Another element type: the handle's and the kernel's, in Rust words.
     let e = check(&[KERNEL_MAGIC, KERNEL_VERSION, 3, 1, 12, 2, 1, 3, 1]);
     assert_eq!(e, "parameter 0: this handle expects `&[f32]`, the kernel takes `&[f16]`");
@@ -42,15 +42,30 @@ fn mismatches_name_the_parameter_and_both_types() {
 }
 
 #[test]
+fn mismatches_name_the_parameter_by_name_where_the_handle_knows_it() {
+    let params = [input::<f32>(), output::<f32>(), scalar::<f32>()];
+    let names = ["x", "partial", "k"];
+    let check = |words: &[u32], entry| check_signature(&bytes(words), &params, &names, entry).unwrap_err();
+    let e = check(&[KERNEL_MAGIC, KERNEL_VERSION, 3, 1, 1, 2, 3, 3, 1], entry());
+    assert_eq!(e, "parameter 1 `partial`: this handle expects `&mut [f32]`, the kernel takes `&mut [u32]`");
+    let good = [KERNEL_MAGIC, KERNEL_VERSION, 3, 1, 1, 2, 1, 3, 1];
+    let e = check(&good, Ok(Some(vec![8, 8, 8, 8, 8])));
+    assert_eq!(e, "parameter 2 `k` (`f32`): the PTX entry's slot 4 is 8 bytes, the handle passes 4");
+    // Fewer names than parameters (a hand-written signature): the index alone.
+    let e = check_signature(&bytes(&good), &params, &names[..1], Ok(Some(vec![8, 8, 8, 8, 8]))).unwrap_err();
+    assert!(e.starts_with("parameter 2 (`f32`)"), "{e}");
+}
+
+#[test]
 fn entry_mismatches_name_the_parameter() {
     let params = [input::<f32>(), output::<f32>(), scalar::<f32>()];
     let good = bytes(&[KERNEL_MAGIC, KERNEL_VERSION, 3, 1, 1, 2, 1, 3, 1]);
-    let e = check_signature(&good, &params, Ok(Some(vec![8, 8, 8, 8, 8]))).unwrap_err();
+    let e = check_signature(&good, &params, &[], Ok(Some(vec![8, 8, 8, 8, 8]))).unwrap_err();
     assert_eq!(e, "parameter 2 (`f32`): the PTX entry's slot 4 is 8 bytes, the handle passes 4");
-    let e = check_signature(&good, &params, Ok(Some(vec![8, 8, 8, 8]))).unwrap_err();
+    let e = check_signature(&good, &params, &[], Ok(Some(vec![8, 8, 8, 8]))).unwrap_err();
     assert!(e.contains("4 parameter slots, the handle passes 5"), "{e}");
-    assert!(check_signature(&good, &params, Ok(None)).unwrap_err().contains("no such .entry"));
-    let e = check_signature(&good, &params, Err("`.entry k` is defined twice".into())).unwrap_err();
+    assert!(check_signature(&good, &params, &[], Ok(None)).unwrap_err().contains("no such .entry"));
+    let e = check_signature(&good, &params, &[], Err("`.entry k` is defined twice".into())).unwrap_err();
     assert!(e.contains("defined twice"), "{e}");
 }
 

@@ -245,10 +245,6 @@ pub struct LaunchShape {
     pub max_grid: u32,
 }
 
-/// The old name, kept inside the crate for the files other branches still
-/// edit (`module.rs`); the public name is [`LaunchShape`].
-pub(crate) type LaunchConfig = LaunchShape;
-
 impl Default for LaunchShape {
     fn default() -> Self {
         LaunchShape { block: DEFAULT_BLOCK, max_grid: MAX_GRID_X }

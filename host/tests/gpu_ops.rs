@@ -363,12 +363,17 @@ fn cudarc_buffers_on_a_cudarc_stream() {
     let mut failures = Vec::new();
     for kind in OpKind::ALL {
         let scales = SCALES[0];
-        let k = match kind {
+        match kind {
             OpKind::Binary(op) => gpu.binary_cudarc(op, &da, &db, &mut out, &stream),
             OpKind::Unary(op) => gpu.unary_cudarc(op, &da, &mut out, &stream),
             OpKind::Axpby => gpu.axpby_cudarc(scales.0, &da, scales.1, &db, &mut out, &stream),
         }
         .unwrap();
+        // What ran: the plan of the call, from cudarc's addresses.
+        let addr = |s: &cudarc::driver::CudaSlice<bf16>| cudarc::driver::DevicePtr::device_ptr(s, &stream).0;
+        let addrs =
+            if kind.inputs() == 2 { vec![addr(&da), addr(&db), addr(&out)] } else { vec![addr(&da), addr(&out)] };
+        let k = gpu.plan(kind, gpukern::Dtype::Bf16, n, &addrs, &gpukern::Opts::auto()).unwrap().kernel;
         let got: Vec<bf16> = stream.clone_dtoh(&out).unwrap();
         let want = reference::map(kind, &a, (kind.inputs() == 2).then_some(&b[..]), scales);
         let ok = reference::first_mismatch(&got, &want).is_none();

@@ -73,9 +73,10 @@ fn step<T: gpukern::Element>(
     b: gpukern::View<'_, T>,
     out: gpukern::ViewMut<'_, T>,
     s: &Stream,
+    pdl: Pdl,
 ) -> Result<()> {
     let b = (k.inputs() == 2).then_some(b);
-    gpu.apply(k, a, b, out, SCALES, s, &gpukern::Opts::auto())
+    gpu.apply(k, a, b, out, SCALES, s, &gpukern::Opts::auto().pdl(pdl))
 }
 
 fn queue<T: gpukern::Element>(gpu: &Gpu, mode: Mode, x: &mut Bands<T>, b: &DeviceVec<T>, s: &Stream) -> Result<()> {
@@ -86,14 +87,13 @@ fn queue<T: gpukern::Element>(gpu: &Gpu, mode: Mode, x: &mut Bands<T>, b: &Devic
         Mode::Mixed => (Pdl::On, true),
         Mode::Graph => return graph(gpu, x, bv, s),
     };
-    s.set_pdl(pdl);
     // Mixed's own work: a spare band (alive until the chain is done) and a
     // second stream.
     let (mut spare, side) = (gpu.alloc::<T>(x.n)?, gpu.stream()?);
     let cfg = LaunchShape::default();
     for (i, &k) in STEPS.iter().enumerate() {
         let (head, tail) = x.bands.split_at_mut(i + 1);
-        step(gpu, k, head[i].slice(r.clone())?, bv, tail[0].slice_mut(r.clone())?, s)?;
+        step(gpu, k, head[i].slice(r.clone())?, bv, tail[0].slice_mut(r.clone())?, s, pdl)?;
         let next = &mut tail[0];
         match i % 4 {
             _ if !mixed => {}
@@ -292,8 +292,8 @@ fn foreach_chain<T: ReferenceOps>(tensors: usize, base: usize, pdl: Pdl) -> std:
     for _ in 0..FOREACH_STEPS {
         values.push(gpu.upload(&vec![canary; end]).map_err(e)?);
     }
-    let s = gpu.stream().map_err(e)?;
-    s.set_pdl(pdl);
+    let s = gpu.stream_with(pdl).map_err(e)?;
+    assert_eq!(s.pdl(), pdl);
     for k in 1..=FOREACH_STEPS {
         let (done, rest) = values.split_at_mut(k);
         let mut out = rest[0].view_mut();

@@ -116,7 +116,7 @@ fn expand(f: ItemFn, pdl: bool) -> syn::Result<Tokens> {
     let (mut params, mut markers, mut words, mut entry_args, mut binds) = (vec![], vec![], vec![], vec![], vec![]);
     // The safe body's parameters (the user's patterns, `mut` kept) and the
     // entry's arguments to it.
-    let (mut body_params, mut body_args) = (vec![], vec![]);
+    let (mut body_params, mut body_args, mut names) = (vec![], vec![], vec![]);
     for arg in &f.sig.inputs {
         let FnArg::Typed(pt) = arg else {
             return Err(syn::Error::new_spanned(arg, "#[kernel]: no self parameter"));
@@ -126,6 +126,7 @@ fn expand(f: ItemFn, pdl: bool) -> syn::Result<Tokens> {
         };
         let id = &pi.ident;
         body_args.push(quote!(#id));
+        names.push(id.to_string());
         let (ptr, len) = (format_ident!("{}__ptr", id), format_ident!("{}__len", id));
         match classify(&pt.ty) {
             Kind::In(t) => {
@@ -205,6 +206,7 @@ fn expand(f: ItemFn, pdl: bool) -> syn::Result<Tokens> {
             const NAME: &'static str = #name_str;
             const PARAMS: &'static [#dev::Param] = &[#(#params),*];
             type Params = (#(#markers,)*);
+            const PARAM_NAMES: &'static [&'static str] = &[#(#names),*];
         }
 
         #[cfg(target_arch = "nvptx64")]

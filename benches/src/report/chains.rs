@@ -69,11 +69,13 @@ struct Chain<T: Element> {
 }
 
 impl<T: Element> Chain<T> {
-    fn queue(&mut self, gpu: &Gpu, s: &Stream) -> gpukern::Result<()> {
+    /// The chain on `s`, each call with PDL as `pdl` says.
+    fn queue(&mut self, gpu: &Gpu, s: &Stream, pdl: Pdl) -> gpukern::Result<()> {
+        let opts = Opts::auto().pdl(pdl);
         for (i, &k) in self.kinds.iter().enumerate() {
             let (head, tail) = self.x.split_at_mut(i + 1);
             let b = (k.inputs() == 2).then(|| self.b.view());
-            gpu.apply(k, head[i].view(), b, tail[0].view_mut(), (1.0, 1.0), s, &Opts::auto())?;
+            gpu.apply(k, head[i].view(), b, tail[0].view_mut(), (1.0, 1.0), s, &opts)?;
         }
         Ok(())
     }
@@ -127,8 +129,7 @@ fn measure_one<T: Element + gpukern::reference::ReferenceOps>(
     let reps = if n <= 1 << 20 { 51 } else { 25 };
     let mut verified = true;
     // The plain chain's last value, the reference every way is compared with.
-    s.set_pdl(Pdl::Off);
-    c.queue(gpu, &s).map_err(e)?;
+    c.queue(gpu, &s, Pdl::Off).map_err(e)?;
     s.synchronize().map_err(e)?;
     let want = c.x[LENGTH].to_vec().map_err(e)?;
     if n <= 1 << 20 {
@@ -144,8 +145,7 @@ fn measure_one<T: Element + gpukern::reference::ReferenceOps>(
         Ok(())
     };
     let eager = |pdl: Pdl, c: &mut Chain<T>| -> Result<f64, String> {
-        s.set_pdl(pdl);
-        let us = time(&s, reps, |s| c.queue(gpu, s)).map_err(e)?;
+        let us = time(&s, reps, |s| c.queue(gpu, s, pdl)).map_err(e)?;
         s.synchronize().map_err(e)?;
         Ok(us)
     };

@@ -98,6 +98,20 @@ pub fn inputs<T: Lane>(n: usize, seed: u64) -> Vec<T> {
         .collect()
 }
 
+/// Small integers in [-8, 8], so every order of summation gives the exact
+/// sum (below 2^24 in magnitude): inputs of the typed `block_sum`.
+pub fn ints(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 50) % 17) as f32 - 8.0
+        })
+        .collect()
+}
+
 /// Runs SiLU and relu_axpy on `n` elements of `T` at element offset `offset`
 /// into each buffer, with 64-element canaries around each output; returns
 /// `Err(description)` on any mismatch or canary change.

@@ -80,6 +80,15 @@ fn handles_check_the_manifest_and_the_operands() {
     assert_eq!(silu.kernels(), ("silu_f32", "silu_f32x4"));
     let a = gpu.upload(&[1.0f32; 64]).unwrap();
     let mut out = gpu.alloc::<f32>(64).unwrap();
+    // The plan of a call: the pack kernel on aligned operands (its PDL twin
+    // where PDL is on and the device has it), the scalar one on misaligned.
+    let addrs = [a.device_addr(), out.device_addr()];
+    let plan = silu.plan(64, &addrs, gpukern::Pdl::Off);
+    assert_eq!((plan.kernel, plan.head, plan.pdl), ("silu_f32x4", None, false));
+    let plan = silu.plan(64, &addrs, gpukern::Pdl::On);
+    let sm90 = gpu.info().has_sm90();
+    assert_eq!((plan.kernel, plan.pdl), (if sm90 { "silu_f32x4_pdl" } else { "silu_f32x4" }, sm90));
+    assert_eq!(silu.plan(60, &[addrs[0] + 4, addrs[1]], gpukern::Pdl::On).kernel, "silu_f32");
     let e = silu.run(&a, out.slice_mut(..60).unwrap(), [0.0; 2], &stream).unwrap_err();
     assert!(matches!(e, Error::UnaryLengthMismatch { a: 64, out: 60, .. }), "{e:?}");
     let cfg = gpukern::LaunchShape::default();

@@ -23,16 +23,10 @@ const STEPS: usize = 8;
 /// Canary elements on each side of every output.
 const PAD: usize = 32;
 
-/// Runs one chain of `n` elements at element `offset` under `pdl` and checks
-/// every step's output and canaries against the CPU rules.
-fn chain<T: Lane>(
-    gpu: &Gpu,
-    module: &Module,
-    stream: &Stream,
-    n: usize,
-    offset: usize,
-    pdl: Pdl,
-) -> Result<(), String> {
+/// Runs one chain of `n` elements at element `offset` on `stream` (under its
+/// PDL setting) and checks every step's output and canaries against the CPU
+/// rules.
+fn chain<T: Lane>(gpu: &Gpu, module: &Module, stream: &Stream, n: usize, offset: usize) -> Result<(), String> {
     let e = |e: gpukern::Error| e.to_string();
     let (silu, relu) = (module.unary::<T>("silu").map_err(e)?, module.binary::<T>("relu_axpy").map_err(e)?);
     let (alpha, beta) = (0.75f32, -0.5f32);
@@ -45,7 +39,6 @@ fn chain<T: Lane>(
     for o in &mut outs {
         o.fill_bits(0xffff_ffff).map_err(e)?;
     }
-    stream.set_pdl(pdl);
     let r = offset + PAD..offset + PAD + n;
     for i in 0..STEPS {
         let (done, rest) = outs.split_at_mut(i);
@@ -57,7 +50,6 @@ fn chain<T: Lane>(
             relu.run(input, db.slice(offset..offset + n).map_err(e)?, out, [alpha, beta], stream).map_err(e)?;
         }
     }
-    stream.set_pdl(Pdl::Auto);
     stream.synchronize().map_err(e)?;
     let mut want: Vec<T> = x0[offset..].to_vec();
     for (i, o) in outs.iter().enumerate() {
@@ -86,7 +78,7 @@ fn chain<T: Lane>(
 #[ignore = "needs a CUDA GPU"]
 fn pdl_chains_of_custom_ops_and_typed_kernels() {
     let gpu = Gpu::new(0).unwrap();
-    let stream = gpu.stream().unwrap();
+    let streams = [Pdl::On, Pdl::Auto, Pdl::Off].map(|p| gpu.stream_with(p).unwrap());
     let module = load(&gpu).unwrap();
     // The twins exist exactly where PDL can run.
     let sm90 = gpu.info().has_sm90();
@@ -95,10 +87,11 @@ fn pdl_chains_of_custom_ops_and_typed_kernels() {
     let mut failures = Vec::new();
     for n in [1usize, 8, 9, 1000, 4096, 65_537, 1 << 20, (1 << 22) + 3] {
         for offset in [0usize, 1, 8] {
-            for pdl in [Pdl::On, Pdl::Auto, Pdl::Off] {
+            for stream in &streams {
+                let pdl = stream.pdl();
                 for (dtype, r) in [
-                    ("f32", chain::<f32>(&gpu, &module, &stream, n, offset, pdl)),
-                    ("bf16", chain::<bf16>(&gpu, &module, &stream, n, offset, pdl)),
+                    ("f32", chain::<f32>(&gpu, &module, stream, n, offset)),
+                    ("bf16", chain::<bf16>(&gpu, &module, stream, n, offset)),
                 ] {
                     record(&format!("custom chain {dtype} offset {offset} {pdl:?}"), n, r.is_ok());
                     if let Err(m) = r {
@@ -111,18 +104,17 @@ fn pdl_chains_of_custom_ops_and_typed_kernels() {
     // The typed sum's two launches, back to back over several arrays.
     let mut sum = Sum::new(&gpu, &module).unwrap();
     assert_eq!(sum.kernel().has_pdl(), sm90);
-    for pdl in [Pdl::On, Pdl::Auto, Pdl::Off] {
+    for stream in &streams {
+        let pdl = stream.pdl();
         for n in [1usize, 4097, 1 << 20] {
             let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32 - 6.0).collect();
             let dx = gpu.upload(&x).unwrap();
-            stream.set_pdl(pdl);
             let mut ok = true;
             for _ in 0..4 {
-                sum.queue(&gpu, dx.view(), &stream).unwrap();
+                sum.queue(&gpu, dx.view(), stream).unwrap();
                 stream.synchronize().unwrap();
                 ok &= sum.total().unwrap() as f64 == x.iter().map(|&v| v as f64).sum::<f64>();
             }
-            stream.set_pdl(Pdl::Auto);
             record(&format!("typed block_sum {pdl:?}"), n, ok);
             if !ok {
                 failures.push(format!("block_sum n={n} {pdl:?}"));

@@ -2,7 +2,7 @@
 //! example's `block_sum` at many sizes and offsets against an exact CPU sum,
 //! with canaries, and every misuse refused with nothing launched.
 
-use custom_kernels_app::{load, Sum};
+use custom_kernels_app::{ints, load, Sum};
 use gpukern::{Error, Gpu, Launch};
 use gpukern_device::kernel::{input, output, InArg, KernelSig, OutArg, Param};
 
@@ -13,19 +13,6 @@ fn record(case: &str, n: usize, ok: bool) {
             let _ = writeln!(f, "{{\"test\":\"typed_kernels\",\"case\":\"{case}\",\"n\":{n},\"ok\":{ok}}}");
         }
     }
-}
-
-/// Small integers, so every order of summation gives the exact sum.
-fn ints(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 50) % 17) as f32 - 8.0
-        })
-        .collect()
 }
 
 #[test]

@@ -13,6 +13,8 @@
 //!   and writes its total to `partial[blockIdx]`; a second launch of one block
 //!   sums the partials. `pdl`: in the sm_90 build the second launch may start
 //!   while the first finishes (programmatic dependent launch).
+//! * `scale`, a typed kernel with a scalar parameter: `y[i] = k·x[i]`, one
+//!   rounding (the host's graph test records it between the operations).
 //!
 //! build.rs of the host crate builds this crate twice, for sm_70 and sm_90;
 //! the sm_90 module also holds each operation's PDL twins (`elementwise!`).
@@ -148,6 +150,19 @@ pub fn block_sum(x: &[f32], partial: &mut [f32]) {
     }
 }
 
+/// `y[i] = k·x[i]` over the first `min(x.len(), y.len())` elements, in a
+/// grid-stride loop (any grid covers them).
+#[gpukern_macros::kernel]
+pub fn scale(x: &[f32], y: &mut [f32], k: f32) {
+    let (t, step) = (gpukern_device::global_thread() as usize, gpukern_device::grid_threads() as usize);
+    let n = x.len().min(y.len());
+    let mut i = t;
+    while i < n {
+        y.set(i, k * x[i]);
+        i += step;
+    }
+}
+
 /// Writes through `p`: with `p = 0` the kernel faults on purpose (the host
 /// program's fault-and-reset test).
 ///
@@ -207,6 +222,14 @@ mod tests {
         }
         // The library's measured bound for silu (device/src/math/README.md).
         assert!(worst <= 1.0, "worst error {worst} ulp");
+    }
+
+    #[test]
+    fn typed_signatures_carry_the_parameter_names_on_the_host() {
+        use gpukern_device::kernel::{input, output, scalar, KernelSig};
+        assert_eq!(<super::block_sum as KernelSig>::PARAM_NAMES, ["x", "partial"]);
+        assert_eq!(<super::scale as KernelSig>::PARAM_NAMES, ["x", "y", "k"]);
+        assert_eq!(<super::scale as KernelSig>::PARAMS, [input::<f32>(), output::<f32>(), scalar::<f32>()]);
     }
 
     #[test]
