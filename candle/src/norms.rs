@@ -13,9 +13,10 @@
 //! into two views).
 //!
 //! `Device::Cpu` replays the plan that [`gpukern::NormPlan::auto`] picks for
-//! the dtype and row length, which is the plan `Device::Cuda` runs on sm_90
-//! (the two give the same bits there; an older GPU may pick another plan,
-//! within the same error bound).
+//! the dtype and row length. `Device::Cuda` runs that plan wherever the
+//! kernel's registers and the device allow it (the same bits then), else the
+//! next one in the same order of preference (the same error bound, other
+//! bits): see the README.
 
 use candle_core::backend::BackendStorage;
 #[cfg(feature = "cuda")]

@@ -7,7 +7,8 @@
 use candle_core::{DType, Device, Tensor, WithDType};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::first_mismatch;
-use gpukern::{Element, NormOp};
+use gpukern::reference::norms::{self as rn, HostNorm};
+use gpukern::{Element, Norm, NormOp, NormOptions, NormPlan, Rows};
 use gpukern_candle as gc;
 
 mod common;
@@ -21,7 +22,31 @@ fn host<T: WithDType>(t: &Tensor) -> Vec<T> {
     t.flatten_all().unwrap().to_vec1().unwrap()
 }
 
+/// The plan gpukern's automatic choice runs on this GPU for `op` over rows of
+/// `cols` (it depends on the kernel's registers and, past 8 cluster blocks,
+/// on whether the device can place the cluster), from a one-row call.
+fn gpu_plan<T: Element>(gpu: &gpukern::Gpu, op: NormOp, cols: usize) -> NormPlan {
+    let s = gpu.stream().unwrap();
+    let v = gpu.upload(&vec![T::from_bits32(0); cols]).unwrap();
+    let (mut y, mut h) = (gpu.alloc::<T>(cols).unwrap(), gpu.alloc::<T>(cols).unwrap());
+    let (w, eps) = (v.view(), 1e-5);
+    let norm = match op {
+        NormOp::Rms => Norm::Rms { weight: w, eps },
+        NormOp::AddRms => Norm::AddRms { residual: v.view(), h: h.view_mut(), weight: w, eps },
+        NormOp::Layer => Norm::Layer { weight: w, bias: v.view(), eps },
+        NormOp::Softmax => Norm::Softmax,
+        NormOp::LogSoftmax => Norm::LogSoftmax,
+    };
+    let plan = gpu.norm(norm, &v, &mut y, Rows::contiguous(1, cols), NormOptions::default(), &s).unwrap();
+    s.synchronize().unwrap();
+    plan
+}
+
+/// `Device::Cuda` against `Device::Cpu` where the GPU runs the plan the CPU
+/// replays (`NormPlan::auto`); where the device's limits made it run another
+/// plan, against gpukern's reference replay of that plan.
 fn same_bits_as_the_cpu<T: WithDType + Element>(dev: &Device) {
+    let gpu = gc::gpu(dev.as_cuda_device().unwrap()).unwrap();
     // Rows a warp, a block, a split or a cluster holds, odd lengths included.
     let shapes = [(1, 1), (3, 7), (6, 1000), (4, 4096), (2, 5000), (64, 1024), (2, 65_536), (2, 300_001)];
     for (rows, cols) in shapes {
@@ -30,9 +55,9 @@ fn same_bits_as_the_cpu<T: WithDType + Element>(dev: &Device) {
                 let seed = (rows * cols) as u64 + op as u64;
                 let on = |d: &Device, case, rows, s| rows_on::<T>(d, case, rows, cols, seed + s);
                 let (x, hx) = on(dev, case, rows, 0);
-                let (r, _) = on(dev, case, rows, 1);
-                let (w, _) = on(dev, RowCase::Offset, 1, 2);
-                let (b, _) = on(dev, RowCase::Offset, 1, 3);
+                let (r, hr) = on(dev, case, rows, 1);
+                let (w, hw) = on(dev, RowCase::Offset, 1, 2);
+                let (b, hb) = on(dev, RowCase::Offset, 1, 3);
                 let (cx, _) = on(&Device::Cpu, case, rows, 0);
                 let (cr, _) = on(&Device::Cpu, case, rows, 1);
                 let (cw, _) = on(&Device::Cpu, RowCase::Offset, 1, 2);
@@ -42,9 +67,24 @@ fn same_bits_as_the_cpu<T: WithDType + Element>(dev: &Device) {
                 let (h, y) = run_norm(op, &x, &r, &w, &b, 1e-5).unwrap();
                 let (ch, cy) = run_norm(op, &cx, &cr, &cw, &cb, 1e-5).unwrap();
                 let what = format!("{} {:?} {rows}x{cols} {case:?}", op.name(), <T as WithDType>::DTYPE);
-                assert_eq!(first_mismatch(&host::<T>(&y), &host::<T>(&cy)), None, "{what}: y, GPU vs CPU");
-                if let (Some(h), Some(ch)) = (h, ch) {
-                    assert_eq!(first_mismatch(&host::<T>(&h), &host::<T>(&ch)), None, "{what}: h, GPU vs CPU");
+                let plan = gpu_plan::<T>(gpu, op, cols);
+                let (want_y, want_h) = if plan == NormPlan::auto(<T as Element>::DTYPE, cols) {
+                    (host::<T>(&cy), ch.map(|h| host::<T>(&h)))
+                } else {
+                    let host_op = match op {
+                        NormOp::Rms => HostNorm::Rms { weight: &hw, eps: 1e-5 },
+                        NormOp::AddRms => HostNorm::AddRms { residual: &hr, weight: &hw, eps: 1e-5 },
+                        NormOp::Layer => HostNorm::Layer { weight: &hw, bias: &hb, eps: 1e-5 },
+                        NormOp::Softmax => HostNorm::Softmax,
+                        NormOp::LogSoftmax => HostNorm::LogSoftmax,
+                    };
+                    let out =
+                        rn::norm(host_op, &hx, Rows::contiguous(rows, cols), plan.order(<T as Element>::DTYPE, cols));
+                    (out.y, out.h)
+                };
+                assert_eq!(first_mismatch(&host::<T>(&y), &want_y), None, "{what}: y ({plan:?})");
+                if let (Some(h), Some(want_h)) = (h, want_h) {
+                    assert_eq!(first_mismatch(&host::<T>(&h), &want_h), None, "{what}: h ({plan:?})");
                 }
                 // The input window unchanged (the storage around it: the next test).
                 assert_eq!(first_mismatch(&host::<T>(&x), &hx), None, "{what}: input written");
@@ -72,8 +112,11 @@ fn the_storage_around_a_window_is_untouched() {
     let whole = Tensor::arange(0f32, 11.0 * 40.0, &dev).unwrap().reshape((11, 40)).unwrap();
     let before: Vec<f32> = host(&whole);
     let x = whole.narrow(0, 2, 8).unwrap().narrow(1, 3, 33).unwrap();
+    // The residual in the input's row layout (a window of another tensor like it).
+    let other = whole.affine(0.5, 1.0).unwrap();
+    let r = other.narrow(0, 1, 8).unwrap().narrow(1, 5, 33).unwrap();
     let w = Tensor::ones(33, DType::F32, &dev).unwrap();
-    let (h, y) = gc::add_rms_norm(&x, &x.affine(0.5, 1.0).unwrap(), &w, 1e-6).unwrap();
+    let (h, y) = gc::add_rms_norm(&x, &r, &w, 1e-6).unwrap();
     assert_eq!((h.dims(), y.dims()), (&[8, 33][..], &[8, 33][..]));
     let _ = gc::softmax_last_dim(&x).unwrap();
     assert_eq!(first_mismatch(&host::<f32>(&whole), &before), None, "the source storage changed");
