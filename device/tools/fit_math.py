@@ -174,3 +174,33 @@ print("1/3 as a pair:", repr(f32(float(th))), repr(f32(float(th - float(f32(floa
 mp.mp.dps = 100
 v = int(mp.floor(2 / mp.pi * mp.mpf(2) ** 248))
 print("2/pi words:", ", ".join(f"0x{(v >> (224 - 32 * i)) & 0xffffffff:08x}" for i in range(8)))
+
+# gelu (math/gelu.rs): G = (3+t) e^{t^2/2} Phi(-t) in u = 1/(3+t) - GC, t in [0, 14.5]
+# (full weight to 13.2, where results turn subnormal), relative; GC a multiple
+# of 2^-25 at most 3/16 (so that y1 - GC is exact) where G is nearest an f32;
+# then the rest greedily; D0 + D1 u fits dG/dv (weight v/G: it multiplies dv).
+mp.mp.dps = 40
+Gg = lambda v: (lambda t: mp.exp(t * t / 2) * mp.ncdf(-t) * (3 + t))(1 / mp.mpf(v) - 3)
+gc = min((0.1875 - m * 2.0 ** -25 for m in range(3001)),
+         key=lambda c: float(abs(Gg(c) - mp.mpf(float(f32(float(Gg(c)))))) / Gg(c)))
+vv = 1 / 17.5 + (np.cos(np.linspace(0, math.pi, 4000)) * 0.5 + 0.5) * (1 / 3 - 1 / 17.5)
+tt, gy = 1 / vv - 3, np.array([float(Gg(v)) for v in vv])
+uu, gw = vv - gc, np.where(1 / vv - 3 > 13.2, 2.0 ** -6, 1.0) / gy
+fixed = [float(f32(float(Gg(gc))))]
+for i in range(1, 11):
+    r = gy - sum(fixed[j] * uu ** j for j in range(i))
+    A = np.stack([uu ** p for p in range(i, 11)], axis=1)
+    lw = np.ones_like(uu)
+    for _ in range(60):
+        s = np.sqrt(lw)
+        co, *_ = np.linalg.lstsq(A * (s * gw)[:, None], r * s * gw, rcond=None)
+        lw = lw * np.abs((A @ co - r) * gw)
+        lw /= lw.sum()
+    fixed.append(float(f32(co[0])))
+err = np.max(np.abs((sum(fixed[j] * uu ** j for j in range(11)) - gy) * gw))
+print(f"// gelu G, GC = {gc!r}: max weighted err 2^{math.log2(err):.1f}")
+print("[" + ", ".join(repr(v) for v in fixed) + "]")
+dG = np.array([float(mp.diff(Gg, v)) for v in vv])
+A = np.stack([uu ** 0, uu], axis=1)
+co, *_ = np.linalg.lstsq(A * (vv / gy)[:, None], dG * vv / gy, rcond=None)
+print("gelu D0, D1:", [float(f32(v)) for v in co])

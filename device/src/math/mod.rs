@@ -18,6 +18,7 @@
 mod erf;
 mod exp;
 pub mod fast16;
+mod gelu;
 mod log;
 pub mod narrow;
 mod prim;
@@ -30,8 +31,9 @@ mod narrow_tests;
 #[cfg(test)]
 mod tests;
 
-pub use erf::{erf, gelu};
+pub use erf::erf;
 pub use exp::{exp, exp2, exp_nonpos, exp_nonpos16, expm1, gelu_tanh, sigmoid, silu, tanh};
+pub use gelu::gelu;
 pub use log::{log, log1p, log2, pow};
 pub use prim::{div_fast, fma, rcp, rsqrt, sqrt};
 pub use trig::{cos, sin};
