@@ -150,51 +150,55 @@ impl Map {
 /// buffer, any offset and pitch), the weight, bias or residual windows, a new
 /// contiguous output (`add_rms_norm`: `h` then `y`, split in two), one launch
 /// on candle's stream.
-pub(crate) fn norm(m: RowNorm, inputs: &[(&CudaStorage, &Layout)]) -> Result<(CudaStorage, Shape)> {
-    let operands: Vec<_> = inputs.iter().map(|(s, l)| (s.dtype(), *l)).collect();
-    let (x, starts, shape) = m.check(&operands)?;
-    fn run<T: CudaDt>(
-        m: RowNorm,
-        inputs: &[(&CudaStorage, &Layout)],
-        x: RowLayout,
-        starts: &[usize],
-    ) -> Result<CudaStorage> {
-        let dev = &inputs[0].0.device;
-        let stream = dev.cuda_stream();
-        let (n, cols, extent) = (x.rows * x.cols, x.cols, x.extent());
-        let outputs = if m.op == NormOp::AddRms { 2 } else { 1 };
-        // SAFETY: the kernel below writes all `outputs · n` elements before
-        // anything reads them (queued on the same stream); on an error the
-        // buffer is dropped unread.
-        let mut out = unsafe { dev.alloc::<T>(outputs * n) }?;
-        if n > 0 {
-            let gpu = gpu_of(&stream)?;
-            let xv = window::<T>(inputs[0].0, &(x.start..x.start + extent))?;
-            let input = |i: usize, len: usize| window::<T>(inputs[i].0, &(starts[i - 1]..starts[i - 1] + len));
-            let rows = Rows { rows: x.rows, cols, x_pitch: x.pitch, y_pitch: cols };
-            let opts = NormOptions::default();
-            match m.op {
-                NormOp::AddRms => {
-                    let (r, w) = (input(1, extent)?, input(2, cols)?);
-                    let (mut h, mut y) = out.split_at_mut(n);
-                    let op = CudarcNorm::AddRms { residual: &r, h: &mut h, weight: &w, eps: m.eps };
-                    gpu.norm_cudarc(op, &xv, &mut y, rows, opts, &stream)
+impl RowNorm {
+    /// The forward on candle's CUDA storage (see above).
+    pub(crate) fn cuda(self, inputs: &[(&CudaStorage, &Layout)]) -> Result<(CudaStorage, Shape)> {
+        let m = self;
+        let operands: Vec<_> = inputs.iter().map(|(s, l)| (s.dtype(), *l)).collect();
+        let (x, starts, shape) = m.check(&operands)?;
+        fn run<T: CudaDt>(
+            m: RowNorm,
+            inputs: &[(&CudaStorage, &Layout)],
+            x: RowLayout,
+            starts: &[usize],
+        ) -> Result<CudaStorage> {
+            let dev = &inputs[0].0.device;
+            let stream = dev.cuda_stream();
+            let (n, cols, extent) = (x.rows * x.cols, x.cols, x.extent());
+            let outputs = if m.op == NormOp::AddRms { 2 } else { 1 };
+            // SAFETY: the kernel below writes all `outputs · n` elements before
+            // anything reads them (queued on the same stream); on an error the
+            // buffer is dropped unread.
+            let mut out = unsafe { dev.alloc::<T>(outputs * n) }?;
+            if n > 0 {
+                let gpu = gpu_of(&stream)?;
+                let xv = window::<T>(inputs[0].0, &(x.start..x.start + extent))?;
+                let input = |i: usize, len: usize| window::<T>(inputs[i].0, &(starts[i - 1]..starts[i - 1] + len));
+                let rows = Rows { rows: x.rows, cols, x_pitch: x.pitch, y_pitch: cols };
+                let opts = NormOptions::default();
+                match m.op {
+                    NormOp::AddRms => {
+                        let (r, w) = (input(1, extent)?, input(2, cols)?);
+                        let (mut h, mut y) = out.split_at_mut(n);
+                        let op = CudarcNorm::AddRms { residual: &r, h: &mut h, weight: &w, eps: m.eps };
+                        gpu.norm_cudarc(op, &xv, &mut y, rows, opts, &stream)
+                    }
+                    NormOp::Rms => {
+                        let w = input(1, cols)?;
+                        gpu.norm_cudarc(CudarcNorm::Rms { weight: &w, eps: m.eps }, &xv, &mut out, rows, opts, &stream)
+                    }
+                    NormOp::Layer => {
+                        let (w, b) = (input(1, cols)?, input(2, cols)?);
+                        let op = CudarcNorm::Layer { weight: &w, bias: &b, eps: m.eps };
+                        gpu.norm_cudarc(op, &xv, &mut out, rows, opts, &stream)
+                    }
+                    NormOp::Softmax => gpu.norm_cudarc(CudarcNorm::Softmax, &xv, &mut out, rows, opts, &stream),
+                    NormOp::LogSoftmax => gpu.norm_cudarc(CudarcNorm::LogSoftmax, &xv, &mut out, rows, opts, &stream),
                 }
-                NormOp::Rms => {
-                    let w = input(1, cols)?;
-                    gpu.norm_cudarc(CudarcNorm::Rms { weight: &w, eps: m.eps }, &xv, &mut out, rows, opts, &stream)
-                }
-                NormOp::Layer => {
-                    let (w, b) = (input(1, cols)?, input(2, cols)?);
-                    let op = CudarcNorm::Layer { weight: &w, bias: &b, eps: m.eps };
-                    gpu.norm_cudarc(op, &xv, &mut out, rows, opts, &stream)
-                }
-                NormOp::Softmax => gpu.norm_cudarc(CudarcNorm::Softmax, &xv, &mut out, rows, opts, &stream),
-                NormOp::LogSoftmax => gpu.norm_cudarc(CudarcNorm::LogSoftmax, &xv, &mut out, rows, opts, &stream),
+                .map_err(gpukern_err)?;
             }
-            .map_err(gpukern_err)?;
+            Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
         }
-        Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
+        Ok((by_dtype!(operands[0].0, run(m, inputs, x, &starts))?, shape))
     }
-    Ok((by_dtype!(operands[0].0, run(m, inputs, x, &starts))?, shape))
 }

@@ -125,7 +125,7 @@ impl CustomOp1 for RowNorm {
     }
     #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Shape)> {
-        crate::cuda::norm(*self, &[(s, l)])
+        self.cuda(&[(s, l)])
     }
 }
 
@@ -138,7 +138,7 @@ impl CustomOp2 for RowNorm {
     }
     #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
-        crate::cuda::norm(*self, &[(s1, l1), (s2, l2)])
+        self.cuda(&[(s1, l1), (s2, l2)])
     }
 }
 
@@ -167,6 +167,6 @@ impl CustomOp3 for RowNorm {
         s3: &CudaStorage,
         l3: &Layout,
     ) -> Result<(CudaStorage, Shape)> {
-        crate::cuda::norm(*self, &[(s1, l1), (s2, l2), (s3, l3)])
+        self.cuda(&[(s1, l1), (s2, l2), (s3, l3)])
     }
 }
