@@ -152,7 +152,7 @@ sanitize)
             # The error tests provoke failing API calls on purpose (out of memory,
             # invalid PTX, missing kernel); memcheck would count those as errors.
             api=()
-            case "$t" in gpukern-errors|custom-kernels-app-gpu|custom-kernels-app-typed) api=(--report-api-errors no) ;; esac
+            case "$t" in gpukern-errors|custom-kernels-app-gpu|custom-kernels-app-typed|custom-kernels-app-graph) api=(--report-api-errors no) ;; esac
             timeout "$limit" compute-sanitizer --tool "$tool" "$@" "${api[@]}" --error-exitcode 1 --print-limit 20 \
                 "$here/tests/$t" --include-ignored --test-threads 1 "${skips[@]}" >"$log" 2>&1
             code=$?
@@ -183,7 +183,7 @@ sanitize)
     unset GPUKERN_NO_BULK_STORE
     run_tool racecheck 110 "gpukern-gpu_studies gpukern-gpu_hopper gpukern-gpu_block gpukern-gpu_pdl gpukern-gpu_norms custom-kernels-app-typed custom-kernels-app-pdl custom-kernels-app-graph"
     run_tool synccheck 60 "gpukern-gpu_studies gpukern-gpu_hopper gpukern-gpu_block gpukern-gpu_pdl gpukern-gpu_norms gpukern-gpu_exhaustive custom-kernels-app-typed custom-kernels-app-pdl custom-kernels-app-graph"
-    json+=", \"command\": \"compute-sanitizer --tool T [--leak-check full --padding 512] [--report-api-errors no for gpukern-errors and custom-kernels-app-gpu, whose tests provoke API errors on purpose] --error-exitcode 1 <test binary> --include-ignored --test-threads 1 ${skips[*]} (GPUKERN_SANITIZE=1)\"}"
+    json+=", \"command\": \"compute-sanitizer --tool T [--leak-check full --padding 512] [--report-api-errors no for gpukern-errors and the example's gpu, typed and graph tests, whose tests provoke API errors on purpose or probe a module for optional globals] --error-exitcode 1 <test binary> --include-ignored --test-threads 1 ${skips[*]} (GPUKERN_SANITIZE=1)\"}"
     echo "$json" | tee "$out/sanitizer.json"
     exit $rc
     ;;
