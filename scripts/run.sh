@@ -159,7 +159,8 @@ sanitize)
             [ $code = 124 ] && status=timeout
             # memcheck/initcheck/synccheck: "ERROR SUMMARY: N errors";
             # racecheck: "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)".
-            n=$(grep -Eo 'ERROR SUMMARY: [0-9]+|\([0-9]+ errors' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
+            # (Not the "N errors were not printed" line, which repeats a part of the count.)
+            n=$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors?$|\([0-9]+ errors' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
             grep -qE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" || status=no-summary
             grep -q "test result: ok" "$log" || status=tests-failed
             errors=$((errors + n))
