@@ -30,7 +30,7 @@ exhaustive_skips=(--skip math_exhaustive)
 # with every other binary, so that all of them fit one 10-minute call.
 huge_lane=" gpukern-gpu_huge gpukern-gpu_ops "
 
-run_tests() { # $1 = out dir, $2 = lane (all, huge, rest), rest = extra args for every test binary
+run_tests() { # $1 = out dir, $2 = lane (huge or rest), rest = extra args for every test binary
     local out=$1 lane=$2; shift 2
     local rc=0
     for t in "$here"/tests/*; do

@@ -153,9 +153,8 @@ impl Map {
 impl RowNorm {
     /// The forward on candle's CUDA storage (see above).
     pub(crate) fn cuda(self, inputs: &[(&CudaStorage, &Layout)]) -> Result<(CudaStorage, Shape)> {
-        let m = self;
         let operands: Vec<_> = inputs.iter().map(|(s, l)| (s.dtype(), *l)).collect();
-        let (x, starts, shape) = m.check(&operands)?;
+        let (x, starts, shape) = self.check(&operands)?;
         fn run<T: CudaDt>(
             m: RowNorm,
             inputs: &[(&CudaStorage, &Layout)],
@@ -199,6 +198,6 @@ impl RowNorm {
             }
             Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
         }
-        Ok((by_dtype!(operands[0].0, run(m, inputs, x, &starts))?, shape))
+        Ok((by_dtype!(operands[0].0, run(self, inputs, x, &starts))?, shape))
     }
 }

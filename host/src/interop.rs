@@ -123,29 +123,13 @@ impl Gpu {
             self.check_cudarc_context(op, b.cudarc_context())?;
         }
         self.check_cudarc_context(op, out.cudarc_context())?;
-        let (n, n_out) = (a.elements(), out.elements());
         // The guards make `stream` wait for earlier writes now and record this
         // call's reads and write when they drop, after the launch is queued.
-        let (pa, _ra) = a.read_ptr(stream);
-        let b_ptr = b.map(|b| (b.elements(), b.read_ptr(stream)));
-        let (pc, _wc) = out.write_ptr(stream);
-        // SAFETY (the views' contract): the operands are cudarc's own buffer
-        // types (sealed traits), so each address and length is a range cudarc
-        // allocated, in this Gpu's context (each checked above); the borrows of
-        // `a`, `b` and `out` keep them allocated for this call (`out` borrowed
-        // exclusively), and cudarc's events order every later use after the
-        // queued kernel.
-        let ops = unsafe {
-            Operands::<T> {
-                a: View::from_raw_parts(self, pa, n)?,
-                b: match &b_ptr {
-                    Some((len, (pb, _))) => Some(View::from_raw_parts(self, *pb, *len)?),
-                    None => None,
-                },
-                out: ViewMut::from_raw_parts(self, pc, n_out)?,
-                scales,
-            }
-        };
+        let mut guards = Vec::new();
+        let a = input(self, a, stream, &mut guards)?;
+        let b = b.map(|b| input(self, b, stream, &mut guards)).transpose()?;
+        let out = output(self, out, stream, &mut guards)?;
+        let ops = Operands::<T> { a, b, out, scales };
         self.map_auto(kind, ops, crate::raw::Queue::untracked(stream.cu_stream()), crate::Pdl::Auto)
     }
 
@@ -188,4 +172,38 @@ impl Gpu {
     ) -> Result<()> {
         self.cudarc_map(OpKind::Axpby, a, Some(b), out, Some((alpha, beta)), stream)
     }
+}
+
+/// A view of a cudarc input (its context checked by the caller), its guard
+/// kept in `guards` until the caller has queued its work.
+pub(crate) fn input<'g, T: Element>(
+    gpu: &'g Gpu,
+    v: &'g (impl CudarcInput<T> + ?Sized),
+    stream: &'g CudaStream,
+    guards: &mut Vec<SyncOnDrop<'g>>,
+) -> Result<View<'g, T>> {
+    let (n, (addr, guard)) = (v.elements(), v.read_ptr(stream));
+    guards.push(guard);
+    // SAFETY (the view's contract): `v` is one of cudarc's own buffer types
+    // (sealed trait), so `addr .. + n` is a range cudarc allocated, in this
+    // Gpu's context (the caller checked it); the borrow keeps it allocated for
+    // the call, and cudarc's guard orders the stream after earlier writes and
+    // every later use after the queued kernel.
+    unsafe { View::from_raw_parts(gpu, addr, n) }
+}
+
+/// A writable view of a cudarc output (its context checked by the caller),
+/// its guard kept in `guards`.
+pub(crate) fn output<'g, T: Element>(
+    gpu: &'g Gpu,
+    v: &'g mut (impl CudarcOutput<T> + ?Sized),
+    stream: &'g CudaStream,
+    guards: &mut Vec<SyncOnDrop<'g>>,
+) -> Result<ViewMut<'g, T>> {
+    let n = v.elements();
+    let (addr, guard) = v.write_ptr(stream);
+    guards.push(guard);
+    // SAFETY: as in `input`; `v` is borrowed exclusively, so no input of the
+    // call is the same buffer, and nothing else writes it meanwhile.
+    unsafe { ViewMut::from_raw_parts(gpu, addr, n) }
 }

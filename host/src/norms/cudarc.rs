@@ -10,13 +10,13 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaStream, SyncOnDrop};
+use cudarc::driver::{CudaContext, CudaStream};
 
 use super::{Norm, NormOptions, NormPlan, Rows};
-use crate::buffer::{Element, View, ViewMut};
+use crate::buffer::Element;
 use crate::error::Result;
 use crate::gpu::Gpu;
-use crate::interop::{CudarcInput, CudarcOutput};
+use crate::interop::{input, output, CudarcInput, CudarcOutput};
 use crate::raw;
 
 /// The operation and its operands beside `x` and `y`, as cudarc buffers
@@ -109,37 +109,4 @@ impl<T> CudarcNorm<'_, T> {
             CudarcNorm::Softmax | CudarcNorm::LogSoftmax => vec![],
         }
     }
-}
-
-/// A view of a cudarc input (its context checked), its guard kept in `guards`.
-fn input<'g, T: Element>(
-    gpu: &'g Gpu,
-    v: &'g (impl CudarcInput<T> + ?Sized),
-    stream: &'g CudaStream,
-    guards: &mut Vec<SyncOnDrop<'g>>,
-) -> Result<View<'g, T>> {
-    let (n, (addr, guard)) = (v.elements(), v.read_ptr(stream));
-    guards.push(guard);
-    // SAFETY (the view's contract): `v` is one of cudarc's own buffer types
-    // (sealed trait), so `addr .. + n` is a range cudarc allocated, in this
-    // Gpu's context (the caller checked it); the borrow keeps it allocated for
-    // the call, and cudarc's guard orders the stream after earlier writes and
-    // every later use after the queued kernel.
-    unsafe { View::from_raw_parts(gpu, addr, n) }
-}
-
-/// A writable view of a cudarc output (its context checked), its guard kept
-/// in `guards`.
-fn output<'g, T: Element>(
-    gpu: &'g Gpu,
-    v: &'g mut (impl CudarcOutput<T> + ?Sized),
-    stream: &'g CudaStream,
-    guards: &mut Vec<SyncOnDrop<'g>>,
-) -> Result<ViewMut<'g, T>> {
-    let n = v.elements();
-    let (addr, guard) = v.write_ptr(stream);
-    guards.push(guard);
-    // SAFETY: as in `input`; `v` is borrowed exclusively, so no input of the
-    // call is the same buffer, and nothing else writes it meanwhile.
-    unsafe { ViewMut::from_raw_parts(gpu, addr, n) }
 }
