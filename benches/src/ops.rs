@@ -52,6 +52,15 @@ pub struct OpRow {
     /// divided into ours. Absent from reports older than the activations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vs_neg: Option<f64>,
+    /// Whether the automatic choice capped the grid at one resident wave
+    /// (`AutoPlan::caps_grid` on this device).
+    #[serde(default)]
+    pub capped: bool,
+    /// The long activations (`AutoPlan::long_activation`): GB/s of the same
+    /// kernel with the other grid (full where the choice capped, capped where
+    /// it did not), so each report measures the choice on its own GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_grid_gbps: Option<f64>,
 }
 
 /// Which input set an operation is timed on (see the module docs).
@@ -100,12 +109,20 @@ struct Buffers<T: gpukern::Pod> {
     out: DeviceVec<T>,
 }
 
-/// Queues `kind` on input set `set` of `n` elements: with the automatic choice,
-/// or with an explicit pattern at the block the automatic choice uses.
+/// How a timed launch is made: the automatic choice, or an explicit pattern at
+/// the block the automatic choice gives it, with the grid capped at one
+/// resident wave (`AutoPlan::activation_max_grid`) or not.
+#[derive(Clone, Copy)]
+enum How {
+    Auto,
+    Explicit { pattern: OpPattern, capped: bool },
+}
+
+/// Queues `kind` on input set `set` of `n` elements as `how` says.
 fn launch<T: gpukern::Element>(
     gpu: &Gpu,
     kind: OpKind,
-    pattern: Option<OpPattern>,
+    how: How,
     bufs: &mut Buffers<T>,
     n: usize,
     set: usize,
@@ -114,19 +131,25 @@ fn launch<T: gpukern::Element>(
     let r = set * n..set * n + n;
     let a = &bufs.a[Inputs::ALL.iter().position(|&i| i == Inputs::of(kind)).unwrap_or(0)];
     let (a, b, out) = (a.slice(r.clone())?, bufs.b.slice(r.clone())?, bufs.out.slice_mut(r)?);
-    // The explicit kernel gets the block the automatic choice would give it.
-    let block = match pattern.and_then(|p| kernels_gpu::ops::op_kernel(kind, T::DTYPE, p)) {
-        Some(k) => {
-            let registers = gpu.studies().kernel_resources(k.name)?.registers;
-            AutoPlan::op_block(n, gpu.info().has_sm90(), kind.inputs() as u32, registers)
-        }
-        None => kernels_gpu::launch::DEFAULT_BLOCK,
-    };
-    let cfg = LaunchShape::with_block(block);
     let b = (kind.inputs() == 2).then_some(b);
-    let opts = match pattern {
-        Some(p) => Opts::auto().pattern(p).shape(cfg),
-        None => Opts::auto().pdl(s.pdl()),
+    let opts = match how {
+        How::Auto => Opts::auto().pdl(s.pdl()),
+        How::Explicit { pattern, capped } => {
+            // The explicit kernel gets the block the automatic choice would give it.
+            let info = gpu.info();
+            let block = match kernels_gpu::ops::op_kernel(kind, T::DTYPE, pattern) {
+                Some(k) => {
+                    let registers = gpu.studies().kernel_resources(k.name)?.registers;
+                    AutoPlan::op_block(n, info.has_sm90(), kind.inputs() as u32, registers)
+                }
+                None => kernels_gpu::launch::DEFAULT_BLOCK,
+            };
+            let mut cfg = LaunchShape::with_block(block);
+            if capped {
+                cfg.max_grid = AutoPlan::activation_max_grid(info.sm_count, info.max_threads_per_sm, block);
+            }
+            Opts::auto().pattern(pattern).shape(cfg)
+        }
     };
     let addrs: Vec<u64> = [Some(a.addr()), b.map(|b| b.addr()), Some(out.addr())].into_iter().flatten().collect();
     let plan = gpu.plan(kind, T::DTYPE, n, &addrs, &opts)?;
@@ -153,7 +176,7 @@ fn measure_dtype<T: ReferenceOps>(
             let sets = ((4 * gpu.info().l2_bytes).div_ceil(bytes.max(1)) as usize).clamp(1, (cap / n.max(1)).max(1));
             // Verify on set 0 with a poisoned output.
             bufs.out.slice_mut(..n)?.fill_bits(0xdead_beef)?;
-            let kernel = launch(gpu, kind, None, &mut bufs, n, 0, stream)?;
+            let kernel = launch(gpu, kind, How::Auto, &mut bufs, n, 0, stream)?;
             stream.synchronize()?;
             let m = n.min(1 << 24);
             let got = bufs.out.slice(..m)?.to_vec()?;
@@ -168,17 +191,29 @@ fn measure_dtype<T: ReferenceOps>(
                 })
                 .collect();
             let verified = crate::first_mismatch_par(&got, &want).is_none();
-            let mut timed = |pattern: Option<OpPattern>| {
+            let mut timed = |how: How| {
                 let mut i = 0usize;
                 time_op(gpu, stream, crate::reps_for(bytes), 3, |s| {
                     i += 1;
-                    launch(gpu, kind, pattern, &mut bufs, n, i % sets, s).map(|_| ())
+                    launch(gpu, kind, how, &mut bufs, n, i % sets, s).map(|_| ())
                 })
             };
-            let ms = timed(None)?;
-            let portable_gbps = match kernel.ends_with("_sm90") {
-                true => Some(gbps(bytes, timed(Some(OpPattern::Pack))?)),
+            let ms = timed(How::Auto)?;
+            let unary = match kind {
+                OpKind::Unary(op) => Some(op),
+                _ => None,
+            };
+            let capped = unary.is_some_and(|op| AutoPlan::caps_grid(op, T::DTYPE, gpu.info()));
+            let sm90 = kernel.ends_with("_sm90");
+            // The portable kernel at the automatic choice's launch settings.
+            let portable_gbps = match sm90 {
+                true => Some(gbps(bytes, timed(How::Explicit { pattern: OpPattern::Pack, capped })?)),
                 false => None,
+            };
+            let pattern = if sm90 { OpPattern::PackSm90 } else { OpPattern::Pack };
+            let other_grid_gbps = match unary.filter(|&op| AutoPlan::long_activation(op, T::DTYPE)) {
+                Some(_) => Some(gbps(bytes, timed(How::Explicit { pattern, capped: !capped })?)),
+                None => None,
             };
             let g = gbps(bytes, ms);
             rows.push(OpRow {
@@ -196,6 +231,8 @@ fn measure_dtype<T: ReferenceOps>(
                 torch_gbps: None,
                 portable_gbps,
                 vs_neg: None,
+                capped,
+                other_grid_gbps,
             });
         }
     }
@@ -287,5 +324,50 @@ pub fn render(s: &mut String, rows: &[OpRow]) {
             last.vs_add,
             if verified { "yes" } else { "**NO**" }
         );
+    }
+}
+
+/// Markdown: the long activations' grid, chosen against the other one, at
+/// every size (the per-GPU measurement behind `AutoPlan::caps_grid`).
+pub fn render_grid(s: &mut String, rows: &[OpRow], bytes_per_sm_cycle: f64) {
+    use std::fmt::Write;
+    let long: Vec<&OpRow> = rows.iter().filter(|r| r.other_grid_gbps.is_some()).collect();
+    if long.is_empty() {
+        return;
+    }
+    let mut sizes: Vec<usize> = long.iter().map(|r| r.n).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let _ = writeln!(
+        s,
+        "\n### The long activations' grid on this GPU\n\nThe automatic choice caps the grid of the long \
+         activations at one wave of resident threads (a grid-stride loop, several packs per thread) where \
+         the device moves at least {:.0} bytes per SM cycle (`AutoPlan::issue_bound`; this GPU: {:.1}), and \
+         keeps one pack per thread elsewhere. Each row times the same kernel with the other grid in the same \
+         run: `other / chosen` above ×1.00 means the other grid was faster here.\n",
+        gpukern::AutoPlan::ISSUE_BOUND_BYTES_PER_SM_CYCLE,
+        bytes_per_sm_cycle
+    );
+    let head: Vec<String> =
+        sizes.iter().map(|n| format!("2^{}: chosen GB/s, other / chosen", n.trailing_zeros())).collect();
+    let _ = writeln!(s, "| op | dtype | chosen grid | {} |", head.join(" | "));
+    let _ = writeln!(s, "|---|---|---|{}", "---|".repeat(sizes.len()));
+    let mut keys: Vec<(&str, &str)> = Vec::new();
+    for r in &long {
+        if !keys.contains(&(&r.op, &r.dtype)) {
+            keys.push((&r.op, &r.dtype));
+        }
+    }
+    for (op, dtype) in keys {
+        let of = |n: usize| long.iter().find(|r| r.op == op && r.dtype == dtype && r.n == n);
+        let cells: Vec<String> = sizes
+            .iter()
+            .map(|&n| match of(n) {
+                Some(r) => format!("{:.0}, ×{:.3}", r.gbps, r.other_grid_gbps.unwrap_or(0.0) / r.gbps),
+                None => "-".into(),
+            })
+            .collect();
+        let chosen = if long.iter().any(|r| r.op == op && r.dtype == dtype && r.capped) { "one wave" } else { "full" };
+        let _ = writeln!(s, "| {op} | {dtype} | {chosen} | {} |", cells.join(" | "));
     }
 }

@@ -66,6 +66,19 @@ impl DeviceInfo {
         }
     }
 
+    /// Theoretical DRAM bytes per SM per SM clock cycle: how many bytes each
+    /// SM must move per cycle to keep the memory busy, so how little issue
+    /// time a memory-bound kernel has per byte. An H100 SXM has 12.8
+    /// (3352 GB/s over 132 SMs at 1980 MHz), an H200 18.4 (4814 GB/s).
+    pub fn bytes_per_sm_cycle(&self) -> f64 {
+        let cycles = self.sm_count as f64 * self.sm_clock_khz as f64 * 1e3;
+        if cycles > 0.0 {
+            self.peak_gbps() * 1e9 / cycles
+        } else {
+            0.0
+        }
+    }
+
     /// Peak rate of independent f32 adds (one per lane per clock), in GFLOP/s.
     pub fn peak_fp32_add_gflops(&self) -> f64 {
         self.sm_count as f64 * self.fp32_lanes_per_sm() as f64 * self.sm_clock_khz as f64 * 1e3 / 1e9

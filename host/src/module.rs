@@ -139,7 +139,8 @@ pub(crate) struct Custom {
 }
 
 /// Registers per thread above which a custom pack kernel counts as arithmetic
-/// bound (a proxy) and gets [`AutoPlan::activation_max_grid`].
+/// bound (a proxy) and gets [`AutoPlan::activation_max_grid`] on a device
+/// where [`AutoPlan::issue_bound`] holds.
 const CUSTOM_ARITHMETIC_REGISTERS: u32 = 32;
 
 /// Which kernel of a custom operation to run.
@@ -262,9 +263,10 @@ impl Custom {
         let inputs = if self.kind == EwKind::Binary { 2 } else { 1 };
         let gpu = &self.module.gpu;
         let mut cfg = LaunchShape::with_block(gpu.op_block(&self.pack.1, inputs, ops.a.len())?);
-        // Arithmetic-bound, like the long activations: several packs per thread.
-        if self.pack.1.resources()?.registers > CUSTOM_ARITHMETIC_REGISTERS {
-            let info = gpu.info();
+        // Arithmetic-bound, like the long activations, on a device where that
+        // binds (`AutoPlan::issue_bound`): several packs per thread.
+        let info = gpu.info();
+        if AutoPlan::issue_bound(info) && self.pack.1.resources()?.registers > CUSTOM_ARITHMETIC_REGISTERS {
             cfg.max_grid = AutoPlan::activation_max_grid(info.sm_count, info.max_threads_per_sm, cfg.block);
         }
         match self.decide(&ops.addrs(), ops.a.len(), pdl) {

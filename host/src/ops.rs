@@ -194,8 +194,8 @@ impl Gpu {
     /// [`AutoPlan::caps_grid`] names, one pack per thread for the rest.
     fn op_config(&self, kind: OpKind, dtype: Dtype, block: u32) -> LaunchShape {
         let mut cfg = LaunchShape::with_block(block);
-        if matches!(kind, OpKind::Unary(op) if AutoPlan::caps_grid(op, dtype)) {
-            let info = self.info();
+        let info = self.info();
+        if matches!(kind, OpKind::Unary(op) if AutoPlan::caps_grid(op, dtype, info)) {
             cfg.max_grid = AutoPlan::activation_max_grid(info.sm_count, info.max_threads_per_sm, block);
         }
         cfg

@@ -4,6 +4,7 @@
 use kernels_gpu::bulk::MAX_STAGES;
 use kernels_gpu::Dtype;
 
+use crate::context::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::variant::Variant;
 
@@ -109,18 +110,49 @@ impl AutoPlan {
         (sm_count * (max_threads_per_sm / block.max(1))).max(1)
     }
 
+    /// Bytes per SM cycle ([`DeviceInfo::bytes_per_sm_cycle`]) from which the
+    /// long activations are bound by instruction issue rather than by memory,
+    /// so that capping their grid pays. Set between the two GPUs measured: the
+    /// H200 (18.4) gains from the cap, the H100 (12.8) loses (see
+    /// [`AutoPlan::caps_grid`]).
+    pub const ISSUE_BOUND_BYTES_PER_SM_CYCLE: f64 = 16.0;
+
+    /// Whether this device's memory outruns its instruction issue enough that
+    /// arithmetic-heavy element-wise kernels take the capped grid
+    /// ([`AutoPlan::activation_max_grid`]); the custom operations' proxy
+    /// (registers) applies it too.
+    pub fn issue_bound(info: &DeviceInfo) -> bool {
+        info.bytes_per_sm_cycle() >= Self::ISSUE_BOUND_BYTES_PER_SM_CYCLE
+    }
+
     /// Whether the automatic choice caps unary `op` on `dtype` at
-    /// [`AutoPlan::activation_max_grid`]. The grid-stride loop has one pack in
-    /// flight per thread at a time, so the cap trades memory parallelism for
-    /// less set-up: it pays where the arithmetic dominates. Same-run ratios to
-    /// `neg` at 2^28 on the H200, capped against one pack per thread (the
-    /// committed report): bf16 `exp` 0.905 / 0.854, `log` 0.723 / 0.686,
-    /// `tanh` 0.785 / 0.743, `silu` 0.759 / 0.727, `rsqrt` 0.861 / 0.764,
-    /// `gelu_tanh` 0.710 / 0.681 (f16 alike); f32 `sigmoid` 0.885 / 0.835,
-    /// `silu` 0.857 / 0.781, `gelu` 0.780 / 0.713, `tanh` 0.868 / 0.817. It
-    /// loses where the function is short: `sqrt` (f32 0.917 / 0.993, bf16
-    /// 0.905 / 0.964), f32 `exp` (0.913 / 0.989) and f32 `log` (0.899 / 0.939).
-    pub fn caps_grid(op: kernels_gpu::ops::UnaryOp, dtype: Dtype) -> bool {
+    /// [`AutoPlan::activation_max_grid`] on the device `info`. The grid-stride
+    /// loop has one pack in flight per thread at a time, so the cap trades
+    /// memory parallelism for less set-up: it pays where the arithmetic
+    /// dominates, which depends on the device's bytes per SM cycle as much as
+    /// on the function ([`AutoPlan::issue_bound`]); the report's element-wise
+    /// section times the other grid beside the chosen one on every run.
+    ///
+    /// H200 (18.4 bytes per SM cycle), same-run ratios to `neg` at 2^28,
+    /// capped against one pack per thread: bf16 `exp` 0.905 / 0.854, `log`
+    /// 0.723 / 0.686, `tanh` 0.785 / 0.743, `silu` 0.759 / 0.727, `rsqrt`
+    /// 0.861 / 0.764, `gelu_tanh` 0.710 / 0.681 (f16 alike); f32 `sigmoid`
+    /// 0.885 / 0.835, `silu` 0.857 / 0.781, `gelu` 0.780 / 0.713, `tanh`
+    /// 0.868 / 0.817. It loses where the function is short: `sqrt` (f32 0.917
+    /// / 0.993, bf16 0.905 / 0.964), f32 `exp` (0.913 / 0.989) and f32 `log`
+    /// (0.899 / 0.939).
+    ///
+    /// H100 (12.8 bytes per SM cycle): one pack per thread wins. The same
+    /// SiLU lane rule ran at ×0.976 of `neg` in f32 on the full grid (the
+    /// worked example's kernel) against ×0.883 capped (the library's), and
+    /// bf16 ×0.861 against ×0.789, in one report (c92c8d5).
+    pub fn caps_grid(op: kernels_gpu::ops::UnaryOp, dtype: Dtype, info: &DeviceInfo) -> bool {
+        Self::issue_bound(info) && Self::long_activation(op, dtype)
+    }
+
+    /// The unary operations long enough that the cap pays on an issue-bound
+    /// device ([`AutoPlan::caps_grid`]).
+    pub fn long_activation(op: kernels_gpu::ops::UnaryOp, dtype: Dtype) -> bool {
         use kernels_gpu::ops::UnaryOp::*;
         match op {
             Tanh | Sigmoid | Silu | Gelu | GeluTanh | Rsqrt => true,
@@ -166,16 +198,44 @@ impl BulkConfig {
 mod tests {
     use super::*;
 
+    /// A Hopper part with the driver's memory clock and bus width.
+    fn hopper(memory_clock_khz: u64, bus_width_bits: u64) -> DeviceInfo {
+        DeviceInfo {
+            index: 0,
+            name: "test".into(),
+            compute_capability: (9, 0),
+            sm_count: 132,
+            l2_bytes: 50 << 20,
+            total_memory: 80 << 30,
+            memory_clock_khz,
+            bus_width_bits,
+            max_threads_per_sm: 2048,
+            registers_per_sm: 65536,
+            sm_clock_khz: 1_980_000,
+            driver_version: 13000,
+            shared_per_block_optin: 227 * 1024,
+        }
+    }
+
     #[test]
-    fn long_activations_cap_their_grid_at_one_resident_wave() {
+    fn long_activations_cap_their_grid_at_one_resident_wave_where_issue_bound() {
         use kernels_gpu::ops::UnaryOp;
         // An H200: 132 SMs of 2048 threads, 256-thread blocks.
         assert_eq!(AutoPlan::activation_max_grid(132, 2048, 256), 1056);
         assert_eq!(AutoPlan::activation_max_grid(132, 2048, 4096), 1, "never zero");
+        // The driver's figures of the two GPUs measured.
+        let (h100, h200) = (hopper(2_619_000, 5120), hopper(3_201_000, 6016));
+        assert!((h100.bytes_per_sm_cycle() - 12.83).abs() < 0.01, "{}", h100.bytes_per_sm_cycle());
+        assert!((h200.bytes_per_sm_cycle() - 18.42).abs() < 0.01, "{}", h200.bytes_per_sm_cycle());
+        assert!(AutoPlan::issue_bound(&h200) && !AutoPlan::issue_bound(&h100));
+        let no_clock = DeviceInfo { sm_clock_khz: 0, ..h200.clone() };
+        assert!(!AutoPlan::issue_bound(&no_clock), "an unknown clock keeps the full grid");
         for d in Dtype::ALL {
-            assert!(AutoPlan::caps_grid(UnaryOp::Silu, d) && AutoPlan::caps_grid(UnaryOp::Gelu, d));
-            assert!(!AutoPlan::caps_grid(UnaryOp::Sqrt, d) && !AutoPlan::caps_grid(UnaryOp::Neg, d));
-            assert_eq!(AutoPlan::caps_grid(UnaryOp::Exp, d), d != Dtype::F32);
+            let cap = |op| AutoPlan::caps_grid(op, d, &h200);
+            assert!(cap(UnaryOp::Silu) && cap(UnaryOp::Gelu));
+            assert!(!cap(UnaryOp::Sqrt) && !cap(UnaryOp::Neg));
+            assert_eq!(cap(UnaryOp::Exp), d != Dtype::F32);
+            assert!(UnaryOp::ALL.iter().all(|&op| !AutoPlan::caps_grid(op, d, &h100)));
         }
     }
 

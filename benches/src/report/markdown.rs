@@ -104,6 +104,11 @@ pub fn markdown(r: &Value) -> String {
     crate::hopper::render(&mut s, &bulk, &ceiling, &foreach, f(&r["copy_gbps"]), f(&r["peak_gbps"]));
     let ops: Vec<crate::ops::OpRow> = serde_json::from_value(r["ops"].clone()).unwrap_or_default();
     crate::ops::render(&mut s, &ops);
+    // The device's bytes per SM cycle, as `DeviceInfo::bytes_per_sm_cycle`.
+    let dev = &r["device"];
+    let cycles = f(&dev["sm_count"]) * f(&dev["sm_clock_khz"]) * 1e3;
+    let bytes_per_cycle = if cycles > 0.0 { f(&r["peak_gbps"]) * 1e9 / cycles } else { 0.0 };
+    crate::ops::render_grid(&mut s, &ops, bytes_per_cycle);
     let custom: Vec<crate::custom::CustomRow> = serde_json::from_value(r["custom"].clone()).unwrap_or_default();
     if !custom.is_empty() {
         let _ = writeln!(
