@@ -56,11 +56,11 @@ pub struct OpRow {
     /// (`AutoPlan::caps_grid` on this device).
     #[serde(default)]
     pub capped: bool,
-    /// The long activations (`AutoPlan::long_activation`): GB/s of the same
-    /// kernel with the other grid (full where the choice capped, capped where
-    /// it did not), so each report measures the choice on its own GPU.
+    /// The activations: GB/s of the same kernel with the chosen grid and with
+    /// the other one (full where the choice capped, capped where it did not),
+    /// both launched plainly, so each report measures the choice on its own GPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub other_grid_gbps: Option<f64>,
+    pub grids: Option<(f64, f64)>,
 }
 
 /// Which input set an operation is timed on (see the module docs).
@@ -115,7 +115,16 @@ struct Buffers<T: gpukern::Pod> {
 #[derive(Clone, Copy)]
 enum How {
     Auto,
-    Explicit { pattern: OpPattern, capped: bool },
+    Explicit {
+        pattern: OpPattern,
+        capped: bool,
+    },
+    /// The automatic kernel with the grid given (so launched plainly: a
+    /// given shape takes no PDL twin).
+    Grid {
+        pattern: OpPattern,
+        capped: bool,
+    },
 }
 
 /// Queues `kind` on input set `set` of `n` elements as `how` says.
@@ -134,7 +143,7 @@ fn launch<T: gpukern::Element>(
     let b = (kind.inputs() == 2).then_some(b);
     let opts = match how {
         How::Auto => Opts::auto().pdl(s.pdl()),
-        How::Explicit { pattern, capped } => {
+        How::Explicit { pattern, capped } | How::Grid { pattern, capped } => {
             // The explicit kernel gets the block the automatic choice would give it.
             let info = gpu.info();
             let block = match kernels_gpu::ops::op_kernel(kind, T::DTYPE, pattern) {
@@ -148,7 +157,10 @@ fn launch<T: gpukern::Element>(
             if capped {
                 cfg.max_grid = AutoPlan::activation_max_grid(info.sm_count, info.max_threads_per_sm, block);
             }
-            Opts::auto().pattern(pattern).shape(cfg)
+            match how {
+                How::Grid { .. } => Opts::auto().shape(cfg),
+                _ => Opts::auto().pattern(pattern).shape(cfg),
+            }
         }
     };
     let addrs: Vec<u64> = [Some(a.addr()), b.map(|b| b.addr()), Some(out.addr())].into_iter().flatten().collect();
@@ -211,8 +223,13 @@ fn measure_dtype<T: ReferenceOps>(
                 false => None,
             };
             let pattern = if sm90 { OpPattern::PackSm90 } else { OpPattern::Pack };
-            let other_grid_gbps = match unary.filter(|&op| AutoPlan::long_activation(op, T::DTYPE)) {
-                Some(_) => Some(gbps(bytes, timed(How::Explicit { pattern, capped: !capped })?)),
+            // Both grids launched the same way (no PDL twin), so that only the
+            // grid differs.
+            let grids = match unary.filter(|op| op.activation().is_some()) {
+                Some(_) => {
+                    let chosen = gbps(bytes, timed(How::Grid { pattern, capped })?);
+                    Some((chosen, gbps(bytes, timed(How::Grid { pattern, capped: !capped })?)))
+                }
                 None => None,
             };
             let g = gbps(bytes, ms);
@@ -232,7 +249,7 @@ fn measure_dtype<T: ReferenceOps>(
                 portable_gbps,
                 vs_neg: None,
                 capped,
-                other_grid_gbps,
+                grids,
             });
         }
     }
@@ -327,11 +344,11 @@ pub fn render(s: &mut String, rows: &[OpRow]) {
     }
 }
 
-/// Markdown: the long activations' grid, chosen against the other one, at
-/// every size (the per-GPU measurement behind `AutoPlan::caps_grid`).
+/// Markdown: the activations' grid, chosen against the other one, at every
+/// size (the per-GPU measurement behind `AutoPlan::caps_grid`).
 pub fn render_grid(s: &mut String, rows: &[OpRow], bytes_per_sm_cycle: f64) {
     use std::fmt::Write;
-    let long: Vec<&OpRow> = rows.iter().filter(|r| r.other_grid_gbps.is_some()).collect();
+    let long: Vec<&OpRow> = rows.iter().filter(|r| r.grids.is_some()).collect();
     if long.is_empty() {
         return;
     }
@@ -340,11 +357,13 @@ pub fn render_grid(s: &mut String, rows: &[OpRow], bytes_per_sm_cycle: f64) {
     sizes.dedup();
     let _ = writeln!(
         s,
-        "\n### The long activations' grid on this GPU\n\nThe automatic choice caps the grid of the long \
-         activations at one wave of resident threads (a grid-stride loop, several packs per thread) where \
-         the device moves at least {:.0} bytes per SM cycle (`AutoPlan::issue_bound`; this GPU: {:.1}), and \
-         keeps one pack per thread elsewhere. Each row times the same kernel with the other grid in the same \
-         run: `other / chosen` above ×1.00 means the other grid was faster here.\n",
+        "\n### The activations' grid on this GPU\n\nThe automatic choice caps the grid of the activations \
+         that gained from it on the H200 (`AutoPlan::caps_where_issue_bound`) at one wave of resident threads \
+         (a grid-stride loop, several packs per thread) where the device moves at least {:.0} bytes per SM \
+         cycle (`AutoPlan::issue_bound`; this GPU: {:.1}), and keeps one pack per thread elsewhere. Each row times the same kernel with the other grid in the same \
+         run, both launched plainly (no PDL twin, so the chosen grid's GB/s can differ from the table above \
+         where the automatic choice took the twin): `other / chosen` above ×1.00 means the other grid was \
+         faster here.\n",
         gpukern::AutoPlan::ISSUE_BOUND_BYTES_PER_SM_CYCLE,
         bytes_per_sm_cycle
     );
@@ -363,7 +382,7 @@ pub fn render_grid(s: &mut String, rows: &[OpRow], bytes_per_sm_cycle: f64) {
         let cells: Vec<String> = sizes
             .iter()
             .map(|&n| match of(n) {
-                Some(r) => format!("{:.0}, ×{:.3}", r.gbps, r.other_grid_gbps.unwrap_or(0.0) / r.gbps),
+                Some(r) => r.grids.map_or("-".into(), |(c, o)| format!("{c:.0}, ×{:.3}", o / c)),
                 None => "-".into(),
             })
             .collect();

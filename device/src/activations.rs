@@ -51,6 +51,15 @@ pub trait Activation: Copy {
     /// The fast path is correctly rounded in f32 (`sqrt.rn`), so its one
     /// rounding to 16 bits needs no test.
     const EXACT: bool = false;
+    /// Whether the f16 lanes take the SFU fast path and its rounding test;
+    /// otherwise every lane runs the slow path (correctly rounded on every
+    /// input as well). Set per function from one H200 run of both kernels at
+    /// 2^28 (README of `math`): where the fast path's extra test and vote
+    /// cost more than its shorter arithmetic saves, the narrow function alone
+    /// is faster.
+    const FAST_F16: bool = true;
+    /// [`Self::FAST_F16`] for the bf16 lanes.
+    const FAST_BF16: bool = true;
     /// `f(x) = x/2 + c·x² + …` with `c > 0` near 0 (silu and the GELUs): where
     /// `x/2` is below 2^-126 (bf16 inputs under 2^-125) it can be a bf16
     /// rounding midpoint, which the f32 function rounds to even; the exact
@@ -123,7 +132,8 @@ activations! {
     /// Natural logarithm (NaN below 0, -inf at ±0).
     Log "log" => math::log, math::narrow::log, log, [(0x1d78, 0xc53b), (0x358b, 0xbc3d), (0x396f, 0xb630), (0x423e, 0x3c8d)];
     /// Hyperbolic tangent.
-    Tanh "tanh" => math::tanh, math::narrow::tanh, tanh, [(0x319b, 0x318d), (0xb19b, 0xb18d)];
+    Tanh "tanh" => math::tanh, math::narrow::tanh, tanh, [(0x319b, 0x318d), (0xb19b, 0xb18d)]
+        {FAST_F16 = false, FAST_BF16 = false};
     /// `1 / (1 + e^-x)`.
     Sigmoid "sigmoid" => math::sigmoid, math::narrow::sigmoid, sigmoid,
         [(0x1a00, 0x3801), (0x1f00, 0x3803), (0x2180, 0x3805), (0x9600, 0x37ff), (0x9b00, 0x37fd), (0xa1c0, 0x37f5)];
@@ -139,7 +149,7 @@ activations! {
     /// `1/√x`.
     Rsqrt "rsqrt" => math::rsqrt, math::narrow::rsqrt, rsqrt, [];
     /// `√x`, correctly rounded in f32.
-    Sqrt "sqrt" => math::sqrt, math::sqrt, sqrt, [] {EXACT = true};
+    Sqrt "sqrt" => math::sqrt, math::sqrt, sqrt, [] {EXACT = true, FAST_F16 = false, FAST_BF16 = false};
 }
 
 /// The f32 function of the activation called `name`, if there is one (the

@@ -46,7 +46,8 @@
         gpu_intrinsics,
         gpu_launch_sized_workgroup_mem,
         core_intrinsics,
-        link_llvm_intrinsics
+        link_llvm_intrinsics,
+        stmt_expr_attributes
     ),
     // core::intrinsics is how the dynamic shared-memory intrinsic is reached.
     allow(internal_features)

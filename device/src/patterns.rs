@@ -20,6 +20,23 @@
 //! pattern's access needs (element, 4 bytes, 16 bytes); `c` overlaps no input.
 //! For the `ld.global.nc` hints nobody writes the inputs during the kernel.
 
+/// A closure inlined into each of its call sites on the device
+/// (`#[inline(always)]`; the walks call their step closure from two loops,
+/// one per index width, and LLVM otherwise keeps a long lane rule, such as
+/// the 16-bit activations with their slow path, as one out-of-line function
+/// whose call convention costs the kernel about 16 registers). The host
+/// build takes the closure as it is (expression attributes are unstable).
+macro_rules! always_inline {
+    ($c:expr) => {{
+        #[cfg(target_arch = "nvptx64")]
+        let f = #[inline(always)]
+        $c;
+        #[cfg(not(target_arch = "nvptx64"))]
+        let f = $c;
+        f
+    }};
+}
+
 use crate::lanes::{Elem, Op};
 use crate::pack::{load128, load128_cs, load128_nc, store128_cs, unrolled, Pack16};
 use crate::walk::{for_each_group, for_each_group_within, for_each_in_range, for_each_unrolled};
@@ -131,7 +148,7 @@ unsafe fn load<const H: u8>(p: *const Pack16) -> Pack16 {
 pub unsafe fn pack<E: Elem, O: Op<E>, const H: u8>(op: O, a: *const E::T, b: *const E::T, c: *mut E::T, n: u64) {
     let (pa, pb, pc) = (a as *const Pack16, b as *const Pack16, c as *mut Pack16);
     // SAFETY: pack g lies below n; 16-byte aligned per the contract.
-    let group = |g: u64| unsafe {
+    let group = always_inline!(|g: u64| unsafe {
         let g = g as usize;
         let x = load::<H>(pa.add(g));
         let y = if O::INPUTS == 2 { load::<H>(pb.add(g)) } else { x };
@@ -141,7 +158,7 @@ pub unsafe fn pack<E: Elem, O: Op<E>, const H: u8>(op: O, a: *const E::T, b: *co
         } else {
             *pc.add(g) = v
         }
-    };
+    });
     // SAFETY: elements first..n.
     let rest = |f: u64| unsafe { tail(op, a, b, c, f, n) };
     match E::LANES {

@@ -129,35 +129,35 @@ impl AutoPlan {
     /// [`AutoPlan::activation_max_grid`] on the device `info`. The grid-stride
     /// loop has one pack in flight per thread at a time, so the cap trades
     /// memory parallelism for less set-up: it pays where the arithmetic
-    /// dominates, which depends on the device's bytes per SM cycle as much as
-    /// on the function ([`AutoPlan::issue_bound`]); the report's element-wise
-    /// section times the other grid beside the chosen one on every run.
+    /// dominates, which depends on the device's bytes per SM cycle
+    /// ([`AutoPlan::issue_bound`]) as much as on the kernel. The report's
+    /// element-wise section times the other grid beside the chosen one on
+    /// every run, so each GPU's record shows the choice.
     ///
-    /// H200 (18.4 bytes per SM cycle), same-run ratios to `neg` at 2^28,
-    /// capped against one pack per thread: bf16 `exp` 0.905 / 0.854, `log`
-    /// 0.723 / 0.686, `tanh` 0.785 / 0.743, `silu` 0.759 / 0.727, `rsqrt`
-    /// 0.861 / 0.764, `gelu_tanh` 0.710 / 0.681 (f16 alike); f32 `sigmoid`
-    /// 0.885 / 0.835, `silu` 0.857 / 0.781, `gelu` 0.780 / 0.713, `tanh`
-    /// 0.868 / 0.817. It loses where the function is short: `sqrt` (f32 0.917
-    /// / 0.993, bf16 0.905 / 0.964), f32 `exp` (0.913 / 0.989) and f32 `log`
-    /// (0.899 / 0.939).
-    ///
-    /// H100 (12.8 bytes per SM cycle): one pack per thread wins. The same
-    /// SiLU lane rule ran at ×0.976 of `neg` in f32 on the full grid (the
-    /// worked example's kernel) against ×0.883 capped (the library's), and
-    /// bf16 ×0.861 against ×0.789, in one report (c92c8d5).
+    /// H100 (12.8 bytes per SM cycle): one pack per thread won. The same SiLU
+    /// lane rule ran at ×0.976 of `neg` in f32 on the full grid (the worked
+    /// example's kernel) against ×0.883 capped (the library's), and bf16
+    /// ×0.861 against ×0.789, in one report (c92c8d5).
     pub fn caps_grid(op: kernels_gpu::ops::UnaryOp, dtype: Dtype, info: &DeviceInfo) -> bool {
-        Self::issue_bound(info) && Self::long_activation(op, dtype)
+        Self::issue_bound(info) && Self::caps_where_issue_bound(op, dtype)
     }
 
-    /// The unary operations long enough that the cap pays on an issue-bound
-    /// device ([`AutoPlan::caps_grid`]).
-    pub fn long_activation(op: kernels_gpu::ops::UnaryOp, dtype: Dtype) -> bool {
+    /// The activations whose capped grid won on the H200 (18.4 bytes per SM
+    /// cycle), same run, n = 2^28, the kernels of this PTX (16-bit: 32
+    /// registers, 8 blocks per SM; session 2026-11-25c): f32 `tanh`,
+    /// `sigmoid`, `silu`, `gelu`, `gelu_tanh`, `rsqrt` (the full grid
+    /// ×0.91–0.99 of the capped one); f16 `exp`, `log`, `tanh`, `gelu`,
+    /// `gelu_tanh` and bf16 `exp`, `log`, `tanh`, `silu`, `gelu` (full
+    /// ×0.87–0.98). The full grid won for the 16-bit `sigmoid` and `rsqrt`,
+    /// f16 `silu` and bf16 `gelu_tanh` (capped ×0.90–0.95 of it: their SFU
+    /// fast path is short enough that memory parallelism counts more), and for
+    /// the short functions in f32 (`exp`, `log`, `sqrt`) and `sqrt` anywhere.
+    pub fn caps_where_issue_bound(op: kernels_gpu::ops::UnaryOp, dtype: Dtype) -> bool {
         use kernels_gpu::ops::UnaryOp::*;
-        match op {
-            Tanh | Sigmoid | Silu | Gelu | GeluTanh | Rsqrt => true,
-            Exp | Log => dtype != Dtype::F32,
-            _ => false,
+        match dtype {
+            Dtype::F32 => matches!(op, Tanh | Sigmoid | Silu | Gelu | GeluTanh | Rsqrt),
+            Dtype::F16 => matches!(op, Exp | Log | Tanh | Gelu | GeluTanh),
+            Dtype::Bf16 => matches!(op, Exp | Log | Tanh | Silu | Gelu),
         }
     }
 }
@@ -232,9 +232,11 @@ mod tests {
         assert!(!AutoPlan::issue_bound(&no_clock), "an unknown clock keeps the full grid");
         for d in Dtype::ALL {
             let cap = |op| AutoPlan::caps_grid(op, d, &h200);
-            assert!(cap(UnaryOp::Silu) && cap(UnaryOp::Gelu));
+            assert!(cap(UnaryOp::Gelu) && cap(UnaryOp::Tanh));
             assert!(!cap(UnaryOp::Sqrt) && !cap(UnaryOp::Neg));
             assert_eq!(cap(UnaryOp::Exp), d != Dtype::F32);
+            assert_eq!(cap(UnaryOp::Sigmoid), d == Dtype::F32);
+            assert_eq!(cap(UnaryOp::Silu), d != Dtype::F16);
             assert!(UnaryOp::ALL.iter().all(|&op| !AutoPlan::caps_grid(op, d, &h100)));
         }
     }

@@ -90,8 +90,7 @@ mod host_fma {
 /// Correctly rounded for every f16 and bf16 input. Out of line on the device:
 /// it runs rarely, and inlined it would make the pack kernels' lane code too
 /// large for LLVM to inline it into the walk.
-#[cfg_attr(target_arch = "nvptx64", inline(never))]
-#[cfg_attr(not(target_arch = "nvptx64"), inline(always))]
+#[inline(always)]
 pub fn slow16<E: Elem, A: Activation>(x: E::T) -> E::T {
     #[cfg(all(not(target_arch = "nvptx64"), target_arch = "x86_64"))]
     if std::is_x86_feature_detected!("fma") {
@@ -147,6 +146,20 @@ pub fn lanes<E: Elem, A: Activation, const N: usize>(x: [E::T; N]) -> [E::T; N] 
 /// A 16-byte pack of 16-bit lanes.
 #[inline(always)]
 pub fn pack<E: Elem, A: Activation>(x: Pack16) -> Pack16 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        device::pack::<E, A>(x)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        pack_lanes::<E, A>(x)
+    }
+}
+
+/// [`pack`] through [`lanes`]: the host's (the lanes one by one).
+#[cfg(not(target_arch = "nvptx64"))]
+#[inline(always)]
+fn pack_lanes<E: Elem, A: Activation>(x: Pack16) -> Pack16 {
     let w = x.0;
     let l = lanes::<E, A, 8>([
         E::from_bits(w[0]),
@@ -181,6 +194,18 @@ mod device {
     use super::{settle, slow16, Activation};
     use crate::lanes::Elem;
     use crate::math::fast16::Hw;
+    use crate::pack::Pack16;
+
+    /// Whether `E`'s lanes of `A` take the fast path
+    /// ([`Activation::FAST_F16`], [`Activation::FAST_BF16`]).
+    #[inline(always)]
+    fn fast<E: Elem, A: Activation>() -> bool {
+        if E::INF == 0x7c00 {
+            A::FAST_F16
+        } else {
+            A::FAST_BF16
+        }
+    }
 
     /// True on every thread executing this when `p` holds on one of them:
     /// `vote.any` over `activemask` (the threads here, whatever the control
@@ -217,9 +242,58 @@ mod device {
         };
     }
 
+    /// A 16-byte pack: as [`lanes`], but with the input and the results
+    /// kept as the pack's four words through the slow loop (8 registers
+    /// instead of 16 live beside the slow path's own; 16 more registers cost
+    /// the kernels a third of their resident threads).
+    #[inline(always)]
+    pub(super) fn pack<E: Elem, A: Activation>(x: Pack16) -> Pack16 {
+        if !fast::<E, A>() {
+            let mut out = [0u32; 4];
+            each_lane!(8, i => {
+                let r = E::bits(slow16::<E, A>(E::from_bits(x.0[i / 2] >> (16 * (i % 2)))));
+                out[i / 2] |= (r & 0xffff) << (16 * (i % 2));
+            });
+            return Pack16(out);
+        }
+        let mut out = [0u32; 4];
+        let mut mask = 0u32;
+        each_lane!(8, i => {
+            let (r, sure) = settle::<E, A, Hw>(E::from_bits(x.0[i / 2] >> (16 * (i % 2))));
+            out[i / 2] |= (E::bits(r) & 0xffff) << (16 * (i % 2));
+            mask |= if sure { 0 } else { 1 << i };
+        });
+        while any_here(mask != 0) {
+            let low = mask & mask.wrapping_neg(); // 0 when this thread has none
+                                                  // The flagged lane's half-word mask within each word (selects,
+                                                  // no indexing: an indexed array would live in local memory).
+            let half = |k: usize| {
+                let lo = 0u32.wrapping_sub((low >> (2 * k)) & 1) & 0xffff;
+                let hi = 0u32.wrapping_sub((low >> (2 * k + 1)) & 1) & 0xffff_0000;
+                lo | hi
+            };
+            let mut xj = 0u32;
+            for k in 0..4 {
+                let m = half(k);
+                let v = x.0[k] & m;
+                xj |= v | (v >> 16);
+            }
+            let r = E::bits(slow16::<E, A>(E::from_bits(xj & 0xffff))) & 0xffff;
+            for k in 0..4 {
+                let m = half(k);
+                out[k] = (out[k] & !m) | ((r | (r << 16)) & m);
+            }
+            mask &= !low;
+        }
+        Pack16(out)
+    }
+
     #[inline(always)]
     pub(super) fn lanes<E: Elem, A: Activation, const N: usize>(x: [E::T; N]) -> [E::T; N] {
         const { assert!(N <= 8) };
+        if !fast::<E, A>() {
+            return x.map(slow16::<E, A>);
+        }
         let mut out = [0u32; N];
         let mut mask = 0u32;
         each_lane!(N, i => {
