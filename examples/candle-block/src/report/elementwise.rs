@@ -94,13 +94,15 @@ pub fn run(bench: &Bench, failures: &mut Vec<String>) -> Result<Vec<Cell>> {
     for dtype in DTYPES {
         for log2 in SIZES {
             let n = 1usize << log2;
-            // One plan for the size: the binary ops' traffic decides (the
-            // larger), so both kinds of op rotate over the same sets.
-            let (chain, sets) = bench.plan(3 * n * dtype.size_in_bytes());
+            // One set of inputs for the size: rotated where the unary ops
+            // (the lightest) are chained.
+            let input = n * dtype.size_in_bytes();
+            let sets = bench.sets(2 * input, input);
             let inputs = Inputs::new(bench, dtype, n, sets)?;
             for o in OPS {
                 let xs = if o.positive { &inputs.pos } else { &inputs.x };
-                let bytes = (o.inputs + 1) * n * dtype.size_in_bytes();
+                let bytes = (o.inputs + 1) * input;
+                let chain = bench.chain(bytes);
                 let (ours, theirs) = bench.pair(
                     bytes,
                     sets,

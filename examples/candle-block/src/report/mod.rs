@@ -86,7 +86,7 @@ pub struct Report {
 /// How the section measures, for both outputs.
 const METHOD: &[&str] = &[
     "GPU time: CUDA events on candle's stream (`CudaDevice::cuda_stream()`), median of the repetitions after one warm-up repetition; each op call allocates its output as candle's own ops do, inside the timing for both.",
-    "Cells whose op moves less than twice the L2 are timed as 16 back-to-back calls between the events (µs per op), their inputs rotated over enough sets to exceed twice the L2 together.",
+    "Cells whose op moves less than twice the L2 are timed as 16 back-to-back calls between the events (µs per op), their inputs rotated over enough sets that one input tensor per set exceeds twice the L2 over all sets.",
     "GB/s: the op's essential bytes (inputs read once, outputs written once; for add_rms_norm x, r, h and y) over GPU time; the ratio is candle's time over ours.",
     "host µs/op: wall time from before the first call to after a synchronisation, per call (host overhead included).",
     "Errors against an f64 CPU reference from the same inputs, on the first 2^20 elements (element-wise, in ulps of the op's dtype at the exact value) or the first rows up to 2^20 elements (norms: max abs, and max rel with |ref| floored at 1).",
@@ -113,12 +113,25 @@ pub struct Bench<'a> {
 }
 
 impl Bench<'_> {
-    /// Calls per repetition and input sets for an op moving `bytes` per call.
-    pub fn plan(&self, bytes: usize) -> (usize, usize) {
-        if bytes >= 2 * self.l2 {
-            (1, 1)
+    /// Calls per repetition for an op moving `bytes` per call: 16 back to
+    /// back below twice the L2, else one.
+    pub fn chain(&self, bytes: usize) -> usize {
+        if bytes < 2 * self.l2 {
+            16
         } else {
-            (16, (2 * self.l2).div_ceil(bytes.max(1)))
+            1
+        }
+    }
+
+    /// Input sets to rotate over when the lightest op (`least` bytes per call)
+    /// is chained: enough that one input tensor of `input` bytes per set
+    /// exceeds twice the L2 over all sets, so a call does not find its input
+    /// still in the L2; else one.
+    pub fn sets(&self, least: usize, input: usize) -> usize {
+        if self.chain(least) > 1 {
+            (2 * self.l2).div_ceil(input.max(1))
+        } else {
+            1
         }
     }
 

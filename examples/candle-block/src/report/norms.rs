@@ -128,7 +128,7 @@ pub fn run(bench: &Bench, failures: &mut Vec<String>) -> Result<Vec<Cell>> {
     for dtype in DTYPES {
         for (rows, cols) in SHAPES {
             let size = rows * cols * dtype.size_in_bytes();
-            let (chain, sets) = bench.plan(4 * size);
+            let sets = bench.sets(2 * size, size);
             let dev = bench.dev;
             let big =
                 |mean: f32| -> Result<Tensor> { Tensor::randn(mean, 2f32, (sets * rows, cols), dev)?.to_dtype(dtype) };
@@ -140,6 +140,7 @@ pub fn run(bench: &Bench, failures: &mut Vec<String>) -> Result<Vec<Cell>> {
             let args = |i: usize| Args { x: &xs[i], r: &rs[i], w: &w, b: &b };
             for o in OPS {
                 let bytes = o.traffic * size;
+                let chain = bench.chain(bytes);
                 let (ours, theirs) = bench.pair(
                     bytes,
                     sets,
