@@ -5,7 +5,6 @@
 //! allocation and one launch, with no copy and no synchronisation.
 #![cfg(feature = "cuda")]
 
-use candle_core::cuda_backend::cudarc::driver::sys;
 use candle_core::{DType, Device, Tensor, WithDType};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{first_mismatch, map, ReferenceOps};
@@ -13,7 +12,7 @@ use gpukern::{Element, OpKind, UnaryOp};
 use gpukern_candle as gc;
 
 mod common;
-use common::{kinds, run, run_into, window, window_on};
+use common::{assert_one_launch, captured, kinds, run, run_into, window, window_on};
 
 fn cuda() -> Device {
     Device::new_cuda(0).expect("a CUDA device")
@@ -154,38 +153,11 @@ fn a_sequence_mixing_candles_ops_and_ours_matches_the_cpu() {
 #[ignore = "needs a CUDA GPU"]
 fn one_op_is_one_allocation_and_one_launch() {
     let dev = cuda();
-    let cd = dev.as_cuda_device().unwrap();
     let (x, hx) = window_on::<bf16>(&dev, 256, 1024, 1, 5);
     gc::silu(&x).unwrap(); // opens gpukern's Gpu (module loads) outside the capture
-    dev.synchronize().unwrap();
-    let stream = cd.cuda_stream();
-    stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
-    let y = gc::silu(&x);
-    let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0)).unwrap().expect("a captured graph");
+    let (y, graph, types) = captured(&dev, || gc::silu(&x));
+    assert_one_launch(&types, 1, "silu");
     let y = y.unwrap();
-    let mut n = 0usize;
-    // SAFETY: a live graph; the first call writes only the count.
-    let r = unsafe { sys::cuGraphGetNodes(graph.cu_graph(), std::ptr::null_mut(), &mut n) };
-    assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
-    let mut nodes = vec![std::ptr::null_mut(); n];
-    // SAFETY: `nodes` has room for the `n` nodes the graph holds.
-    let r = unsafe { sys::cuGraphGetNodes(graph.cu_graph(), nodes.as_mut_ptr(), &mut n) };
-    assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
-    let types: Vec<sys::CUgraphNodeType> = nodes
-        .iter()
-        .map(|&node| {
-            let mut t = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
-            // SAFETY: a node of the live graph; writes one value.
-            assert_eq!(unsafe { sys::cuGraphNodeGetType(node, &mut t) }, sys::CUresult::CUDA_SUCCESS);
-            t
-        })
-        .collect();
-    let count = |t| types.iter().filter(|&&x| x == t).count();
-    assert_eq!(count(sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL), 1, "{types:?}");
-    // cudarc allocates stream-ordered where the device can (an alloc node),
-    // else before the capture's work.
-    assert!(count(sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_MEM_ALLOC) <= 1, "{types:?}");
-    assert_eq!(types.len(), 1 + count(sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_MEM_ALLOC), "only these: {types:?}");
     graph.launch().unwrap();
     dev.synchronize().unwrap();
     let want = map(OpKind::Unary(UnaryOp::Silu), &hx, None, (1.0, 1.0));

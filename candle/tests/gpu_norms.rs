@@ -1,7 +1,8 @@
 //! The norms and softmax on `Device::Cuda` (feature `cuda`; ignored without a
 //! GPU): bit for bit with `Device::Cpu` at every layout the crate takes, the
 //! input windows and the storage around them unchanged, `add_rms_norm`'s two
-//! outputs, the refusals the CPU gives.
+//! outputs, the refusals the CPU gives; each op one allocation and one
+//! kernel, with no copy or synchronisation.
 #![cfg(feature = "cuda")]
 
 use candle_core::{DType, Device, Tensor, WithDType};
@@ -12,7 +13,7 @@ use gpukern::{Element, Norm, NormOp, NormOptions, NormPlan, Rows};
 use gpukern_candle as gc;
 
 mod common;
-use common::{rows_on, run_norm, RowCase};
+use common::{assert_one_launch, captured, rows_on, run_norm, RowCase};
 
 fn cuda() -> Device {
     Device::new_cuda(0).expect("a CUDA device")
@@ -131,4 +132,30 @@ fn refusals_match_the_cpu() {
     assert!(e.contains("gpukern_candle::softmax: the input") && e.contains("stride 1"), "{e}");
     let e = gc::rms_norm(&x, &Tensor::ones(3, DType::F32, &dev).unwrap(), 1e-6).unwrap_err().to_string();
     assert!(e.contains("needs 4 elements"), "{e}");
+}
+
+/// Each norm on candle's stream, captured into a graph: one kernel and one
+/// allocation (`add_rms_norm`'s `h` and `y` share it), no copy, memset or
+/// synchronisation (which would fail the capture); the graph's result is the
+/// eager call's, bit for bit. Rows a block holds, and rows split over a
+/// cluster.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn each_norm_is_one_allocation_and_one_launch() {
+    let dev = cuda();
+    for (rows, cols) in [(64, 4096), (2, 262_144)] {
+        for op in NormOp::ALL {
+            let (x, _) = rows_on::<bf16>(&dev, RowCase::Offset, rows, cols, 7);
+            let (r, _) = rows_on::<bf16>(&dev, RowCase::Offset, rows, cols, 8);
+            let (w, _) = rows_on::<bf16>(&dev, RowCase::Offset, 1, cols, 9);
+            let w = w.squeeze(0).unwrap();
+            let eager = run_norm(op, &x, &r, &w, &w, 1e-5).unwrap().1; // also opens gpukern's Gpu
+            let ((_, y), graph, types) = captured(&dev, || run_norm(op, &x, &r, &w, &w, 1e-5).unwrap());
+            let what = format!("{} {rows}x{cols}", op.name());
+            assert_one_launch(&types, 1, &what);
+            graph.launch().unwrap();
+            dev.synchronize().unwrap();
+            assert_eq!(first_mismatch(&host::<bf16>(&y), &host::<bf16>(&eager)), None, "{what}");
+        }
+    }
 }

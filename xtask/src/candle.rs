@@ -198,7 +198,8 @@ fn cudarc_driver_sys() -> Res<PathBuf> {
     }
 }
 
-/// CI: `gpukern-candle` and `candle-block` with their `cuda` feature built
+/// CI (on unless `GPUKERN_CI_CANDLE_CUDA=0`): `gpukern-candle` and
+/// `candle-block` with their `cuda` feature built
 /// (tests, examples, the block binary: compiled and linked against the stub)
 /// with warnings denied, with the environment in `CI_CACHE`'s `candle-env` and
 /// a target folder there too, so a machine that keeps them rebuilds only what
@@ -218,6 +219,13 @@ pub fn ci_cuda_build() -> Res {
     run(c)
 }
 
+/// Whether CI builds the `cuda` feature: yes unless `GPUKERN_CI_CANDLE_CUDA`
+/// is `0`, the opt-out for a machine without python3's venv or the network to
+/// PyPI. `.ci/run` reads the same variable.
+pub fn ci_cuda_wanted() -> bool {
+    std::env::var("GPUKERN_CI_CANDLE_CUDA").map_or(true, |v| v.trim() != "0")
+}
+
 /// Where CI keeps what outlives one run: `$GPUKERN_CI_CACHE`, else
 /// `$HOME/.cache/gpukern-ci`.
 fn ci_cache() -> PathBuf {
@@ -235,10 +243,11 @@ fn cuda_target() -> PathBuf {
 
 /// The GPU run script of the candle bundle: unpacks the executables, puts the
 /// CUDA 13 libraries of the machine's python wheels (torch's) on the loader's
-/// path, and runs the GPU tests (`test`), the block example (`block`) or the
-/// tests under compute-sanitizer (`sanitize [TOOL]`).
+/// path, and runs the GPU tests (`test`), the block example (`block`), the
+/// report section `candle` into a folder (`report DIR`) or the tests under
+/// compute-sanitizer (`sanitize [TOOL]`).
 const RUN_SH: &str = r#"#!/usr/bin/env bash
-# gpukern-candle on a GPU machine: ./run.sh test | block [ARGS] | sanitize [TOOL]
+# gpukern-candle on a GPU machine: ./run.sh test | block [ARGS] | report DIR [ARGS] | sanitize [TOOL]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 for f in "$here"/*.xz; do
@@ -252,8 +261,10 @@ cmd=${1:-test}; shift || true
 case "$cmd" in
 test) rc=0; for t in gpu gpu_norms; do echo "=== $t"; "$here/gpukern-candle-$t" --include-ignored --test-threads 1 "$@" || rc=1; done; exit $rc ;;
 block) "$here/candle-block" "$@" ;;
+report) [ $# -ge 1 ] || { echo "usage: run.sh report DIR [--reps N]" >&2; exit 2; }
+    dir=$1; shift; "$here/candle-block" --report "$dir" "$@" ;;
 sanitize) rc=0; for t in gpu gpu_norms; do compute-sanitizer --tool "${1:-memcheck}" --error-exitcode 1 "$here/gpukern-candle-$t" --include-ignored --test-threads 1 || rc=1; done; exit $rc ;;
-*) echo "usage: run.sh test|block|sanitize" >&2; exit 2 ;;
+*) echo "usage: run.sh test|block|report DIR|sanitize" >&2; exit 2 ;;
 esac
 "#;
 
@@ -304,6 +315,6 @@ pub fn candle_bundle(out: &Path) -> Res {
         c.arg("+x").arg(&script);
         c
     })?;
-    eprintln!("candle-bundle: {} (run.sh test | block --ops | sanitize)", out.display());
+    eprintln!("candle-bundle: {} (run.sh test | block --ops | report DIR | sanitize)", out.display());
     Ok(())
 }

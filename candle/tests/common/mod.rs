@@ -114,3 +114,59 @@ pub fn run_norm(
         N::LogSoftmax => (None, gc::log_softmax_last_dim(x)?),
     })
 }
+
+/// `f` captured on candle's stream of `dev` into a CUDA graph: its result,
+/// the graph (to launch) and the type of each node. A call that synchronises
+/// (or copies through the host) invalidates the capture, so `end_capture`
+/// fails; what is queued becomes the nodes.
+#[cfg(feature = "cuda")]
+pub fn captured<R>(
+    dev: &Device,
+    f: impl FnOnce() -> R,
+) -> (
+    R,
+    candle_core::cuda_backend::cudarc::driver::CudaGraph,
+    Vec<candle_core::cuda_backend::cudarc::driver::sys::CUgraphNodeType>,
+) {
+    use candle_core::cuda_backend::cudarc::driver::sys;
+    dev.synchronize().unwrap();
+    let stream = dev.as_cuda_device().unwrap().cuda_stream();
+    stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    let r = f();
+    let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0)).unwrap().expect("a captured graph");
+    let mut n = 0usize;
+    // SAFETY: a live graph; the first call writes only the count.
+    let rc = unsafe { sys::cuGraphGetNodes(graph.cu_graph(), std::ptr::null_mut(), &mut n) };
+    assert_eq!(rc, sys::CUresult::CUDA_SUCCESS);
+    let mut nodes = vec![std::ptr::null_mut(); n];
+    // SAFETY: `nodes` has room for the `n` nodes the graph holds.
+    let rc = unsafe { sys::cuGraphGetNodes(graph.cu_graph(), nodes.as_mut_ptr(), &mut n) };
+    assert_eq!(rc, sys::CUresult::CUDA_SUCCESS);
+    let types = nodes
+        .iter()
+        .map(|&node| {
+            let mut t = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+            // SAFETY: a node of the live graph; writes one value.
+            assert_eq!(unsafe { sys::cuGraphNodeGetType(node, &mut t) }, sys::CUresult::CUDA_SUCCESS);
+            t
+        })
+        .collect();
+    (r, graph, types)
+}
+
+/// Asserts that the captured nodes are one kernel and at most `allocs`
+/// stream-ordered allocations (cudarc allocates in the stream where the
+/// device can, an alloc node; else before the capture's work), nothing else:
+/// no copy, no memset, no host node.
+#[cfg(feature = "cuda")]
+pub fn assert_one_launch(
+    types: &[candle_core::cuda_backend::cudarc::driver::sys::CUgraphNodeType],
+    allocs: usize,
+    what: &str,
+) {
+    use candle_core::cuda_backend::cudarc::driver::sys::CUgraphNodeType as N;
+    let count = |t| types.iter().filter(|&&x| x == t).count();
+    assert_eq!(count(N::CU_GRAPH_NODE_TYPE_KERNEL), 1, "{what}: one kernel: {types:?}");
+    assert!(count(N::CU_GRAPH_NODE_TYPE_MEM_ALLOC) <= allocs, "{what}: at most {allocs} allocations: {types:?}");
+    assert_eq!(types.len(), 1 + count(N::CU_GRAPH_NODE_TYPE_MEM_ALLOC), "{what}: only these: {types:?}");
+}

@@ -10,14 +10,22 @@
 //!
 //! `cargo run --release -p candle-block --features cuda` on a GPU machine (the
 //! build needs `eval "$(cargo xtask candle-env)"`); `-- --ops` also prints
-//! each op's GB/s against candle's at 2^20, 2^24 and 2^28 elements, and the
-//! norms against `candle_nn::ops` at the shapes. Without
-//! the `cuda` feature it runs a small block on the CPU (the same bits check,
-//! no timing worth reading).
+//! the report section `candle` (`report/`): each op's GB/s against candle's
+//! at 2^20, 2^24 and 2^28 elements and the norms against `candle_nn::ops` at
+//! the shapes, with each side's error against an f64 reference;
+//! `-- --report DIR` runs only that section and writes `DIR/candle.md` and
+//! `DIR/candle.json` (exit status 1 when our errors pass the checked bounds).
+//! Without the `cuda` feature it runs a small block on the CPU (the same bits
+//! check, no timing worth reading); the report needs a CUDA device.
 
-use std::time::Instant;
+mod report;
+mod timing;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 use candle_core::{DType, Device, Result, Tensor};
+use clap::Parser;
 use gpukern_candle as gc;
 
 /// The block's sizes.
@@ -99,16 +107,10 @@ fn forward(b: &Block, ops: Ops) -> Result<Vec<(&'static str, Tensor)>> {
     ])
 }
 
-/// Seconds per call of `f`, after a warm-up, over `iters` calls.
+/// Seconds per call of `f` on the host's clock (calls and a synchronisation),
+/// through the example's one timing helper.
 fn time(dev: &Device, iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    f()?;
-    dev.synchronize()?;
-    let t = Instant::now();
-    for _ in 0..iters {
-        f()?;
-    }
-    dev.synchronize()?;
-    Ok(t.elapsed().as_secs_f64() / iters as f64)
+    Ok(timing::measure(dev, timing::Reps { reps: iters, chain: 1 }, |_| f())?.host_s)
 }
 
 /// Each stage alone (its inputs from a first forward), in seconds.
@@ -182,112 +184,55 @@ fn block(dev: &Device, d: Dims, iters: usize) -> Result<()> {
     Ok(())
 }
 
-/// One element-wise op, ours and candle's: name, inputs, and both forms.
-type OpPair = (&'static str, usize, fn(&Tensor, &Tensor) -> Result<Tensor>, fn(&Tensor, &Tensor) -> Result<Tensor>);
-
-const OPS: &[OpPair] = &[
-    ("silu", 1, |x, _| gc::silu(x), |x, _| x.silu()),
-    ("gelu (tanh)", 1, |x, _| gc::gelu_tanh(x), |x, _| x.gelu()),
-    ("gelu_erf", 1, |x, _| gc::gelu(x), |x, _| x.gelu_erf()),
-    ("exp", 1, |x, _| gc::exp(x), |x, _| x.exp()),
-    ("tanh", 1, |x, _| gc::tanh(x), |x, _| x.tanh()),
-    ("sqrt", 1, |x, _| gc::sqrt(x), |x, _| x.sqrt()),
-    ("relu", 1, |x, _| gc::relu(x), |x, _| x.relu()),
-    ("neg", 1, |x, _| gc::neg(x), |x, _| x.neg()),
-    ("add", 2, |x, y| gc::add(x, y), |x, y| x + y),
-    ("mul", 2, |x, y| gc::mul(x, y), |x, y| x * y),
-    ("sub", 2, |x, y| gc::sub(x, y), |x, y| x - y),
-    ("div", 2, |x, y| gc::div(x, y), |x, y| x / y),
-    ("maximum", 2, |x, y| gc::maximum(x, y), |x, y| x.maximum(y)),
-];
-
-/// Each op's GB/s (inputs read + output written), ours and candle's, in one run.
-fn ops_table(dev: &Device, iters: usize) -> Result<()> {
-    println!("\n## Element-wise ops, gpukern vs candle (GB/s of inputs + output), {dev:?}");
-    println!("\n| op | dtype | n | gpukern GB/s | candle GB/s | ×candle | elements that differ |\n|---|---|---|---|---|---|---|");
-    for dtype in [DType::BF16, DType::F32] {
-        for log2 in [20u32, 24, 28] {
-            let n = 1usize << log2;
-            let x = Tensor::randn(0f32, 3.0, n, dev)?.to_dtype(dtype)?;
-            let y = (Tensor::randn(0f32, 3.0, n, dev)? + 0.5)?.to_dtype(dtype)?;
-            let x_abs = x.abs()?;
-            for &(name, inputs, ours, theirs) in OPS {
-                // sqrt on |x| (taken before, outside the timing).
-                let xa = if name == "sqrt" { &x_abs } else { &x };
-                let bytes = ((inputs + 1) * n * dtype.size_in_bytes()) as f64;
-                let t_ours = time(dev, iters, || ours(xa, &y).map(drop))?;
-                let t_theirs = time(dev, iters, || theirs(xa, &y).map(drop))?;
-                // Compared on the host up to 2^24 elements.
-                let differ = match log2 <= 24 {
-                    true => difference(&ours(xa, &y)?, &theirs(xa, &y)?)?.0.to_string(),
-                    false => "-".into(),
-                };
-                println!(
-                    "| {name} | {dtype:?} | 2^{log2} | {:.0} | {:.0} | {:.2} | {differ} |",
-                    bytes / t_ours / 1e9,
-                    bytes / t_theirs / 1e9,
-                    t_theirs / t_ours
-                );
-            }
-        }
-    }
-    Ok(())
+/// The command line.
+#[derive(Parser)]
+#[command(about = "A LLaMA MLP block on candle with candle's ops and with gpukern's; the report section `candle`")]
+struct Args {
+    /// Also print each op against candle's (the report section, as Markdown, no files).
+    #[arg(long)]
+    ops: bool,
+    /// Run only the report section `candle` and write candle.md and candle.json into DIR.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+    /// Forwards timed per block measurement.
+    #[arg(long, default_value_t = 20)]
+    iters: usize,
+    /// Repetitions per report cell (the median is reported).
+    #[arg(long, default_value_t = 9)]
+    reps: usize,
 }
 
-/// One norm, ours and candle_nn's: name, and both forms on (x, weight, bias).
-type NormPair =
-    (&'static str, fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor>, fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor>);
-
-const NORMS: &[NormPair] = &[
-    ("rms_norm", |x, w, _| gc::rms_norm(x, w, EPS), |x, w, _| candle_nn::ops::rms_norm(x, w, EPS)),
-    ("layer_norm", |x, w, b| gc::layer_norm(x, w, b, EPS), |x, w, b| candle_nn::ops::layer_norm(x, w, b, EPS)),
-    ("softmax_last_dim", |x, _, _| gc::softmax_last_dim(x), |x, _, _| candle_nn::ops::softmax_last_dim(x)),
-];
-
-/// Each norm's GB/s (x read + y written), ours and candle_nn's, in one run.
-fn norms_table(dev: &Device, iters: usize) -> Result<()> {
-    println!("\n## Norms, gpukern vs candle_nn::ops (GB/s of x + y), {dev:?}");
-    println!("\n| op | dtype | rows × cols | gpukern GB/s | candle GB/s | ×candle | max abs difference |\n|---|---|---|---|---|---|---|");
-    for dtype in [DType::BF16, DType::F32] {
-        for (rows, cols) in [(4096, 4096), (16384, 4096), (1024, 16384), (64, 262144)] {
-            let x = Tensor::randn(0f32, 2.0, (rows, cols), dev)?.to_dtype(dtype)?;
-            let w = (Tensor::randn(0f32, 0.1, cols, dev)? + 1.0)?.to_dtype(dtype)?;
-            let b = Tensor::randn(0f32, 0.1, cols, dev)?.to_dtype(dtype)?;
-            let bytes = (2 * rows * cols * dtype.size_in_bytes()) as f64;
-            for &(name, ours, theirs) in NORMS {
-                let t_ours = time(dev, iters, || ours(&x, &w, &b).map(drop))?;
-                let t_theirs = time(dev, iters, || theirs(&x, &w, &b).map(drop))?;
-                let (_, max) = difference(&ours(&x, &w, &b)?, &theirs(&x, &w, &b)?)?;
-                println!(
-                    "| {name} | {dtype:?} | {rows} × {cols} | {:.0} | {:.0} | {:.2} | {max:e} |",
-                    bytes / t_ours / 1e9,
-                    bytes / t_theirs / 1e9,
-                    t_theirs / t_ours
-                );
-            }
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("candle-block: {e}");
+            ExitCode::FAILURE
         }
     }
-    Ok(())
 }
 
-fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let with_ops = args.iter().any(|a| a == "--ops");
-    let iters = args
-        .iter()
-        .position(|a| a == "--iters")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20);
+fn run(args: Args) -> Result<ExitCode> {
     let dev = if cfg!(feature = "cuda") { Device::new_cuda(0)? } else { Device::Cpu };
+    if let Some(dir) = &args.report {
+        let r = report::run(&dev, args.reps)?;
+        report::write(&r, dir)?;
+        for f in &r.failures {
+            eprintln!("candle report: FAILED: {f}");
+        }
+        return Ok(if r.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+    }
     let dims = match dev {
         Device::Cpu => Dims { tokens: 16, dim: 256, hidden: 688 },
         _ => Dims { tokens: 8 * 512, dim: 4096, hidden: 11008 },
     };
-    block(&dev, dims, if dev.is_cpu() { 2 } else { iters })?;
-    if with_ops && !dev.is_cpu() {
-        ops_table(&dev, iters)?;
-        norms_table(&dev, iters)?;
+    block(&dev, dims, if dev.is_cpu() { 2 } else { args.iters })?;
+    if args.ops && !dev.is_cpu() {
+        let r = report::run(&dev, args.reps)?;
+        println!("\n{}", report::markdown(&r));
+        if !r.failures.is_empty() {
+            return Ok(ExitCode::FAILURE);
+        }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
