@@ -164,9 +164,29 @@ pub fn assert_one_launch(
     allocs: usize,
     what: &str,
 ) {
+    assert_launches(types, 1, allocs, 0, what)
+}
+
+/// Asserts that the captured nodes are `kernels` kernels, at most `allocs`
+/// stream-ordered allocations and at most `frees` frees (a two-pass norm's
+/// scratch), nothing else: no copy, no memset, no host node.
+#[cfg(feature = "cuda")]
+pub fn assert_launches(
+    types: &[candle_core::cuda_backend::cudarc::driver::sys::CUgraphNodeType],
+    kernels: usize,
+    allocs: usize,
+    frees: usize,
+    what: &str,
+) {
     use candle_core::cuda_backend::cudarc::driver::sys::CUgraphNodeType as N;
     let count = |t| types.iter().filter(|&&x| x == t).count();
-    assert_eq!(count(N::CU_GRAPH_NODE_TYPE_KERNEL), 1, "{what}: one kernel: {types:?}");
-    assert!(count(N::CU_GRAPH_NODE_TYPE_MEM_ALLOC) <= allocs, "{what}: at most {allocs} allocations: {types:?}");
-    assert_eq!(types.len(), 1 + count(N::CU_GRAPH_NODE_TYPE_MEM_ALLOC), "{what}: only these: {types:?}");
+    let (k, a, f) = (
+        count(N::CU_GRAPH_NODE_TYPE_KERNEL),
+        count(N::CU_GRAPH_NODE_TYPE_MEM_ALLOC),
+        count(N::CU_GRAPH_NODE_TYPE_MEM_FREE),
+    );
+    assert_eq!(k, kernels, "{what}: {kernels} kernel(s): {types:?}");
+    assert!(a <= allocs, "{what}: at most {allocs} allocations: {types:?}");
+    assert!(f <= frees, "{what}: at most {frees} frees: {types:?}");
+    assert_eq!(types.len(), k + a + f, "{what}: only these: {types:?}");
 }
