@@ -83,7 +83,10 @@ impl Gpu {
             CudarcNorm::LogSoftmax => Norm::LogSoftmax,
         };
         let yv = output(self, y, stream, &mut guards)?;
-        self.norm_on(op, xv, yv, rows, opts, raw::Queue::untracked(stream.cu_stream()))
+        // A cudarc stream has no PDL setting of ours: the automatic one, as the
+        // element-wise interop's.
+        let pdl = opts.pdl.unwrap_or_default();
+        self.norm_on(op, xv, yv, rows, opts, pdl, raw::Queue::untracked(stream.cu_stream()))
     }
 }
 

@@ -35,6 +35,10 @@ pub(crate) struct NormLaunch {
     pub eps: f32,
     /// Elements per 16-byte chunk.
     pub lanes: u32,
+    /// `func` is the PDL twin (`kernels_gpu::norms::pdl_twin`), launched
+    /// with the programmatic-serialisation attribute (every launch of the
+    /// norm: both passes of a split).
+    pub pdl: bool,
 }
 
 /// The operands of one norm launch; `r`/`h` for add_rms_norm, `w` and `b`
@@ -46,6 +50,32 @@ pub(crate) struct NormIo<'a, R, W> {
     pub b: Option<&'a R>,
     pub y: &'a mut W,
     pub h: Option<&'a mut W>,
+}
+
+/// Where each operand of a norm launch lies, `(address, elements)`: what
+/// [`check_norm`] checks, made from views (`spans_of`) for a launch
+/// or from a graph's slots at record time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NormSpans {
+    pub x: (u64, usize),
+    pub r: Option<(u64, usize)>,
+    pub w: Option<(u64, usize)>,
+    pub b: Option<(u64, usize)>,
+    pub y: (u64, usize),
+    pub h: Option<(u64, usize)>,
+}
+
+/// The spans of a launch's views.
+fn spans_of<T, R: DevRead<T>, W: DevWrite<T>>(io: &NormIo<'_, R, W>) -> NormSpans {
+    let span = |v: &R| (v.addr(), v.len());
+    NormSpans {
+        x: span(io.x),
+        r: io.r.map(span),
+        w: io.w.map(span),
+        b: io.b.map(span),
+        y: (io.y.addr(), io.y.len()),
+        h: io.h.as_ref().map(|h| (h.addr(), h.len())),
+    }
 }
 
 fn shape(kernel: &'static str, detail: String) -> Error {
@@ -61,9 +91,24 @@ fn span(rows: u32, cols: u32, pitch: u64) -> u64 {
     (rows as u64 - 1) * pitch + cols as u64
 }
 
-/// Checks everything the kernels rely on (see `kernels_gpu::norms::device`).
-fn check_norm<T, R: DevRead<T>, W: DevWrite<T>>(l: &NormLaunch, io: &NormIo<'_, R, W>) -> Result<()> {
+/// Checks everything the kernels rely on (see `kernels_gpu::norms::device`)
+/// for operands of `size`-byte elements at `io`: the one check of a norm
+/// launch, run by [`launch_norm`] and by a graph's record.
+pub(crate) fn check_norm(l: &NormLaunch, family: kernels_gpu::norms::Family, io: &NormSpans, size: u64) -> Result<()> {
+    use kernels_gpu::norms::{Family, FLAG_ALT};
     let n = l.name;
+    let alt = l.flags & FLAG_ALT != 0;
+    let needs = match family {
+        Family::Rms => io.w.is_some() && (!alt || (io.r.is_some() && io.h.is_some())),
+        Family::Layer => io.w.is_some() && io.b.is_some(),
+        Family::Softmax => true,
+    };
+    if !needs {
+        return Err(Error::WrongOperands { kernel: n, detail: "an operand the operation reads is missing" });
+    }
+    if l.cluster && (warp_flag(l) || l.segs < 2 || l.segs > kernels_gpu::norms::MAX_CLUSTER) {
+        return Err(shape(n, format!("a cluster of {} segments", l.segs)));
+    }
     if l.rows == 0 || l.cols == 0 {
         return Err(shape(n, "rows and cols must be at least 1".into()));
     }
@@ -84,17 +129,19 @@ fn check_norm<T, R: DevRead<T>, W: DevWrite<T>>(l: &NormLaunch, io: &NormIo<'_, 
     if (l.cols as u64).div_ceil(l.seg as u64) != l.segs as u64 {
         return Err(shape(n, "a segment past the row".into()));
     }
-    let size = std::mem::size_of::<T>() as u64;
     let (xs, ys) = (span(l.rows, l.cols, l.x_pitch), span(l.rows, l.cols, l.y_pitch));
-    let reads =
-        [("x", Some(io.x), xs), ("residual", io.r, xs), ("weight", io.w, l.cols as u64), ("bias", io.b, l.cols as u64)];
-    let writes = [("y", Some(&*io.y), ys), ("h", io.h.as_deref(), ys)];
+    let all = [
+        ("x", Some(io.x), xs),
+        ("residual", io.r, xs),
+        ("weight", io.w, l.cols as u64),
+        ("bias", io.b, l.cols as u64),
+        ("y", Some(io.y), ys),
+        ("h", io.h, ys),
+    ];
     let vec = l.flags & kernels_gpu::norms::FLAG_VEC != 0;
     if vec && (!l.x_pitch.is_multiple_of(l.lanes as u64) || !l.y_pitch.is_multiple_of(l.lanes as u64)) {
         return Err(shape(n, "128-bit accesses need pitches of whole 16-byte chunks".into()));
     }
-    let all = reads.iter().map(|(w, v, s)| (*w, v.map(|v| (v.addr(), v.len())), *s));
-    let all = all.chain(writes.iter().map(|(w, v, s)| (*w, v.map(|v| (v.addr(), v.len())), *s)));
     for (what, v, need) in all {
         let Some((addr, len)) = v else { continue };
         if (len as u64) < need {
@@ -124,27 +171,19 @@ fn check_norm<T, R: DevRead<T>, W: DevWrite<T>>(l: &NormLaunch, io: &NormIo<'_, 
 /// `l.func` is the norm kernel of `family` named `l.name` in the library's
 /// table (`kernels_gpu::norms`), from a module of the stream's context, so
 /// its parameter list is the one passed here; `l.cluster` only for a
-/// `_cluster` kernel of the sm_90 module, on sm_90.
+/// `_cluster` kernel of the sm_90 module, on sm_90; `l.pdl` only for a PDL
+/// twin (`kernels_gpu::norms::pdl_twin`, sm_90 module), on sm_90.
 pub(crate) unsafe fn launch_norm<T, R: DevRead<T>, W: DevWrite<T>>(
     l: &NormLaunch,
     family: kernels_gpu::norms::Family,
     io: NormIo<'_, R, W>,
     queue: Queue<'_>,
 ) -> Result<()> {
-    use kernels_gpu::norms::{Family, FLAG_ALT, MODE_APPLY, MODE_FULL, MODE_STATS, PART_WORDS};
-    check_norm(l, &io)?;
+    use kernels_gpu::norms::{MODE_APPLY, MODE_FULL, MODE_STATS, PART_WORDS};
+    check_norm(l, family, &spans_of(&io), std::mem::size_of::<T>() as u64)?;
     let ins = [Some(io.x), io.r, io.w, io.b].map(|v| v.and_then(|v| reads(v)));
     queue.order(&[ins[0], ins[1], ins[2], ins[3], writes(&*io.y), io.h.as_deref().and_then(|h| writes(h))])?;
     let stream: cu::CUstream = queue.handle();
-    let alt = l.flags & FLAG_ALT != 0;
-    let needs = match family {
-        Family::Rms => io.w.is_some() && (!alt || (io.r.is_some() && io.h.is_some())),
-        Family::Layer => io.w.is_some() && io.b.is_some(),
-        Family::Softmax => true,
-    };
-    if !needs {
-        return Err(Error::WrongOperands { kernel: l.name, detail: "an operand the operation reads is missing" });
-    }
     let grid = (l.rows.div_ceil(l.rows_per_block), l.segs, 1);
     let g = Geometry3 { grid, block: (l.block, 1, 1), shared_bytes: 0 };
     let addr = |v: Option<&R>| v.map_or(0, |v| v.addr());
@@ -176,8 +215,9 @@ pub(crate) unsafe fn launch_norm<T, R: DevRead<T>, W: DevWrite<T>>(
             // SAFETY: as below, for a cluster kernel: one row per cluster of
             // `segs` blocks along y (grid.y = segs), block rank = segment; the
             // blocks read each other's two statistics words of shared memory
-            // between two cluster barriers; no `part` buffer.
-            return unsafe { launch_clustered(l.func, g, l.segs, stream, &mut params) };
+            // between two cluster barriers; no `part` buffer. With `l.pdl`,
+            // `l.func` is a twin, which waits before touching memory.
+            return unsafe { launch_clustered(l.func, g, l.segs, stream, &mut params, l.pdl) };
         }
         // SAFETY: the parameter list of every norm kernel, in order. The
         // kernel touches x, r at row·x_pitch + c and y, h at row·y_pitch + c
@@ -185,13 +225,13 @@ pub(crate) unsafe fn launch_norm<T, R: DevRead<T>, W: DevWrite<T>>(
         // at c < cols, part at (row·segs + s)·PART_WORDS + 0..2 in the split
         // modes (allocated below); 128-bit accesses only with FLAG_VEC, whose
         // alignment is checked; the block is a multiple of 32; the family's
-        // operands are present. Outputs are exclusively borrowed views.
-        unsafe { launch_overlapped(l.func, g, stream, &mut params, false) }
+        // operands are present. Outputs are exclusively borrowed views. With
+        // `l.pdl`, `l.func` is a twin, which waits before touching memory
+        // (the statistics pass's `part` included, so the apply pass reads it
+        // after the statistics pass completed).
+        unsafe { launch_overlapped(l.func, g, stream, &mut params, l.pdl) }
     };
     if l.cluster {
-        if warp_flag(l) || l.segs < 2 || l.segs > kernels_gpu::norms::MAX_CLUSTER {
-            return Err(shape(l.name, format!("a cluster of {} segments", l.segs)));
-        }
         return launch(MODE_FULL, 0, true);
     }
     if l.segs == 1 {
