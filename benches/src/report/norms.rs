@@ -103,7 +103,7 @@ pub(super) fn run_plan<T: Element>(
         NormOp::Softmax => Norm::Softmax,
         NormOp::LogSoftmax => Norm::LogSoftmax,
     };
-    gpu.norm(n, &bufs.x, &mut bufs.y, rows, NormOptions { plan, scalar: false }, s)
+    gpu.norm(n, &bufs.x, &mut bufs.y, rows, NormOptions { plan, scalar: false, pdl: None }, s)
 }
 
 fn verify<T: Element>(op: NormOp, bufs: &Bufs<T>, rows: Rows, plan: gpukern::NormPlan) -> Result<bool, String> {
