@@ -19,6 +19,7 @@ pub mod lead;
 pub mod main_table;
 pub mod markdown;
 pub mod norms;
+mod norms_chain;
 pub mod norms_study;
 mod opts;
 pub mod peers;
