@@ -160,7 +160,8 @@ impl<'a> GraphBuilder<'a> {
                     })
                 }
             };
-            gpu.norm_on(op, view(p.x), view_mut(p.y), rows, opts, opts.pdl.unwrap_or(pdl), stream).map(|_| ())
+            let opts = NormOptions { pdl: Some(opts.pdl.unwrap_or(pdl)), ..opts };
+            gpu.norm_on(op, view(p.x), view_mut(p.y), rows, opts, stream).map(|_| ())
         }));
         Ok(plan)
     }

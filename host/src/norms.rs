@@ -185,12 +185,14 @@ impl Gpu {
         stream: &Stream,
     ) -> Result<NormPlan> {
         self.check_stream_owned(op.op().name(), stream)?;
-        let pdl = opts.pdl.unwrap_or(stream.pdl());
-        self.norm_on(op, x.into_view(), y.into_view_mut(), rows, opts, pdl, stream.raw())
+        let opts = NormOptions { pdl: Some(opts.pdl.unwrap_or(stream.pdl())), ..opts };
+        self.norm_on(op, x.into_view(), y.into_view_mut(), rows, opts, stream.raw())
     }
 
     /// [`Gpu::norm`] on a raw stream of this `Gpu`'s context (the caller
-    /// checked the stream), PDL as `pdl` says ([`Gpu::norm_pdl`]).
+    /// checked the stream), PDL as `opts.pdl` says ([`Gpu::norm_pdl`]): the
+    /// caller resolved it (the call's, else its stream's or builder's
+    /// setting; `None` is [`Pdl::Auto`]).
     pub(crate) fn norm_on<'a, T: Element>(
         &self,
         op: Norm<'a, T>,
@@ -198,10 +200,9 @@ impl Gpu {
         mut y: ViewMut<'a, T>,
         rows: Rows,
         opts: NormOptions,
-        pdl: Pdl,
         stream: raw::Queue<'_>,
     ) -> Result<NormPlan> {
-        let kind = op.op();
+        let (kind, pdl) = (op.op(), opts.pdl.unwrap_or_default());
         let (mut weight, mut bias, mut residual, mut h, mut eps) = (None, None, None, None, 0.0);
         match op {
             Norm::Rms { weight: w, eps: e } => (weight, eps) = (Some(w), e),
