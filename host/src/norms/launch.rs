@@ -43,11 +43,16 @@ impl Gpu {
     /// rows) launches its PDL twin under setting `pdl`: the element-wise
     /// operations' rule ([`Pdl::pays`]: sm_90, and with [`Pdl::Auto`] up to
     /// [`Pdl::AUTO_MAX_WAVES`] waves of resident threads, counted here as the
-    /// launch's threads), where the twin takes the plan's block. The one
+    /// launch's threads), where the twin takes the plan's block (a split:
+    /// its second pass; the first follows an allocation). The one
     /// decision of every norm launch: [`Gpu::norm`] (`pdl`: its
     /// `NormOptions::pdl`, else the stream's setting) and a graph's
     /// [`crate::GraphBuilder::norm`] (else the builder's).
     pub fn norm_pdl(&self, op: NormOp, dtype: Dtype, rows: Rows, plan: NormPlan, pdl: Pdl) -> bool {
+        // Only rows a call accepts (the plan's order is then in range).
+        if rows.cols > MAX_COLS || rows.rows >= 1 << 31 || plan.check(op.name(), dtype, rows.cols).is_err() {
+            return false;
+        }
         let (family, _) = op.family();
         let Some(twin) = self.norm_kernel_name(family, dtype, plan).and_then(pdl_twin) else { return false };
         let order = plan.order(dtype, rows.cols);

@@ -36,8 +36,10 @@ pub(crate) struct NormLaunch {
     /// Elements per 16-byte chunk.
     pub lanes: u32,
     /// `func` is the PDL twin (`kernels_gpu::norms::pdl_twin`), launched
-    /// with the programmatic-serialisation attribute (every launch of the
-    /// norm: both passes of a split).
+    /// with the programmatic-serialisation attribute: the one launch, or a
+    /// split's second pass (its first follows the statistics buffer's
+    /// allocation, not a kernel, so there is nothing to overlap; the twin
+    /// then runs as a plain launch, its wait a no-op).
     pub pdl: bool,
 }
 
@@ -86,9 +88,9 @@ fn warp_flag(l: &NormLaunch) -> bool {
     l.flags & kernels_gpu::norms::FLAG_WARP != 0
 }
 
-/// Elements a pitched operand must hold.
+/// Elements a pitched operand must hold (saturating: no view holds that many).
 fn span(rows: u32, cols: u32, pitch: u64) -> u64 {
-    (rows as u64 - 1) * pitch + cols as u64
+    (rows as u64).saturating_sub(1).saturating_mul(pitch).saturating_add(cols as u64)
 }
 
 /// Checks everything the kernels rely on (see `kernels_gpu::norms::device`)
@@ -191,7 +193,7 @@ pub(crate) unsafe fn launch_norm<T, R: DevRead<T>, W: DevWrite<T>>(
     let (py, ph) = (io.y.addr(), io.h.as_ref().map_or(0, |h| h.addr()));
     // One parameter list for every norm kernel; a cluster kernel launches
     // with its cluster dimension.
-    let launch = |mode: u32, part: u64, cluster: bool| {
+    let launch = |mode: u32, part: u64, cluster: bool, pdl: bool| {
         let (mut px, mut pr, mut pw, mut pb, mut py, mut ph, mut pp) = (px, pr, pw, pb, py, ph, part);
         let (mut rows, mut cols, mut xp, mut yp, mut eps) = (l.rows, l.cols, l.x_pitch, l.y_pitch, l.eps);
         let (mut flags, mut seg) = (l.flags | mode, l.seg);
@@ -215,9 +217,10 @@ pub(crate) unsafe fn launch_norm<T, R: DevRead<T>, W: DevWrite<T>>(
             // SAFETY: as below, for a cluster kernel: one row per cluster of
             // `segs` blocks along y (grid.y = segs), block rank = segment; the
             // blocks read each other's two statistics words of shared memory
-            // between two cluster barriers; no `part` buffer. With `l.pdl`,
-            // `l.func` is a twin, which waits before touching memory.
-            return unsafe { launch_clustered(l.func, g, l.segs, stream, &mut params, l.pdl) };
+            // between two cluster barriers; no `part` buffer. `pdl` only
+            // with `l.pdl`: `l.func` is a twin, which waits before touching
+            // memory.
+            return unsafe { launch_clustered(l.func, g, l.segs, stream, &mut params, pdl) };
         }
         // SAFETY: the parameter list of every norm kernel, in order. The
         // kernel touches x, r at row·x_pitch + c and y, h at row·y_pitch + c
@@ -225,25 +228,92 @@ pub(crate) unsafe fn launch_norm<T, R: DevRead<T>, W: DevWrite<T>>(
         // at c < cols, part at (row·segs + s)·PART_WORDS + 0..2 in the split
         // modes (allocated below); 128-bit accesses only with FLAG_VEC, whose
         // alignment is checked; the block is a multiple of 32; the family's
-        // operands are present. Outputs are exclusively borrowed views. With
-        // `l.pdl`, `l.func` is a twin, which waits before touching memory
-        // (the statistics pass's `part` included, so the apply pass reads it
-        // after the statistics pass completed).
-        unsafe { launch_overlapped(l.func, g, stream, &mut params, l.pdl) }
+        // operands are present. Outputs are exclusively borrowed views.
+        // `pdl` only with `l.pdl`: `l.func` is a twin, which waits before
+        // touching memory (the apply pass reads `part` after the statistics
+        // pass completed).
+        unsafe { launch_overlapped(l.func, g, stream, &mut params, pdl) }
     };
     if l.cluster {
-        return launch(MODE_FULL, 0, true);
+        return launch(MODE_FULL, 0, true, l.pdl);
     }
     if l.segs == 1 {
-        return launch(MODE_FULL, 0, false);
+        return launch(MODE_FULL, 0, false, l.pdl);
     }
     let bytes = l.rows as usize * l.segs as usize * PART_WORDS * 4;
     let mut part: cu::CUdeviceptr = 0;
     let driver = |context| move |source| Error::Driver { context, source };
     // SAFETY: writes one device pointer; the allocation is ordered on `stream`.
     check(unsafe { cu::cuMemAllocAsync(&mut part, bytes, stream) }).map_err(driver("cuMemAllocAsync"))?;
-    let ran = launch(MODE_STATS, part, false).and_then(|_| launch(MODE_APPLY, part, false));
+    let ran = launch(MODE_STATS, part, false, false).and_then(|_| launch(MODE_APPLY, part, false, l.pdl));
     // SAFETY: frees the buffer after both passes, in stream order.
     let freed = check(unsafe { cu::cuMemFreeAsync(part, stream) }).map_err(driver("cuMemFreeAsync"));
     ran.and(freed)
+}
+
+#[cfg(test)]
+mod tests {
+    use kernels_gpu::norms::{Family, FLAG_ALT, FLAG_VEC, FLAG_WARP};
+
+    use super::*;
+
+    /// A block launch of 3 rows of 100 f32, pitches 104 (no function: the
+    /// checks never touch it).
+    fn launch() -> NormLaunch {
+        NormLaunch {
+            name: "t",
+            func: RawFn(std::ptr::null_mut()),
+            block: 128,
+            rows_per_block: 1,
+            segs: 1,
+            cluster: false,
+            seg: 100,
+            flags: FLAG_VEC,
+            rows: 3,
+            cols: 100,
+            x_pitch: 104,
+            y_pitch: 104,
+            eps: 0.0,
+            lanes: 4,
+            pdl: false,
+        }
+    }
+
+    fn spans() -> NormSpans {
+        let span = 2 * 104 + 100;
+        NormSpans { x: (0x1000, span), r: None, w: Some((0x4000, 100)), b: None, y: (0x8000, span), h: None }
+    }
+
+    #[test]
+    fn check_norm_refuses_what_the_kernels_cannot_do() {
+        let (l, s) = (launch(), spans());
+        check_norm(&l, Family::Rms, &s, 4).unwrap();
+        check_norm(&l, Family::Softmax, &NormSpans { w: None, ..s }, 4).unwrap();
+        let bad = |l: &NormLaunch, f: Family, s: &NormSpans| check_norm(l, f, s, 4).is_err();
+        // Operands the family reads, and their lengths.
+        assert!(bad(&l, Family::Rms, &NormSpans { w: None, ..s }), "rms without a weight");
+        assert!(bad(&l, Family::Layer, &s), "layer without a bias");
+        assert!(bad(&NormLaunch { flags: FLAG_VEC | FLAG_ALT, ..l }, Family::Rms, &s), "add_rms without r, h");
+        assert!(bad(&l, Family::Rms, &NormSpans { x: (0x1000, 2 * 104 + 99), ..s }), "x short");
+        assert!(bad(&l, Family::Rms, &NormSpans { y: (0x8000, 2 * 104 + 99), ..s }), "y short");
+        assert!(bad(&l, Family::Rms, &NormSpans { w: Some((0x4000, 99)), ..s }), "weight short");
+        // 128-bit accesses need 16-byte operands and pitches; elements their own.
+        assert!(bad(&l, Family::Rms, &NormSpans { y: (0x8004, 2 * 104 + 100), ..s }), "y misaligned");
+        check_norm(&NormLaunch { flags: 0, ..l }, Family::Rms, &NormSpans { y: (0x8004, 2 * 104 + 100), ..s }, 4)
+            .unwrap();
+        assert!(bad(&NormLaunch { x_pitch: 102, ..l }, Family::Rms, &s), "pitch of half a chunk");
+        // A pitch no view can hold saturates instead of overflowing.
+        assert!(bad(&NormLaunch { x_pitch: u64::MAX / 2, ..l }, Family::Rms, &s));
+        // The group and the segments.
+        assert!(bad(&NormLaunch { block: 48, ..l }, Family::Rms, &s));
+        assert!(bad(&NormLaunch { flags: FLAG_WARP, ..l }, Family::Rms, &s), "warp with one row per block");
+        assert!(bad(&NormLaunch { seg: 50, ..l }, Family::Rms, &s), "segments short of the row");
+        let cluster = NormLaunch { cluster: true, segs: 2, seg: 52, ..l };
+        check_norm(&cluster, Family::Rms, &s, 4).unwrap();
+        assert!(bad(&NormLaunch { segs: 1, seg: 100, ..cluster }, Family::Rms, &s), "a cluster of one");
+        let seventeen = NormLaunch { segs: 17, seg: 8, cols: 130, x_pitch: 132, y_pitch: 132, ..cluster };
+        let long = NormSpans { x: (0x1000, 400), y: (0x8000, 400), w: None, ..s };
+        check_norm(&NormLaunch { segs: 2, seg: 68, ..seventeen }, Family::Softmax, &long, 4).unwrap();
+        assert!(bad(&seventeen, Family::Softmax, &long), "a cluster of 17");
+    }
 }
