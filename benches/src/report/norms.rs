@@ -11,16 +11,17 @@
 //! small shapes (1×4096, 8×4096) are also timed as 16 back-to-back calls from
 //! an idle GPU (µs per call), as the chains section does, because events
 //! around one launch measure the host: plain, with PDL and as a graph
-//! (`norms_chain.rs`).
+//! (`norms_run.rs`).
 
 use std::fmt::Write as _;
 
 use gpukern::half::{bf16, f16};
 use gpukern::reference::norms::{self as rn, HostNorm};
-use gpukern::{Dtype, Element, Gpu, Norm, NormOp, NormOptions, NormPlan, Rows, Stream, UnaryOp};
+use gpukern::{Dtype, Element, Gpu, NormOp, Rows, Stream, UnaryOp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::norms_run::{run, Bufs};
 use crate::{gbps, random_inputs_in, reps_for, time_op};
 
 /// The shapes (rows, row length).
@@ -75,57 +76,6 @@ pub struct NormRow {
     pub verified: Option<bool>,
 }
 
-/// Device buffers of one (dtype, shape).
-pub(super) struct Bufs<T: Element> {
-    pub(super) x: gpukern::DeviceVec<T>,
-    pub(super) r: gpukern::DeviceVec<T>,
-    pub(super) w: gpukern::DeviceVec<T>,
-    pub(super) b: gpukern::DeviceVec<T>,
-    pub(super) y: gpukern::DeviceVec<T>,
-    pub(super) h: gpukern::DeviceVec<T>,
-    pub(super) host: (Vec<T>, Vec<T>, Vec<T>, Vec<T>),
-}
-
-pub(super) fn run<T: Element>(
-    gpu: &Gpu,
-    op: NormOp,
-    bufs: &mut Bufs<T>,
-    rows: Rows,
-    s: &Stream,
-) -> gpukern::Result<gpukern::NormPlan> {
-    run_plan(gpu, op, bufs, rows, None, s)
-}
-
-pub(super) fn run_plan<T: Element>(
-    gpu: &Gpu,
-    op: NormOp,
-    bufs: &mut Bufs<T>,
-    rows: Rows,
-    plan: Option<NormPlan>,
-    s: &Stream,
-) -> gpukern::Result<NormPlan> {
-    run_with(gpu, op, bufs, rows, NormOptions { plan, ..Default::default() }, s)
-}
-
-pub(super) fn run_with<T: Element>(
-    gpu: &Gpu,
-    op: NormOp,
-    bufs: &mut Bufs<T>,
-    rows: Rows,
-    opts: NormOptions,
-    s: &Stream,
-) -> gpukern::Result<NormPlan> {
-    let (w, b) = (bufs.w.view(), bufs.b.view());
-    let n = match op {
-        NormOp::Rms => Norm::Rms { weight: w, eps: 1e-6 },
-        NormOp::AddRms => Norm::AddRms { residual: bufs.r.view(), h: bufs.h.view_mut(), weight: w, eps: 1e-6 },
-        NormOp::Layer => Norm::Layer { weight: w, bias: b, eps: 1e-5 },
-        NormOp::Softmax => Norm::Softmax,
-        NormOp::LogSoftmax => Norm::LogSoftmax,
-    };
-    gpu.norm(n, &bufs.x, &mut bufs.y, rows, opts, s)
-}
-
 fn verify<T: Element>(op: NormOp, bufs: &Bufs<T>, rows: Rows, plan: gpukern::NormPlan) -> Result<bool, String> {
     let (x, r, w, b) = &bufs.host;
     let hop = match op {
@@ -178,7 +128,7 @@ fn measure_dtype<T: Element>(gpu: &Gpu, s: &Stream, out: &mut Vec<NormRow>) -> g
             let ms = time_op(gpu, s, reps, 3, |s| run(gpu, op, &mut bufs, rows, s).map(|_| ()))?;
             let arrays = if op == NormOp::AddRms { 4 } else { 2 };
             let g = gbps(arrays * n as u64 * size, ms);
-            let chain = if n <= SMALL { Some(super::norms_chain::chain16(gpu, op, &mut bufs, rows, s)?) } else { None };
+            let chain = if n <= SMALL { Some(super::norms_run::chain16(gpu, op, &mut bufs, rows, s)?) } else { None };
             out.push(NormRow {
                 op: op.name().into(),
                 dtype: T::DTYPE.name().into(),

@@ -1,15 +1,66 @@
-//! The `norms` section's small shapes as 16 back-to-back calls of one norm
-//! from an idle GPU, µs per call (events around one launch measure the
-//! host): plain (PDL off), with PDL on (each call's twin overlaps its
-//! predecessor's tail with its launch), and as one replay of a graph of the
+//! One norm call of the `norms` section and its plan study ([`Bufs`],
+//! [`run_with`]), and the section's small shapes as 16 back-to-back calls of
+//! one norm from an idle GPU, µs per call (events around one launch measure
+//! the host): plain (PDL off), with PDL on (each call's twin overlaps its
+//! launch with its predecessor's run), and as one replay of a graph of the
 //! 16 calls (the builder's default PDL setting, so on sm_90 its edges are
 //! programmatic). torch's columns are the same 16 calls eager and as a CUDA
 //! graph (`peers_norms.py`).
 
-use gpukern::{Element, Gpu, NormOp, NormOptions, NormSlots, Pdl, Rows, Stream};
+use gpukern::{Element, Gpu, Norm, NormOp, NormOptions, NormPlan, NormSlots, Pdl, Rows, Stream};
 
-use super::norms::{run_with, Bufs};
 use crate::median;
+
+/// Device buffers of one (dtype, shape).
+pub(super) struct Bufs<T: Element> {
+    pub(super) x: gpukern::DeviceVec<T>,
+    pub(super) r: gpukern::DeviceVec<T>,
+    pub(super) w: gpukern::DeviceVec<T>,
+    pub(super) b: gpukern::DeviceVec<T>,
+    pub(super) y: gpukern::DeviceVec<T>,
+    pub(super) h: gpukern::DeviceVec<T>,
+    pub(super) host: (Vec<T>, Vec<T>, Vec<T>, Vec<T>),
+}
+
+pub(super) fn run<T: Element>(
+    gpu: &Gpu,
+    op: NormOp,
+    bufs: &mut Bufs<T>,
+    rows: Rows,
+    s: &Stream,
+) -> gpukern::Result<gpukern::NormPlan> {
+    run_plan(gpu, op, bufs, rows, None, s)
+}
+
+pub(super) fn run_plan<T: Element>(
+    gpu: &Gpu,
+    op: NormOp,
+    bufs: &mut Bufs<T>,
+    rows: Rows,
+    plan: Option<NormPlan>,
+    s: &Stream,
+) -> gpukern::Result<NormPlan> {
+    run_with(gpu, op, bufs, rows, NormOptions { plan, ..Default::default() }, s)
+}
+
+pub(super) fn run_with<T: Element>(
+    gpu: &Gpu,
+    op: NormOp,
+    bufs: &mut Bufs<T>,
+    rows: Rows,
+    opts: NormOptions,
+    s: &Stream,
+) -> gpukern::Result<NormPlan> {
+    let (w, b) = (bufs.w.view(), bufs.b.view());
+    let n = match op {
+        NormOp::Rms => Norm::Rms { weight: w, eps: 1e-6 },
+        NormOp::AddRms => Norm::AddRms { residual: bufs.r.view(), h: bufs.h.view_mut(), weight: w, eps: 1e-6 },
+        NormOp::Layer => Norm::Layer { weight: w, bias: b, eps: 1e-5 },
+        NormOp::Softmax => Norm::Softmax,
+        NormOp::LogSoftmax => Norm::LogSoftmax,
+    };
+    gpu.norm(n, &bufs.x, &mut bufs.y, rows, opts, s)
+}
 
 /// Timed rounds per figure (the median is kept).
 const ROUNDS: usize = 31;
