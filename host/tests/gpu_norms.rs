@@ -297,12 +297,17 @@ fn graph_norm_refuses_misuse_at_record_time() {
     assert!(matches!(g.norm(rms, sx, sz, long, d), Err(Error::Shape { .. })), "x and y too short");
     let tiny = NormPlan { strategy: NormStrategy::Warp, block: 32, k: 1 };
     let o = NormOptions { plan: Some(tiny), ..d };
-    assert!(matches!(g.norm(NormSlots::Softmax, sx, sz, shape, o), Err(Error::Shape { .. })), "a plan too small");
+    // 32 threads × 1 chunk of 4 f32 < 200.
+    let r = g.norm(NormSlots::Softmax, sx, sz, Rows::contiguous(1, 200), o);
+    assert!(
+        matches!(&r, Err(Error::Shape { detail, .. }) if detail.contains("cannot hold")),
+        "a plan too small: {r:?}"
+    );
     let bad_block = NormOptions { plan: Some(NormPlan { strategy: NormStrategy::Block, block: 48, k: 1 }), ..d };
     assert!(matches!(g.norm(NormSlots::Softmax, sx, sz, shape, bad_block), Err(Error::BlockSize { .. })));
     assert_eq!(g.len(), 0, "nothing recorded");
     // A good one records; its graph writes z only.
-    g.norm(NormSlots::LogSoftmax, sx, sz, shape, NormOptions { pdl: Some(Pdl::On), ..d }).unwrap();
+    let plan = g.norm(NormSlots::LogSoftmax, sx, sz, shape, NormOptions { pdl: Some(Pdl::On), ..d }).unwrap();
     assert_eq!(g.len(), 1);
     let graph = g.build().unwrap();
     graph.launch(&gpu.stream().unwrap()).unwrap();
@@ -311,11 +316,6 @@ fn graph_norm_refuses_misuse_at_record_time() {
     let poison = |v: &DeviceVec<f32>| v.to_vec().unwrap().iter().all(|e| e.to_bits() == POISON);
     assert!(poison(&y) && poison(&h), "a refused norm wrote");
     assert!(!poison(&z), "the recorded norm did not run");
-    let want = rn::norm(
-        HostNorm::LogSoftmax,
-        &x.to_vec().unwrap(),
-        shape,
-        NormPlan::auto(Dtype::F32, cols).order(Dtype::F32, cols),
-    );
+    let want = rn::norm(HostNorm::LogSoftmax, &x.to_vec().unwrap(), shape, plan.order(Dtype::F32, cols));
     assert!(z.to_vec().unwrap().iter().zip(&want.y).all(|(g, w)| g.to_bits() == w.to_bits()), "log_softmax differs");
 }
