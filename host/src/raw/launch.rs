@@ -75,7 +75,8 @@ pub(crate) unsafe fn launch_3d(
 /// # Safety
 /// As [`launch`]. With `pdl`, the kernel also executes `griddepcontrol.wait`
 /// before its first access to memory (the PDL twins of
-/// `kernels_gpu::ops::PDL_KERNELS`, whose entry is `pdl_enter`): without the
+/// `kernels_gpu::ops::PDL_KERNELS` and of the norms, `kernels_gpu::norms::pdl_twin`,
+/// whose entry is `pdl_enter`): without the
 /// wait it would race with its predecessor. The device must be sm_90 or later.
 pub(crate) unsafe fn launch_overlapped(
     func: RawFn,
