@@ -251,6 +251,11 @@ impl<'a> GraphBuilder<'a> {
         self.user_kernel = Some(name);
     }
 
+    /// The registered views' owner (`None` before any registration).
+    pub(crate) fn owner(&self) -> Option<&'a Arc<Shared>> {
+        self.owner
+    }
+
     /// This builder's id (its slots carry it) and its `Gpu`.
     pub(crate) fn id_and_gpu(&self) -> (u64, &Gpu) {
         (self.id, &self.gpu)

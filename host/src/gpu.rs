@@ -32,7 +32,9 @@ pub fn sm90_kernel_names() -> Vec<&'static str> {
     let pdl = kernels_gpu::ops::PDL_KERNELS.iter().map(|k| k.name);
     // The norms' cluster kernels, and the bf16 norm kernels under their
     // portable names (resolved from this module where it is loaded).
+    // The norms' PDL twins.
     let norms = kernels_gpu::norms::cluster_kernel_names().chain(kernels_gpu::norms::sm90_kernel_names());
+    let norms = norms.chain(kernels_gpu::norms::pdl_kernel_names());
     // The foreach add's twins.
     let many = kernels_gpu::foreach::ADD_MANY_PDL.into_iter().chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL);
     add.chain(ops.map(|k| k.name)).chain(pdl).chain(many).chain(norms).collect()

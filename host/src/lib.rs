@@ -74,6 +74,8 @@ mod built;
 pub use built::BuiltPtx;
 mod capture;
 pub use capture::{Graph, GraphBuilder, Slot};
+mod capture_norms;
+pub use capture_norms::NormSlots;
 mod capture_user;
 pub use capture_user::{GraphArg, GraphArgs, GraphSlots};
 mod context;

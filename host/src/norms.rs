@@ -23,17 +23,19 @@
 
 #[cfg(feature = "cudarc")]
 mod cudarc;
+mod launch;
 mod plan;
 #[cfg(feature = "cudarc")]
 pub use cudarc::CudarcNorm;
 pub use plan::{NormOrder, NormPlan, NormStrategy};
 
-use kernels_gpu::norms::{chunk_lanes, cluster_kernel, norm_kernel, Family, FLAG_ALT, FLAG_VEC, FLAG_WARP};
+use kernels_gpu::norms::Family;
 
 use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::{Gpu, Stream};
-use crate::raw::{self, NormIo, NormLaunch};
+use crate::pdl::Pdl;
+use crate::raw::{self, NormIo, NormSpans};
 
 /// The operation and the operands beside `x` and `y` it reads or writes.
 pub enum Norm<'a, T: Element> {
@@ -155,6 +157,10 @@ pub struct NormOptions {
     pub plan: Option<NormPlan>,
     /// Element accesses even where 128-bit ones are possible (same bits).
     pub scalar: bool,
+    /// Programmatic dependent launch for this call ([`Gpu::norm_pdl`]: the
+    /// PDL twin, the same bits); `None`: the stream's setting (a graph's:
+    /// the builder's).
+    pub pdl: Option<Pdl>,
 }
 
 /// Longest row: its length is exact in f32 (the divisions by `n`).
@@ -179,11 +185,14 @@ impl Gpu {
         stream: &Stream,
     ) -> Result<NormPlan> {
         self.check_stream_owned(op.op().name(), stream)?;
+        let opts = NormOptions { pdl: Some(opts.pdl.unwrap_or(stream.pdl())), ..opts };
         self.norm_on(op, x.into_view(), y.into_view_mut(), rows, opts, stream.raw())
     }
 
     /// [`Gpu::norm`] on a raw stream of this `Gpu`'s context (the caller
-    /// checked the stream).
+    /// checked the stream), PDL as `opts.pdl` says ([`Gpu::norm_pdl`]): the
+    /// caller resolved it (the call's, else its stream's or builder's
+    /// setting; `None` is [`Pdl::Auto`]).
     pub(crate) fn norm_on<'a, T: Element>(
         &self,
         op: Norm<'a, T>,
@@ -193,39 +202,7 @@ impl Gpu {
         opts: NormOptions,
         stream: raw::Queue<'_>,
     ) -> Result<NormPlan> {
-        let kind = op.op();
-        let name = kind.name();
-        let (family, alt) = kind.family();
-        // The device's block limit of each kernel (its registers decide it).
-        // The kernel of a plan (a cluster kernel only where the sm_90 module
-        // is loaded) and its block limit (its registers decide it).
-        let kernel_of = |p: NormPlan| match p.strategy {
-            NormStrategy::Cluster => cluster_kernel(family, T::DTYPE, p.k).filter(|_| self.info().has_sm90()),
-            _ => norm_kernel(family, T::DTYPE, p.k).map(|n| n.name),
-        };
-        let max_block = |p: NormPlan| {
-            let r = kernel_of(p).and_then(|n| self.shared.kernel(n).ok()?.resources().ok());
-            r.map_or(0, |r| r.max_threads_per_block)
-        };
-        // A cluster of more than 8 blocks (a non-portable size) only where the
-        // device can place one (any failure: not chosen).
-        let placeable = |p: NormPlan| {
-            let segs = p.order(T::DTYPE, rows.cols).segments(rows.cols as u32);
-            let fits = || {
-                let _live = self.shared.bind().ok()?;
-                raw::max_active_clusters(self.shared.func(kernel_of(p)?).ok()?, p.block, segs).ok()
-            };
-            p.strategy != NormStrategy::Cluster || segs <= 8 || fits().is_some_and(|c| c > 0)
-        };
-        let launchable = |p: NormPlan| p.block <= max_block(p) && placeable(p);
-        let plan = opts.plan.unwrap_or_else(|| NormPlan::auto_within(T::DTYPE, rows.cols, launchable));
-        let bad = |detail: String| Err(Error::Shape { kernel: name, detail });
-        if rows.cols > MAX_COLS || rows.rows >= 1 << 31 {
-            return bad(format!("{} rows of {} elements: at most 2^31 - 1 rows of 2^24", rows.rows, rows.cols));
-        }
-        if rows.x_pitch < rows.cols || rows.y_pitch < rows.cols {
-            return bad(format!("pitches {} and {} below the row length {}", rows.x_pitch, rows.y_pitch, rows.cols));
-        }
+        let (kind, pdl) = (op.op(), opts.pdl.unwrap_or_default());
         let (mut weight, mut bias, mut residual, mut h, mut eps) = (None, None, None, None, 0.0);
         match op {
             Norm::Rms { weight: w, eps: e } => (weight, eps) = (Some(w), e),
@@ -235,58 +212,27 @@ impl Gpu {
             Norm::Layer { weight: w, bias: b, eps: e } => (weight, bias, eps) = (Some(w), Some(b), e),
             Norm::Softmax | Norm::LogSoftmax => {}
         }
-        for (what, v) in [("weight", &weight), ("bias", &bias)] {
-            if let Some(v) = v.filter(|v| v.len() != rows.cols) {
-                return bad(format!("{what} has {} elements, the rows {}", v.len(), rows.cols));
-            }
-        }
         let owners = [Some(x.owner()), Some(y.owner()), weight.map(|v| v.owner()), bias.map(|v| v.owner())];
         let owners = owners.into_iter().chain([residual.map(|v| v.owner()), h.as_ref().map(|v| v.owner())]);
-        self.check_buffers_owned(name, owners.flatten())?;
-        plan.check(name, T::DTYPE, rows.cols)?;
-        let Some(kernel) = kernel_of(plan) else {
-            let has = format!("{}.{}", self.info().compute_capability.0, self.info().compute_capability.1);
-            return Err(Error::Unsupported { kernel: "norm (cluster plan)", needs: "9.0", has });
+        self.check_buffers_owned(kind.name(), owners.flatten())?;
+        let span = |v: &View<'a, T>| (v.addr(), v.len());
+        let spans = NormSpans {
+            x: span(&x),
+            r: residual.as_ref().map(span),
+            w: weight.as_ref().map(span),
+            b: bias.as_ref().map(span),
+            y: (y.addr(), y.len()),
+            h: h.as_ref().map(|h| (h.addr(), h.len())),
         };
-        let max = max_block(plan);
-        if plan.block > max {
-            return Err(Error::BlockSize { kernel: name, block: plan.block, max });
-        }
-        if rows.rows == 0 || rows.cols == 0 {
-            return Ok(plan);
-        }
-        let order = plan.order(T::DTYPE, rows.cols);
-        let lanes = chunk_lanes(T::DTYPE);
-        let aligned = |a: u64| a.is_multiple_of(16);
-        let mut addrs = vec![x.addr(), y.addr()];
-        addrs.extend([weight, bias, residual].iter().flatten().map(|v| v.addr()));
-        addrs.extend(h.as_ref().map(|v| v.addr()));
-        let pitches = rows.x_pitch.is_multiple_of(lanes as usize) && rows.y_pitch.is_multiple_of(lanes as usize);
-        let vec = !opts.scalar && pitches && addrs.into_iter().all(aligned);
-        let warp = plan.strategy == NormStrategy::Warp;
-        let flags = if warp { FLAG_WARP } else { 0 } | if vec { FLAG_VEC } else { 0 } | if alt { FLAG_ALT } else { 0 };
-        let l = NormLaunch {
-            name: kernel,
-            func: self.shared.func(kernel)?,
-            cluster: plan.strategy == NormStrategy::Cluster,
-            block: plan.block,
-            rows_per_block: if warp { plan.block / 32 } else { 1 },
-            segs: order.segments(rows.cols as u32),
-            seg: order.seg,
-            flags,
-            rows: rows.rows as u32,
-            cols: rows.cols as u32,
-            x_pitch: rows.x_pitch as u64,
-            y_pitch: rows.y_pitch as u64,
-            eps,
-            lanes,
-        };
+        let p = self.norm_prepare::<T>(kind, eps, &spans, rows, opts, pdl)?;
+        let Some(l) = p.launch else { return Ok(p.plan) };
         let io = NormIo { x: &x, r: residual.as_ref(), w: weight.as_ref(), b: bias.as_ref(), y: &mut y, h: h.as_mut() };
         let _live = self.shared.bind()?;
-        // SAFETY: `l.func` was resolved by the plan's kernel name from this
-        // Gpu's own modules (the norms table of kernels-gpu), and a cluster
-        // plan is chosen only on sm_90, where that module is loaded.
-        unsafe { raw::launch_norm(&l, family, io, stream) }?;
-        Ok(plan)
+        // SAFETY: `l.func` was resolved by the name `norm_prepare` chose from
+        // this Gpu's own modules (the norms table of kernels-gpu): a cluster
+        // kernel only on sm_90, where that module is loaded, and a PDL twin
+        // (`l.pdl`) only where `Pdl::pays` saw sm_90.
+        unsafe { raw::launch_norm(&l, p.family, io, stream) }?;
+        Ok(p.plan)
     }
 }

@@ -5,7 +5,8 @@
 //! stream's setting) and `ops` (the choice) can both use it.
 //!
 //! A launch with the attribute may start while its predecessor in the stream
-//! is still running; the kernel (a PDL twin of `kernels_gpu::ops::PDL_KERNELS`)
+//! is still running; the kernel (a PDL twin of `kernels_gpu::ops::PDL_KERNELS`,
+//! or of a norm kernel: `kernels_gpu::norms::pdl_twin`)
 //! waits with `griddepcontrol.wait` before touching memory, so results are
 //! those of plain stream order. What it saves is the launch latency between
 //! dependent kernels, which is most of a small kernel's time.
@@ -190,7 +191,8 @@ mod tests {
         // The library's twins pass.
         let ptx90 = include_str!("../../ptx/kernels_gpu_sm90.ptx");
         let many = kernels_gpu::foreach::ADD_MANY_PDL.into_iter().chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL);
-        for name in PDL_KERNELS.iter().map(|k| k.name).chain(many) {
+        let norms = kernels_gpu::norms::pdl_kernel_names();
+        for name in PDL_KERNELS.iter().map(|k| k.name).chain(many).chain(norms) {
             assert!(waits_first(ptx90, name), "{name}");
         }
     }

@@ -2,13 +2,15 @@
 //! operation × dtype × plan over odd row lengths, offsets, pitched rows with
 //! canaries before, after and between rows, special rows (all equal, all
 //! zero, NaN, ±inf, near the dtype's overflow, masked with -inf), eps edge
-//! cases, the long-row split, and the argument errors (nothing written).
+//! cases, the long-row split, and the argument errors (nothing written), on
+//! a stream and at a graph's record.
 
 mod common;
 mod norms_common;
 
 use common::{gpu, record};
-use gpukern::{Dtype, Error, Norm, NormOp, NormOptions, NormPlan, NormStrategy, Rows};
+use gpukern::reference::norms::{self as rn, HostNorm};
+use gpukern::{DeviceVec, Dtype, Error, Norm, NormOp, NormOptions, NormPlan, NormSlots, NormStrategy, Pdl, Rows};
 use norms_common::{plans, run_dtype, Case, Fill, POISON};
 
 const COLS: [usize; 10] = [1, 3, 8, 31, 33, 1000, 1024, 2049, 4097, 5120];
@@ -22,6 +24,7 @@ fn base(op: NormOp, rows: usize, cols: usize) -> Case {
         offsets: (0, 0, 0),
         plan: None,
         scalar: false,
+        pdl: None,
         fill: Fill::Random,
         eps: 1e-5,
         seed: (rows * 1_000_003 + cols) as u64,
@@ -163,12 +166,12 @@ fn norms_argument_errors_write_nothing() {
     ];
     for (what, rows, plan, wlen) in cases {
         let wv = w.slice(..wlen).unwrap();
-        let r = gpu.norm(rms(wv), &x, &mut y, rows, NormOptions { plan, scalar: false }, &s);
+        let r = gpu.norm(rms(wv), &x, &mut y, rows, NormOptions { plan, scalar: false, pdl: None }, &s);
         assert!(matches!(r, Err(Error::Shape { .. } | Error::BlockSize { .. })), "{what}: {r:?}");
     }
     // A plan that cannot hold the row (32 threads × 1 chunk of 4 f32 < 200).
     let small = NormPlan { strategy: NormStrategy::Warp, block: 32, k: 1 };
-    let opts = NormOptions { plan: Some(small), scalar: false };
+    let opts = NormOptions { plan: Some(small), scalar: false, pdl: None };
     let r = gpu.norm(Norm::Softmax, &x, &mut y, Rows::contiguous(1, 200), opts, &s);
     assert!(matches!(&r, Err(Error::Shape { detail, .. }) if detail.contains("cannot hold")), "plan too small: {r:?}");
     // A weight for a family without one is not an operand (softmax): fine;
@@ -246,4 +249,73 @@ fn norms_on_cudarc_buffers_and_stream() {
     assert!(matches!(e, Err(Error::ForeignContext { .. })), "{e:?}");
     let zeros: Vec<bf16> = stream.clone_dtoh(&dz).unwrap();
     assert!(zeros.iter().all(|v| v.to_bits() == 0), "a refused call wrote");
+}
+
+/// `GraphBuilder::norm` refuses at record time, with nothing recorded, what
+/// the builder's borrow rule and `Gpu::norm` refuse; a recorded norm runs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn graph_norm_refuses_misuse_at_record_time() {
+    let gpu = gpu();
+    let (cols, rows) = (64, 4);
+    let x = gpu.upload(&vec![1.0f32; rows * cols]).unwrap();
+    let w = gpu.upload(&vec![1.0f32; cols + 1]).unwrap();
+    let mut y = gpu.upload(&vec![f32::from_bits(POISON); rows * cols]).unwrap();
+    let mut h = gpu.upload(&vec![f32::from_bits(POISON); rows * cols]).unwrap();
+    let mut z = gpu.upload(&vec![f32::from_bits(POISON); rows * cols]).unwrap();
+    let other_x = gpu.upload(&vec![1.0f32; rows * cols]).unwrap();
+    let mut other = gpu.graph();
+    let foreign = other.input(&other_x).unwrap();
+    let mut g = gpu.graph();
+    let (sx, sw) = (g.input(&x).unwrap(), g.input(&w).unwrap());
+    let (sy, sh, sz) = (g.output(&mut y).unwrap(), g.output(&mut h).unwrap(), g.output(&mut z).unwrap());
+    let weight = sw.slice(..cols).unwrap();
+    let rms = NormSlots::Rms { weight, eps: 1e-6 };
+    let shape = Rows::contiguous(rows, cols);
+    let d = NormOptions::default();
+    // Borrow rules (check_slots).
+    assert!(matches!(g.norm(rms, sx, sx, shape, d), Err(Error::WrongOperands { .. })), "an input as output");
+    assert!(matches!(g.norm(rms, sy, sy, shape, d), Err(Error::WrongOperands { .. })), "y is x");
+    let (y0, y1) = (sy.slice(..cols * 2).unwrap(), sy.slice(cols..cols * 3).unwrap());
+    assert!(matches!(
+        g.norm(NormSlots::Softmax, y0, y1, Rows::contiguous(2, cols), d),
+        Err(Error::WrongOperands { .. })
+    ));
+    let add = NormSlots::AddRms { residual: sx, h: sy, weight, eps: 1e-6 };
+    assert!(matches!(g.norm(add, sx, sy, shape, d), Err(Error::WrongOperands { .. })), "h is y");
+    let add = NormSlots::AddRms { residual: sx, h: sx, weight, eps: 1e-6 };
+    assert!(matches!(g.norm(add, sx, sy, shape, d), Err(Error::WrongOperands { .. })), "h an input");
+    assert!(matches!(g.norm(rms, foreign, sy, shape, d), Err(Error::ForeignSlot { .. })), "a slot of another builder");
+    // Gpu::norm's own checks.
+    let bad = NormSlots::AddRms { residual: sx, h: sh, weight: sw, eps: 1e-6 };
+    assert!(matches!(g.norm(bad, sx, sy, shape, d), Err(Error::Shape { .. })), "weight length");
+    let layer = NormSlots::Layer { weight, bias: sw.slice(..8).unwrap(), eps: 0.0 };
+    assert!(matches!(g.norm(layer, sx, sy, shape, d), Err(Error::Shape { .. })), "bias length");
+    let pitch = Rows { rows, cols, x_pitch: cols - 1, y_pitch: cols };
+    assert!(matches!(g.norm(rms, sx, sz, pitch, d), Err(Error::Shape { .. })), "pitch below cols");
+    let long = Rows { rows: rows + 1, cols, x_pitch: cols, y_pitch: cols };
+    assert!(matches!(g.norm(rms, sx, sz, long, d), Err(Error::Shape { .. })), "x and y too short");
+    let tiny = NormPlan { strategy: NormStrategy::Warp, block: 32, k: 1 };
+    let o = NormOptions { plan: Some(tiny), ..d };
+    // 32 threads × 1 chunk of 4 f32 < 200.
+    let r = g.norm(NormSlots::Softmax, sx, sz, Rows::contiguous(1, 200), o);
+    assert!(
+        matches!(&r, Err(Error::Shape { detail, .. }) if detail.contains("cannot hold")),
+        "a plan too small: {r:?}"
+    );
+    let bad_block = NormOptions { plan: Some(NormPlan { strategy: NormStrategy::Block, block: 48, k: 1 }), ..d };
+    assert!(matches!(g.norm(NormSlots::Softmax, sx, sz, shape, bad_block), Err(Error::BlockSize { .. })));
+    assert_eq!(g.len(), 0, "nothing recorded");
+    // A good one records; its graph writes z only.
+    let plan = g.norm(NormSlots::LogSoftmax, sx, sz, shape, NormOptions { pdl: Some(Pdl::On), ..d }).unwrap();
+    assert_eq!(g.len(), 1);
+    let graph = g.build().unwrap();
+    graph.launch(&gpu.stream().unwrap()).unwrap();
+    gpu.synchronize().unwrap();
+    drop(graph);
+    let poison = |v: &DeviceVec<f32>| v.to_vec().unwrap().iter().all(|e| e.to_bits() == POISON);
+    assert!(poison(&y) && poison(&h), "a refused norm wrote");
+    assert!(!poison(&z), "the recorded norm did not run");
+    let want = rn::norm(HostNorm::LogSoftmax, &x.to_vec().unwrap(), shape, plan.order(Dtype::F32, cols));
+    assert!(z.to_vec().unwrap().iter().zip(&want.y).all(|(g, w)| g.to_bits() == w.to_bits()), "log_softmax differs");
 }

@@ -35,7 +35,7 @@ fn case() -> impl Strategy<Value = (Dtype, Case, usize)> {
         0usize..8,
     )
         .prop_map(|(op, dtype, rows, cols, gaps, offsets, fill, eps, scalar, seed, pick)| {
-            let c = Case { op, rows, cols, gaps, offsets, plan: None, scalar, fill, eps, seed };
+            let c = Case { op, rows, cols, gaps, offsets, plan: None, scalar, pdl: None, fill, eps, seed };
             (dtype, c, pick)
         })
 }

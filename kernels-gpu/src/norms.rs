@@ -1,7 +1,9 @@
 //! The row reductions along the last dimension: RMSNorm (with the fused
 //! residual add), LayerNorm, softmax and log-softmax, f32/f16/bf16 with f32
 //! accumulation. Portable module; the bf16 kernels also in the sm_90 module
-//! ([`sm90_kernel_names`]), and the cluster kernels only there.
+//! ([`sm90_kernel_names`]), and the cluster kernels only there, as are the
+//! PDL twins of every norm and cluster kernel ([`pdl_twin`]: `<name>_pdl`,
+//! the same body behind `gpukern_device::hopper::pdl_enter`).
 //!
 //! One kernel per (family, dtype, `K`), all with the same parameter list
 //! ([`NormKernel`]); `K` is how many 16-byte chunks of its row a thread holds
@@ -97,13 +99,16 @@ pub struct NormKernel {
     pub dtype: Dtype,
     /// Chunks per thread.
     pub k: u32,
+    /// Its PDL twin (sm_90 module): `name` + `_pdl`, the same kernel behind
+    /// `gpukern_device::hopper::pdl_enter`.
+    pub pdl: &'static str,
 }
 
 macro_rules! norm_table {
     ($($name:literal $fam:ident $dt:ident $k:literal),* $(,)?) => {
         /// Every norm kernel (portable module).
         pub const NORM_KERNELS: [NormKernel; 36] = [$(NormKernel {
-            name: $name, family: Family::$fam, dtype: Dtype::$dt, k: $k,
+            name: $name, family: Family::$fam, dtype: Dtype::$dt, k: $k, pdl: concat!($name, "_pdl"),
         }),*];
     };
 }
@@ -145,6 +150,8 @@ macro_rules! cluster_names {
     ($($n:literal),* $(,)?) => {
         /// `NORM_KERNELS[i].name` + `_cluster` (k = 1 has none: empty).
         const CLUSTER_NAMES: [&str; 36] = [$($n),*];
+        /// Their PDL twins (`_cluster_pdl`; empty where there is no cluster kernel).
+        const CLUSTER_PDL_NAMES: [&str; 36] = [$(if $n.is_empty() { "" } else { concat!($n, "_pdl") }),*];
     };
 }
 cluster_names!(
@@ -200,6 +207,20 @@ pub fn cluster_kernel_names() -> impl Iterator<Item = &'static str> {
     CLUSTER_NAMES.into_iter().filter(|n| !n.is_empty())
 }
 
+/// The PDL twin (sm_90 module) of the norm or cluster kernel named `plain`:
+/// the same kernel behind `gpukern_device::hopper::pdl_enter`, which the host
+/// launches, and only it, with the programmatic-serialisation attribute.
+pub fn pdl_twin(plain: &str) -> Option<&'static str> {
+    let norm = NORM_KERNELS.iter().find(|k| k.name == plain).map(|k| k.pdl);
+    norm.or_else(|| CLUSTER_NAMES.iter().position(|&n| !n.is_empty() && n == plain).map(|i| CLUSTER_PDL_NAMES[i]))
+}
+
+/// Every norm PDL twin's entry point (sm_90 module): one per kernel of
+/// [`NORM_KERNELS`] and per cluster kernel.
+pub fn pdl_kernel_names() -> impl Iterator<Item = &'static str> {
+    NORM_KERNELS.iter().map(|k| k.pdl).chain(CLUSTER_PDL_NAMES.into_iter().filter(|n| !n.is_empty()))
+}
+
 /// The kernel of `(family, dtype, k)`, if `k` is one of [`NORM_KS`].
 pub fn norm_kernel(family: Family, dtype: Dtype, k: u32) -> Option<&'static NormKernel> {
     NORM_KERNELS.iter().find(|n| n.family == family && n.dtype == dtype && n.k == k)
@@ -236,5 +257,21 @@ mod tests {
             );
         }
         assert_eq!(cluster_kernel_names().count(), 27);
+    }
+
+    #[test]
+    fn every_norm_kernel_has_one_twin() {
+        let plain = NORM_KERNELS.iter().map(|k| k.name).chain(cluster_kernel_names());
+        let mut twins = std::vec::Vec::new();
+        for name in plain {
+            let twin = pdl_twin(name).unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(twin, std::format!("{name}_pdl"));
+            twins.push(twin);
+        }
+        assert_eq!(twins, pdl_kernel_names().collect::<std::vec::Vec<_>>());
+        assert_eq!(twins.len(), 36 + 27);
+        for no in ["", "norm_rms_f32_k1_pdl", "norm_rms_f32_k1_cluster", "add_f32"] {
+            assert_eq!(pdl_twin(no), None, "{no:?}");
+        }
     }
 }

@@ -245,10 +245,10 @@ fn hopper_module_holds_exactly_the_bulk_and_sm90_bf16_kernels() {
     let entries: Vec<&str> = PTX90.lines().filter_map(|l| l.strip_prefix(".visible .entry ")).collect();
     let ops = kernels_gpu::ops::OP_KERNELS.iter().filter(|k| k.needs_sm90()).count();
     assert_eq!(ops, kernels_gpu::ops::OpKind::ALL.len(), "one bf16 kernel per operation with sm_90's instructions");
-    // add_bf16x8_sm90 is in both tables (an add variant and the library's add);
-    // every operation has its PDL twins there too, and so do the foreach
-    // add's two kernels per dtype (`tests/ptx_pdl.rs`); the norms' cluster and bf16 kernels.
+    // add_bf16x8_sm90 is in both tables (an add variant and the library's add); the PDL twins of every operation,
+    // of the foreach add (`tests/ptx_pdl.rs`) and of every norm kernel; the norms' cluster and bf16 kernels.
     let norms = kernels_gpu::norms::cluster_kernel_names().count() + kernels_gpu::norms::sm90_kernel_names().count();
+    let norms = norms + kernels_gpu::norms::pdl_kernel_names().count();
     let pdl = kernels_gpu::ops::PDL_KERNELS.len() + kernels_gpu::foreach::ADD_MANY_PDL.len();
     let pdl = pdl + kernels_gpu::foreach::ADD_MANY_INLINE_PDL.len() + norms;
     assert_eq!(entries.len(), bulk.len() + ops - 1 + pdl, "{entries:?}");

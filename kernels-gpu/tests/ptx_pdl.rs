@@ -1,4 +1,5 @@
-//! PTX-level checks of the PDL twins (`kernels_gpu::ops::PDL_KERNELS`): the
+//! PTX-level checks of the PDL twins (`kernels_gpu::ops::PDL_KERNELS`, the
+//! foreach add's, `kernels_gpu::norms::pdl_kernel_names`): the
 //! host launches them, and only them, with the programmatic-serialisation
 //! attribute, which is sound only if each waits before touching memory.
 
@@ -14,11 +15,12 @@ fn touches_memory(l: &str) -> bool {
         && !l.starts_with("ld.param")
 }
 
-/// Every PDL twin of the library: the element-wise operations' and the
-/// foreach add's (table and inline list).
+/// Every PDL twin of the library: the element-wise operations', the
+/// foreach add's (table and inline list) and the norms'.
 fn twins() -> Vec<&'static str> {
     let many = kernels_gpu::foreach::ADD_MANY_PDL.into_iter().chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL);
-    PDL_KERNELS.iter().map(|k| k.name).chain(many).collect()
+    let norms = kernels_gpu::norms::pdl_kernel_names();
+    PDL_KERNELS.iter().map(|k| k.name).chain(many).chain(norms).collect()
 }
 
 #[test]
@@ -77,4 +79,32 @@ fn no_other_kernel_waits_on_a_grid_dependency() {
         assert!(!body_in(PTX90, e).iter().any(|l| l.starts_with("griddepcontrol")), "{e}");
     }
     assert!(!PTX.contains("griddepcontrol"));
+}
+
+#[test]
+fn each_norm_twin_runs_the_body_of_the_kernel_it_twins() {
+    // The same memory accesses, barriers, shuffles and cluster exchange as the
+    // plain kernel (in the sm_90 module for bf16 and cluster kernels, else the
+    // portable one): the twin reduces in the same order, so gives the same bits.
+    let kinds = [
+        "ld.global",
+        "st.global",
+        "barrier.sync",
+        "shfl.sync",
+        "ld.shared",
+        "st.shared",
+        "barrier.cluster",
+        "mapa",
+        "cvt.rn.bf16",
+    ];
+    for name in kernels_gpu::norms::pdl_kernel_names() {
+        let base = name.strip_suffix("_pdl").expect("named <kernel>_pdl");
+        assert_eq!(kernels_gpu::norms::pdl_twin(base), Some(name));
+        let home = if PTX90.contains(&format!(".entry {base}(")) { PTX90 } else { PTX };
+        let (twin, plain) = (body_in(PTX90, name), body_in(home, base));
+        for kind in kinds {
+            let n = |b: &[&str]| b.iter().filter(|l| l.starts_with(kind)).count();
+            assert_eq!(n(&twin), n(&plain), "{name}: {kind}");
+        }
+    }
 }

@@ -6,9 +6,8 @@
 //! choice, block and grid sweeps, launch-bound sizes, tuning), [`cpu`] (the CPU
 //! baseline), [`peers`] (torch through `peers.py`; CUB is [`crate::cub`]),
 //! [`crate::studies`] (seed 003), [`crate::hopper`] (ceiling, `add_many`),
-//! [`crate::ops`] (the element-wise library).
-//! [`markdown`] and [`plots`] render a report's JSON (also without a GPU:
-//! `report render`), [`record`] writes `verify.json` from a test run.
+//! [`crate::ops`] (the element-wise library). [`markdown`] and [`plots`] render a report's JSON (also without
+//! a GPU: `report render`), [`record`] writes `verify.json` from a test run.
 
 pub mod auto;
 pub mod chains;
@@ -19,6 +18,7 @@ pub mod lead;
 pub mod main_table;
 pub mod markdown;
 pub mod norms;
+mod norms_run;
 pub mod norms_study;
 mod opts;
 pub mod peers;

@@ -6,19 +6,23 @@
 //! Timing: as the element-wise rows (events behind a spin kernel, median).
 //! GB/s counts x read and y written (add_rms_norm: x and the residual read,
 //! h and y written), weights and bias left out; `×neg` divides by neg's GB/s
-//! at the same dtype and element count. The small shapes (1×4096, 8×4096)
-//! are also timed as 16 back-to-back calls from an idle GPU (µs per call), as
-//! the chains section does, because events around one launch measure the host.
+//! at the same dtype and element count; the calls use a plain stream's PDL
+//! setting (`Pdl::Auto`: on sm_90 small launches take the PDL twins). The
+//! small shapes (1×4096, 8×4096) are also timed as 16 back-to-back calls from
+//! an idle GPU (µs per call), as the chains section does, because events
+//! around one launch measure the host: plain, with PDL and as a graph
+//! (`norms_run.rs`).
 
 use std::fmt::Write as _;
 
 use gpukern::half::{bf16, f16};
 use gpukern::reference::norms::{self as rn, HostNorm};
-use gpukern::{Dtype, Element, Gpu, Norm, NormOp, NormOptions, NormPlan, Rows, Stream, UnaryOp};
+use gpukern::{Dtype, Element, Gpu, NormOp, Rows, Stream, UnaryOp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{gbps, median, random_inputs_in, reps_for, time_op};
+use super::norms_run::{run, Bufs};
+use crate::{gbps, random_inputs_in, reps_for, time_op};
 
 /// The shapes (rows, row length).
 pub const SHAPES: [(usize, usize); 10] = [
@@ -54,8 +58,14 @@ pub struct NormRow {
     pub neg_us: f64,
     /// Our GB/s over neg's.
     pub x_neg: f64,
-    /// µs per call of 16 back-to-back calls (small shapes).
+    /// µs per call of 16 back-to-back calls (small shapes), PDL off.
     pub chain16_us: Option<f64>,
+    /// The same with PDL on (the twins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain16_pdl_us: Option<f64>,
+    /// The 16 calls as one graph replay (`GraphBuilder::norm`), per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain16_graph_us: Option<f64>,
     pub torch_eager_us: Option<f64>,
     pub torch_compiled_us: Option<f64>,
     pub torch_neg_us: Option<f64>,
@@ -64,46 +74,6 @@ pub struct NormRow {
     /// Bit-exact against the CPU reference's replay of the plan (shapes up to
     /// 2^22 elements; `None` above).
     pub verified: Option<bool>,
-}
-
-/// Device buffers of one (dtype, shape).
-pub(super) struct Bufs<T: Element> {
-    pub(super) x: gpukern::DeviceVec<T>,
-    pub(super) r: gpukern::DeviceVec<T>,
-    pub(super) w: gpukern::DeviceVec<T>,
-    pub(super) b: gpukern::DeviceVec<T>,
-    pub(super) y: gpukern::DeviceVec<T>,
-    pub(super) h: gpukern::DeviceVec<T>,
-    pub(super) host: (Vec<T>, Vec<T>, Vec<T>, Vec<T>),
-}
-
-pub(super) fn run<T: Element>(
-    gpu: &Gpu,
-    op: NormOp,
-    bufs: &mut Bufs<T>,
-    rows: Rows,
-    s: &Stream,
-) -> gpukern::Result<gpukern::NormPlan> {
-    run_plan(gpu, op, bufs, rows, None, s)
-}
-
-pub(super) fn run_plan<T: Element>(
-    gpu: &Gpu,
-    op: NormOp,
-    bufs: &mut Bufs<T>,
-    rows: Rows,
-    plan: Option<NormPlan>,
-    s: &Stream,
-) -> gpukern::Result<NormPlan> {
-    let (w, b) = (bufs.w.view(), bufs.b.view());
-    let n = match op {
-        NormOp::Rms => Norm::Rms { weight: w, eps: 1e-6 },
-        NormOp::AddRms => Norm::AddRms { residual: bufs.r.view(), h: bufs.h.view_mut(), weight: w, eps: 1e-6 },
-        NormOp::Layer => Norm::Layer { weight: w, bias: b, eps: 1e-5 },
-        NormOp::Softmax => Norm::Softmax,
-        NormOp::LogSoftmax => Norm::LogSoftmax,
-    };
-    gpu.norm(n, &bufs.x, &mut bufs.y, rows, NormOptions { plan, scalar: false }, s)
 }
 
 fn verify<T: Element>(op: NormOp, bufs: &Bufs<T>, rows: Rows, plan: gpukern::NormPlan) -> Result<bool, String> {
@@ -158,16 +128,7 @@ fn measure_dtype<T: Element>(gpu: &Gpu, s: &Stream, out: &mut Vec<NormRow>) -> g
             let ms = time_op(gpu, s, reps, 3, |s| run(gpu, op, &mut bufs, rows, s).map(|_| ()))?;
             let arrays = if op == NormOp::AddRms { 4 } else { 2 };
             let g = gbps(arrays * n as u64 * size, ms);
-            let chain16_us = if n <= SMALL {
-                let mut t = Vec::new();
-                for _ in 0..31 {
-                    s.synchronize()?;
-                    t.push(s.time(|s| (0..16).try_for_each(|_| run(gpu, op, &mut bufs, rows, s).map(|_| ())))? as f64);
-                }
-                Some(median(&mut t) * 1e3 / 16.0)
-            } else {
-                None
-            };
+            let chain = if n <= SMALL { Some(super::norms_run::chain16(gpu, op, &mut bufs, rows, s)?) } else { None };
             out.push(NormRow {
                 op: op.name().into(),
                 dtype: T::DTYPE.name().into(),
@@ -178,7 +139,9 @@ fn measure_dtype<T: Element>(gpu: &Gpu, s: &Stream, out: &mut Vec<NormRow>) -> g
                 gbps: g,
                 neg_us: neg_ms * 1e3,
                 x_neg: g / neg_gbps,
-                chain16_us,
+                chain16_us: chain.as_ref().map(|c| c.plain),
+                chain16_pdl_us: chain.as_ref().map(|c| c.pdl),
+                chain16_graph_us: chain.as_ref().map(|c| c.graph),
                 torch_eager_us: None,
                 torch_compiled_us: None,
                 torch_neg_us: None,
@@ -254,14 +217,14 @@ pub fn add_torch(rows: &mut [NormRow], torch: &[Value]) {
 pub fn markdown(rows: &[NormRow]) -> String {
     let mut s = String::from(
         "| op | dtype | shape | plan | µs | GB/s | ×neg | torch eager µs | ours/torch eager | torch.compile µs | \
-         16-call µs/call | torch 16 eager | torch 16 graph | verified |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+         16-call µs/call | 16 PDL | 16 graph | torch 16 eager | torch 16 graph | verified |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let opt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
     for r in rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {}×{} | {} | {:.2} | {:.0} | ×{:.2} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {}×{} | {} | {:.2} | {:.0} | ×{:.2} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.op,
             r.dtype,
             r.rows,
@@ -274,6 +237,8 @@ pub fn markdown(rows: &[NormRow]) -> String {
             r.torch_eager_us.map_or("-".into(), |t| format!("×{:.2}", t / r.us)),
             opt(r.torch_compiled_us),
             opt(r.chain16_us),
+            opt(r.chain16_pdl_us),
+            opt(r.chain16_graph_us),
             opt(r.torch_chain16_eager_us),
             opt(r.torch_chain16_graph_us),
             r.verified.map_or("-", |v| if v { "yes" } else { "NO" }),

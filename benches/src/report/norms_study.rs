@@ -9,7 +9,7 @@ use gpukern::half::bf16;
 use gpukern::{Dtype, Element, Gpu, NormOp, NormPlan, NormStrategy, Rows, Stream, UnaryOp};
 use serde::{Deserialize, Serialize};
 
-use super::norms::{run, run_plan, Bufs};
+use super::norms_run::{run, run_plan, Bufs};
 use crate::{random_inputs_in, reps_for, time_op};
 
 /// One plan of the study: an operation, dtype and shape under a given plan.

@@ -83,6 +83,9 @@ impl Gpu {
             CudarcNorm::LogSoftmax => Norm::LogSoftmax,
         };
         let yv = output(self, y, stream, &mut guards)?;
+        // A cudarc stream has no PDL setting of ours: the automatic one, as the
+        // element-wise interop's.
+        let opts = NormOptions { pdl: Some(opts.pdl.unwrap_or_default()), ..opts };
         self.norm_on(op, xv, yv, rows, opts, raw::Queue::untracked(stream.cu_stream()))
     }
 }

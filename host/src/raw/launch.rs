@@ -1,8 +1,9 @@
 //! The launch primitive: every kernel launch of the crate goes through
 //! [`launch_overlapped`] (plain `cuLaunchKernel`, or `cuLaunchKernelEx` with the
 //! programmatic-dependent-launch attribute) or, for thread-block clusters,
-//! [`launch_clustered`] (`cuLaunchKernelEx` with the cluster dimension); both
-//! attributed launches share `launch_ex`.
+//! [`launch_clustered`] (`cuLaunchKernelEx` with the cluster dimension, and
+//! for a norm cluster twin the PDL attribute too); the attributed launches
+//! share `launch_ex`.
 
 use std::ffi::c_void;
 
@@ -74,7 +75,8 @@ pub(crate) unsafe fn launch_3d(
 /// # Safety
 /// As [`launch`]. With `pdl`, the kernel also executes `griddepcontrol.wait`
 /// before its first access to memory (the PDL twins of
-/// `kernels_gpu::ops::PDL_KERNELS`, whose entry is `pdl_enter`): without the
+/// `kernels_gpu::ops::PDL_KERNELS` and of the norms, `kernels_gpu::norms::pdl_twin`,
+/// whose entry is `pdl_enter`): without the
 /// wait it would race with its predecessor. The device must be sm_90 or later.
 pub(crate) unsafe fn launch_overlapped(
     func: RawFn,
@@ -102,33 +104,43 @@ pub(crate) unsafe fn launch_overlapped(
         };
         return check(r).map_err(|source| Error::Driver { context: "cuLaunchKernel", source });
     }
+    // SAFETY: forwarded to the caller's contract (the kernel waits first).
+    unsafe { launch_ex(func, g, stream, params, &mut [pdl_attr()]) }
+}
+
+/// The programmatic-stream-serialisation attribute (PDL).
+fn pdl_attr() -> cu::CUlaunchAttribute {
     // SAFETY: a plain C union of integers; zero is a valid value of every field.
     let mut value: cu::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
     value.programmaticStreamSerializationAllowed = 1;
     let id = cu::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    // SAFETY: forwarded to the caller's contract (the kernel waits first).
-    unsafe { launch_ex(func, g, stream, params, cu::CUlaunchAttribute { id, pad: [0; 4], value }) }
+    cu::CUlaunchAttribute { id, pad: [0; 4], value }
 }
 
 /// As [`launch_3d`], as thread-block clusters of `cluster` blocks along y
 /// (`cuLaunchKernelEx` with the cluster-dimension attribute; `grid.1` a
 /// multiple of `cluster`). Clusters of more than 8 blocks are allowed for the
 /// kernel first (the non-portable size; the launch fails where the device
-/// cannot place them).
+/// cannot place them). With `pdl`, also with the programmatic-serialisation
+/// attribute, as [`launch_overlapped`].
 ///
 /// # Safety
 /// As [`launch`]; the device is sm_90 or later and the kernel was built for
-/// clusters (it may read other blocks' shared memory of its cluster).
+/// clusters (it may read other blocks' shared memory of its cluster). With
+/// `pdl`, the kernel executes `griddepcontrol.wait` before its first access
+/// to memory (the norms' cluster twins, `kernels_gpu::norms::pdl_twin`).
 pub(crate) unsafe fn launch_clustered(
     func: RawFn,
     g: Geometry3,
     cluster: u32,
     stream: cu::CUstream,
     params: &mut [*mut c_void],
+    pdl: bool,
 ) -> Result<()> {
-    let attr = cluster_attr(func, cluster)?;
+    let mut attrs = [cluster_attr(func, cluster)?, pdl_attr()];
+    let n = if pdl { 2 } else { 1 };
     // SAFETY: forwarded to the caller's contract.
-    unsafe { launch_ex(func, g, stream, params, attr) }
+    unsafe { launch_ex(func, g, stream, params, &mut attrs[..n]) }
 }
 
 /// The cluster-dimension attribute of clusters of `cluster` blocks along y,
@@ -174,16 +186,17 @@ pub(crate) fn max_active_clusters(func: RawFn, block: u32, cluster: u32) -> Resu
     Ok(n.max(0) as u32)
 }
 
-/// `cuLaunchKernelEx` with one attribute: the PDL and cluster launches.
+/// `cuLaunchKernelEx` with the given attributes: the PDL and cluster
+/// launches (a cluster twin with both).
 ///
 /// # Safety
-/// As [`launch`], and what the attribute asks of the kernel.
+/// As [`launch`], and what each attribute asks of the kernel.
 unsafe fn launch_ex(
     func: RawFn,
     g: Geometry3,
     stream: cu::CUstream,
     params: &mut [*mut c_void],
-    mut attr: cu::CUlaunchAttribute,
+    attrs: &mut [cu::CUlaunchAttribute],
 ) -> Result<()> {
     let config = cu::CUlaunchConfig {
         gridDimX: g.grid.0,
@@ -194,11 +207,11 @@ unsafe fn launch_ex(
         blockDimZ: g.block.2,
         sharedMemBytes: g.shared_bytes,
         hStream: stream,
-        attrs: &mut attr,
-        numAttrs: 1,
+        attrs: attrs.as_mut_ptr(),
+        numAttrs: attrs.len() as u32,
     };
-    // SAFETY: forwarded to the caller's contract; `config` and `attr` live
-    // across the call.
+    // SAFETY: forwarded to the caller's contract; `config` and `attrs` live
+    // across the call, and `numAttrs` is their count (one or two).
     let r = unsafe { cu::cuLaunchKernelEx(&config, func.0, params.as_mut_ptr(), std::ptr::null_mut()) };
     check(r).map_err(|source| Error::Driver { context: "cuLaunchKernelEx", source })
 }

@@ -6,7 +6,7 @@
 
 use gpukern::half::{bf16, f16};
 use gpukern::reference::norms::{self as rn, HostNorm};
-use gpukern::{Dtype, Element, Gpu, Norm, NormOp, NormOptions, NormPlan, NormStrategy, Rows};
+use gpukern::{Dtype, Element, Gpu, Norm, NormOp, NormOptions, NormPlan, NormStrategy, Pdl, Rows};
 use rand::{Rng, SeedableRng};
 
 /// Elements after each output that must never be written.
@@ -51,6 +51,8 @@ pub struct Case {
     pub offsets: (usize, usize, usize),
     pub plan: Option<NormPlan>,
     pub scalar: bool,
+    /// The call's PDL setting (`None`: the stream's, a plain stream's `Auto`).
+    pub pdl: Option<Pdl>,
     pub fill: Fill,
     pub eps: f32,
     pub seed: u64,
@@ -94,6 +96,13 @@ fn input<T: Element>(c: &Case, pitch: usize, rng: &mut impl Rng) -> Vec<T> {
 /// ran: every output element bit for bit (NaN as any NaN), every other
 /// element of the output buffers still the poison. Returns the plan.
 pub fn run<T: Element>(gpu: &Gpu, c: &Case) -> Result<NormPlan, String> {
+    run_bits::<T>(gpu, c).map(|r| r.0)
+}
+
+/// As [`run`], and returns the whole output buffers `y` and `h` (canaries
+/// included) as bits, for comparisons between runs that are exact for NaN
+/// payloads too.
+pub fn run_bits<T: Element>(gpu: &Gpu, c: &Case) -> Result<(NormPlan, Vec<u32>, Vec<u32>), String> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(c.seed);
     let (xp, yp) = (c.cols + c.gaps.0, c.cols + c.gaps.1);
     let rows = Rows { rows: c.rows, cols: c.cols, x_pitch: xp, y_pitch: yp };
@@ -125,7 +134,7 @@ pub fn run<T: Element>(gpu: &Gpu, c: &Case) -> Result<NormPlan, String> {
         NormOp::Softmax => Norm::Softmax,
         NormOp::LogSoftmax => Norm::LogSoftmax,
     };
-    let opts = NormOptions { plan: c.plan, scalar: c.scalar };
+    let opts = NormOptions { plan: c.plan, scalar: c.scalar, pdl: c.pdl };
     let plan = gpu.norm(op, xv, dy.slice_mut(ys..ye).map_err(e)?, rows, opts, &s).map_err(e)?;
     s.synchronize().map_err(e)?;
     let (got_y, got_h) = (dy.to_vec().map_err(e)?, dh.to_vec().map_err(e)?);
@@ -143,7 +152,8 @@ pub fn run<T: Element>(gpu: &Gpu, c: &Case) -> Result<NormPlan, String> {
         Some(h) => compare("h", &got_h, &h, c, yp)?,
         None => compare("h (unused)", &got_h, &[], &Case { rows: 0, ..*c }, yp)?,
     }
-    Ok(plan)
+    let bits = |v: Vec<T>| v.into_iter().map(|e| e.to_bits32()).collect();
+    Ok((plan, bits(got_y), bits(got_h)))
 }
 
 /// `got` (the whole output buffer) against `want` (rows back to back).
@@ -185,9 +195,14 @@ pub fn plans(dtype: Dtype, cols: usize) -> Vec<Option<NormPlan>> {
 
 /// Runs `c` for its dtype.
 pub fn run_dtype(gpu: &Gpu, dtype: Dtype, c: &Case) -> Result<NormPlan, String> {
+    run_dtype_bits(gpu, dtype, c).map(|r| r.0)
+}
+
+/// [`run_bits`] for `c`'s dtype.
+pub fn run_dtype_bits(gpu: &Gpu, dtype: Dtype, c: &Case) -> Result<(NormPlan, Vec<u32>, Vec<u32>), String> {
     match dtype {
-        Dtype::F32 => run::<f32>(gpu, c),
-        Dtype::F16 => run::<f16>(gpu, c),
-        Dtype::Bf16 => run::<bf16>(gpu, c),
+        Dtype::F32 => run_bits::<f32>(gpu, c),
+        Dtype::F16 => run_bits::<f16>(gpu, c),
+        Dtype::Bf16 => run_bits::<bf16>(gpu, c),
     }
 }

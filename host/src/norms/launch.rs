@@ -1,0 +1,153 @@
+//! From a norm call to its launch: every check and choice a norm makes (the
+//! shape, the plan, its kernel or PDL twin, the accesses, then
+//! `raw::check_norm`), in one function that a call on a stream
+//! ([`Gpu::norm`]) and a graph's record (`capture_norms.rs`) both run, so a
+//! graph refuses at record time exactly what a call refuses.
+
+use kernels_gpu::norms::{chunk_lanes, cluster_kernel, norm_kernel, pdl_twin, Family, FLAG_ALT, FLAG_VEC, FLAG_WARP};
+use kernels_gpu::Dtype;
+
+use super::{NormOp, NormOptions, NormPlan, NormStrategy, Rows, MAX_COLS};
+use crate::buffer::Element;
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::pdl::Pdl;
+use crate::raw::{self, NormLaunch, NormSpans};
+
+/// What a norm launches: the plan, and the launch (`None`: no rows or
+/// columns, nothing to queue).
+pub(crate) struct Prepared {
+    pub plan: NormPlan,
+    pub launch: Option<NormLaunch>,
+    pub family: Family,
+}
+
+impl Gpu {
+    /// The kernel of `plan` for `family` and `dtype` on this device (a
+    /// cluster kernel only where the sm_90 module is loaded).
+    fn norm_kernel_name(&self, family: Family, dtype: Dtype, plan: NormPlan) -> Option<&'static str> {
+        match plan.strategy {
+            NormStrategy::Cluster => cluster_kernel(family, dtype, plan.k).filter(|_| self.info().has_sm90()),
+            _ => norm_kernel(family, dtype, plan.k).map(|n| n.name),
+        }
+    }
+
+    /// The device's most threads per block for kernel `name` (its registers
+    /// decide it); 0 where it is not resolved.
+    fn norm_max_block(&self, name: Option<&'static str>) -> u32 {
+        let r = name.and_then(|n| self.shared.kernel(n).ok()?.resources().ok());
+        r.map_or(0, |r| r.max_threads_per_block)
+    }
+
+    /// Whether `op` over `rows` of `dtype` with `plan` (a plan that holds the
+    /// rows) launches its PDL twin under setting `pdl`: the element-wise
+    /// operations' rule ([`Pdl::pays`]: sm_90, and with [`Pdl::Auto`] up to
+    /// [`Pdl::AUTO_MAX_WAVES`] waves of resident threads, counted here as the
+    /// launch's threads), where the twin takes the plan's block (a split:
+    /// its second pass; the first follows an allocation). The one
+    /// decision of every norm launch: [`Gpu::norm`] (`pdl`: its
+    /// `NormOptions::pdl`, else the stream's setting) and a graph's
+    /// [`crate::GraphBuilder::norm`] (else the builder's).
+    pub fn norm_pdl(&self, op: NormOp, dtype: Dtype, rows: Rows, plan: NormPlan, pdl: Pdl) -> bool {
+        // Only rows a call accepts (the plan's order is then in range).
+        if rows.cols > MAX_COLS || rows.rows >= 1 << 31 || plan.check(op.name(), dtype, rows.cols).is_err() {
+            return false;
+        }
+        let (family, _) = op.family();
+        let Some(twin) = self.norm_kernel_name(family, dtype, plan).and_then(pdl_twin) else { return false };
+        let order = plan.order(dtype, rows.cols);
+        let per_block = if plan.strategy == NormStrategy::Warp { (plan.block / 32).max(1) } else { 1 };
+        let blocks = (rows.rows as u64).div_ceil(per_block as u64) * order.segments(rows.cols as u32) as u64;
+        let threads = blocks.saturating_mul(plan.block as u64);
+        rows.rows > 0
+            && rows.cols > 0
+            && pdl.pays(self.info(), usize::try_from(threads).unwrap_or(usize::MAX), 1)
+            && self.norm_max_block(Some(twin)) >= plan.block
+    }
+
+    /// Every check of a norm of `op` (`eps` its epsilon) on operands at
+    /// `spans` (elements of `T`) over `rows`, and the launch it makes; `pdl`
+    /// the setting the call resolved ([`Gpu::norm_pdl`]). The operands'
+    /// owners are the caller's to check. Errors as [`Gpu::norm`].
+    pub(crate) fn norm_prepare<T: Element>(
+        &self,
+        op: NormOp,
+        eps: f32,
+        spans: &NormSpans,
+        rows: Rows,
+        opts: NormOptions,
+        pdl: Pdl,
+    ) -> Result<Prepared> {
+        let name = op.name();
+        let (family, alt) = op.family();
+        let kernel_of = |p: NormPlan| self.norm_kernel_name(family, T::DTYPE, p);
+        let max_block = |p: NormPlan| self.norm_max_block(kernel_of(p));
+        // A cluster of more than 8 blocks (a non-portable size) only where the
+        // device can place one (any failure: not chosen).
+        let placeable = |p: NormPlan| {
+            let segs = p.order(T::DTYPE, rows.cols).segments(rows.cols as u32);
+            let fits = || {
+                let _live = self.shared.bind().ok()?;
+                raw::max_active_clusters(self.shared.func(kernel_of(p)?).ok()?, p.block, segs).ok()
+            };
+            p.strategy != NormStrategy::Cluster || segs <= 8 || fits().is_some_and(|c| c > 0)
+        };
+        let launchable = |p: NormPlan| p.block <= max_block(p) && placeable(p);
+        let plan = opts.plan.unwrap_or_else(|| NormPlan::auto_within(T::DTYPE, rows.cols, launchable));
+        let bad = |detail: String| Err(Error::Shape { kernel: name, detail });
+        if rows.cols > MAX_COLS || rows.rows >= 1 << 31 {
+            return bad(format!("{} rows of {} elements: at most 2^31 - 1 rows of 2^24", rows.rows, rows.cols));
+        }
+        if rows.x_pitch < rows.cols || rows.y_pitch < rows.cols {
+            return bad(format!("pitches {} and {} below the row length {}", rows.x_pitch, rows.y_pitch, rows.cols));
+        }
+        for (what, v) in [("weight", spans.w), ("bias", spans.b)] {
+            if let Some((_, len)) = v.filter(|v| v.1 != rows.cols) {
+                return bad(format!("{what} has {len} elements, the rows {}", rows.cols));
+            }
+        }
+        plan.check(name, T::DTYPE, rows.cols)?;
+        let Some(kernel) = kernel_of(plan) else {
+            let has = format!("{}.{}", self.info().compute_capability.0, self.info().compute_capability.1);
+            return Err(Error::Unsupported { kernel: "norm (cluster plan)", needs: "9.0", has });
+        };
+        let max = max_block(plan);
+        if plan.block > max {
+            return Err(Error::BlockSize { kernel: name, block: plan.block, max });
+        }
+        if rows.rows == 0 || rows.cols == 0 {
+            return Ok(Prepared { plan, launch: None, family });
+        }
+        let order = plan.order(T::DTYPE, rows.cols);
+        let lanes = chunk_lanes(T::DTYPE);
+        let addrs = [Some(spans.x), Some(spans.y), spans.w, spans.b, spans.r, spans.h];
+        let aligned = addrs.iter().flatten().all(|(a, _)| a.is_multiple_of(16));
+        let pitches = rows.x_pitch.is_multiple_of(lanes as usize) && rows.y_pitch.is_multiple_of(lanes as usize);
+        let vec = !opts.scalar && pitches && aligned;
+        let warp = plan.strategy == NormStrategy::Warp;
+        let flags = if warp { FLAG_WARP } else { 0 } | if vec { FLAG_VEC } else { 0 } | if alt { FLAG_ALT } else { 0 };
+        // The twin (same parameters, same order, behind `pdl_enter`) when
+        // the decision says so.
+        let twin = self.norm_pdl(op, T::DTYPE, rows, plan, pdl).then(|| pdl_twin(kernel)).flatten();
+        let launched = twin.unwrap_or(kernel);
+        let l = NormLaunch {
+            name: launched,
+            func: self.shared.func(launched)?,
+            cluster: plan.strategy == NormStrategy::Cluster,
+            block: plan.block,
+            rows_per_block: if warp { plan.block / 32 } else { 1 },
+            segs: order.segments(rows.cols as u32),
+            seg: order.seg,
+            flags,
+            rows: rows.rows as u32,
+            cols: rows.cols as u32,
+            x_pitch: rows.x_pitch as u64,
+            y_pitch: rows.y_pitch as u64,
+            eps,
+            lanes,
+            pdl: twin.is_some(),
+        };
+        raw::check_norm(&l, family, spans, std::mem::size_of::<T>() as u64)?;
+        Ok(Prepared { plan, launch: Some(l), family })
+    }
+}
