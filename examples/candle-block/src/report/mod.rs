@@ -85,7 +85,7 @@ pub struct Report {
 
 /// How the section measures, for both outputs.
 const METHOD: &[&str] = &[
-    "GPU time: CUDA events on candle's stream (`CudaDevice::cuda_stream()`), median of the repetitions after one warm-up repetition; each op call allocates its output as candle's own ops do, inside the timing for both.",
+    "GPU time: CUDA events on candle's stream (`CudaDevice::cuda_stream()`), median of the repetitions after one warm-up repetition; each op call allocates its output as candle's own ops do, inside the timing for both, from the device's stream-ordered memory pool, which the run keeps (release threshold raised to the maximum, as a caching allocator would: otherwise every synchronisation hands the pool's memory back and each large allocation maps it again, which then dominates both sides' times).",
     "Cells whose op moves less than twice the L2 are timed as 16 back-to-back calls between the events (µs per op), their inputs rotated over enough sets that one input tensor per set exceeds twice the L2 over all sets.",
     "GB/s: the op's essential bytes (inputs read once, outputs written once; for add_rms_norm x, r, h and y) over GPU time; the ratio is candle's time over ours.",
     "host µs/op: wall time from before the first call to after a synchronisation, per call (host overhead included).",
@@ -103,6 +103,41 @@ fn device_info(dev: &Device) -> (String, usize) {
         return (name, l2.and_then(|b| usize::try_from(b).ok()).filter(|&b| b > 0).unwrap_or(50 << 20));
     }
     (format!("{dev:?}"), 50 << 20)
+}
+
+/// Raises the release threshold of `dev`'s default memory pool (where
+/// cudarc's stream-ordered allocations come from) to the maximum, so freed
+/// outputs stay in the pool for the next call (`METHOD`).
+fn keep_pool(dev: &Device) -> Result<()> {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(d) = dev {
+        use candle_core::cuda_backend::cudarc::driver::sys;
+        let ordinal = d.cuda_stream().context().ordinal() as i32;
+        let fail = |what: &str, r: sys::CUresult| Error::Msg(format!("{what}: {r:?}"));
+        let (mut device, mut pool) = (0 as sys::CUdevice, std::ptr::null_mut());
+        let mut threshold = u64::MAX;
+        // SAFETY: plain driver queries and one pool attribute on the context
+        // candle made current; every pointer is to a local of the type the
+        // call writes or reads (the threshold is a cuuint64_t).
+        unsafe {
+            let r = sys::cuDeviceGet(&mut device, ordinal);
+            if r != sys::CUresult::CUDA_SUCCESS {
+                return Err(fail("cuDeviceGet", r));
+            }
+            let r = sys::cuDeviceGetDefaultMemPool(&mut pool, device);
+            if r != sys::CUresult::CUDA_SUCCESS {
+                return Err(fail("cuDeviceGetDefaultMemPool", r));
+            }
+            let attr = sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+            let r = sys::cuMemPoolSetAttribute(pool, attr, &mut threshold as *mut u64 as *mut std::ffi::c_void);
+            if r != sys::CUresult::CUDA_SUCCESS {
+                return Err(fail("cuMemPoolSetAttribute", r));
+            }
+        }
+    }
+    #[cfg(not(feature = "cuda"))]
+    let _ = dev;
+    Ok(())
 }
 
 /// What the measuring modules share: the device, its L2, the repetitions.
@@ -170,6 +205,7 @@ pub fn run(dev: &Device, reps: usize) -> Result<Report> {
     }
     let (device, l2) = device_info(dev);
     eprintln!("candle report on {device} (L2 {} MiB), {reps} repetitions", l2 >> 20);
+    keep_pool(dev)?;
     let bench = Bench { dev, l2, reps };
     let mut failures = Vec::new();
     let elementwise = elementwise::run(&bench, &mut failures)?;
