@@ -135,9 +135,11 @@ impl Gpu {
                 // the norms' cluster kernels: their static shared memory plus
                 // that much would exceed the block's limit, which the driver
                 // refuses; they use no dynamic shared memory. Nor the norms'
-                // bf16 kernels, for the same reason.)
-                let mut norms =
-                    kernels_gpu::norms::cluster_kernel_names().chain(kernels_gpu::norms::sm90_kernel_names());
+                // bf16 kernels, nor any norm kernel's PDL twin, for the same
+                // reason.)
+                let mut norms = kernels_gpu::norms::cluster_kernel_names()
+                    .chain(kernels_gpu::norms::sm90_kernel_names())
+                    .chain(kernels_gpu::norms::pdl_kernel_names());
                 if !norms.any(|n| n == name) {
                     raw::set_max_dynamic_shared(f, shared_optin)?;
                 }
