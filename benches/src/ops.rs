@@ -53,8 +53,9 @@ pub struct OpRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vs_neg: Option<f64>,
     /// Whether the automatic choice capped the grid at one resident wave
-    /// (`AutoPlan::caps_grid` on this device).
-    #[serde(default)]
+    /// (`AutoPlan::caps_grid` on this device); absent when not (and from
+    /// reports older than the choice).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub capped: bool,
     /// The activations: GB/s of the same kernel with the chosen grid and with
     /// the other one (full where the choice capped, capped where it did not),

@@ -144,6 +144,7 @@ fn refusals_match_the_cpu() {
 #[ignore = "needs a CUDA GPU"]
 fn each_norm_is_its_plans_launches_and_nothing_else() {
     let dev = cuda();
+    let gpu = gc::gpu(dev.as_cuda_device().unwrap()).unwrap();
     for (rows, cols) in [(64, 4096), (2, 262_144)] {
         for op in NormOp::ALL {
             let (x, _) = rows_on::<bf16>(&dev, RowCase::Offset, rows, cols, 7);
@@ -155,7 +156,7 @@ fn each_norm_is_its_plans_launches_and_nothing_else() {
             let what = format!("{} {rows}x{cols}", op.name());
             // A two-pass plan (rows longer than a cluster holds) is two
             // kernels and its scratch: one more allocation, and its free.
-            let split = NormPlan::auto(gpukern::Dtype::Bf16, cols).strategy == gpukern::NormStrategy::Split;
+            let split = gpu_plan::<bf16>(gpu, op, cols).strategy == gpukern::NormStrategy::Split;
             let (kernels, allocs, frees) = if split { (2, 2, 1) } else { (1, 1, 0) };
             assert_launches(&types, kernels, allocs, frees, &what);
             graph.launch().unwrap();

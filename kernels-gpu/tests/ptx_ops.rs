@@ -122,18 +122,47 @@ fn sign_bit_ops_are_integer_operations() {
     }
 }
 
+/// Whether the 16-bit lanes of `op` take the fast path (the device crate's
+/// `Activation::FAST_F16` / `FAST_BF16`; tanh and sqrt run the slow path
+/// alone).
+fn fast16(op: UnaryOp, dtype: Dtype) -> bool {
+    use gpukern_device::activations::{self as a, Activation};
+    fn of<A: Activation>(dtype: Dtype) -> bool {
+        if dtype == Dtype::F16 {
+            A::FAST_F16
+        } else {
+            A::FAST_BF16
+        }
+    }
+    match op {
+        UnaryOp::Exp => of::<a::Exp>(dtype),
+        UnaryOp::Log => of::<a::Log>(dtype),
+        UnaryOp::Tanh => of::<a::Tanh>(dtype),
+        UnaryOp::Sigmoid => of::<a::Sigmoid>(dtype),
+        UnaryOp::Silu => of::<a::Silu>(dtype),
+        UnaryOp::Gelu => of::<a::Gelu>(dtype),
+        UnaryOp::GeluTanh => of::<a::GeluTanh>(dtype),
+        UnaryOp::Rsqrt => of::<a::Rsqrt>(dtype),
+        UnaryOp::Sqrt => of::<a::Sqrt>(dtype),
+        _ => false,
+    }
+}
+
 /// The SFU's approximate instructions run only in the f16 and bf16
-/// activations (their fast paths, behind the rounding test), and there the
-/// rounding test's two conversions per lane and the converged fallback's vote
-/// over the active threads are present; no other kernel of either module has
-/// one.
+/// activations that take the fast path (behind the rounding test), and there
+/// the rounding test's two conversions per lane and the converged fallback's
+/// vote over the active threads are present; no other kernel of either
+/// module has one (tanh and sqrt run the slow path alone, IEEE operations
+/// only).
 #[test]
 fn approximate_instructions_only_in_the_16_bit_activations() {
+    assert!(!fast16(UnaryOp::Tanh, Dtype::F16) && !fast16(UnaryOp::Sqrt, Dtype::Bf16));
+    assert!(fast16(UnaryOp::Silu, Dtype::F16) && fast16(UnaryOp::Exp, Dtype::Bf16));
     for k in OP_KERNELS {
         let body = op_body(k);
         let sfu = body.iter().filter(|l| SFU.iter().any(|s| l.starts_with(s))).count();
         let narrow = k.dtype != Dtype::F32;
-        let act = matches!(k.kind, OpKind::Unary(op) if op.activation().is_some() && op != UnaryOp::Sqrt);
+        let act = matches!(k.kind, OpKind::Unary(op) if fast16(op, k.dtype));
         if narrow && act {
             assert!(sfu >= k.lanes() as usize, "{}: fast path on the SFU", k.name);
             assert!(body.iter().any(|l| l.contains("activemask.b32")), "{}: converged fallback", k.name);
