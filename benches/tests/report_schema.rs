@@ -1,4 +1,5 @@
-//! The committed report (`results/nvidia-h200/report.json`) still reads into the
+//! The last full committed report (`results/nvidia-h200/session-2026-11-24/report-full-6343f44.json`,
+//! every section, 2^10..2^28) still reads into the
 //! typed sections and renders: a change to their serde structs or to the
 //! Markdown/plots that no longer fits the JSON a GPU run wrote fails here, in CI.
 
@@ -9,7 +10,7 @@ use gpukern_benches::report::{markdown, plots};
 use serde_json::Value;
 
 /// Embedded at build time, so the test runs the same from a bundle on a GPU machine.
-const COMMITTED: &str = include_str!("../../results/nvidia-h200/report.json");
+const COMMITTED: &str = include_str!("../../results/nvidia-h200/session-2026-11-24/report-full-6343f44.json");
 
 fn committed() -> Value {
     serde_json::from_str(COMMITTED).expect("valid JSON")
