@@ -16,19 +16,7 @@ use norms_common::{plans, run_dtype, Case, Fill, POISON};
 const COLS: [usize; 10] = [1, 3, 8, 31, 33, 1000, 1024, 2049, 4097, 5120];
 
 fn base(op: NormOp, rows: usize, cols: usize) -> Case {
-    Case {
-        op,
-        rows,
-        cols,
-        gaps: (0, 0),
-        offsets: (0, 0, 0),
-        plan: None,
-        scalar: false,
-        pdl: None,
-        fill: Fill::Random,
-        eps: 1e-5,
-        seed: (rows * 1_000_003 + cols) as u64,
-    }
+    Case::base(op, rows, cols, (rows * 1_000_003 + cols) as u64)
 }
 
 /// Runs every case, records each, and fails with the first failures.

@@ -20,19 +20,7 @@ use gpukern::{
 use norms_common::{plans, run_dtype_bits, Case, Fill, POISON};
 
 fn base(op: NormOp, rows: usize, cols: usize) -> Case {
-    Case {
-        op,
-        rows,
-        cols,
-        gaps: (0, 0),
-        offsets: (0, 0, 0),
-        plan: None,
-        scalar: false,
-        pdl: None,
-        fill: Fill::Random,
-        eps: 1e-5,
-        seed: (rows * 7_919 + cols) as u64,
-    }
+    Case::base(op, rows, cols, (rows * 7_919 + cols) as u64)
 }
 
 /// The plans of `norms_common::plans` this device runs (clusters on sm_90).

@@ -58,6 +58,26 @@ pub struct Case {
     pub seed: u64,
 }
 
+impl Case {
+    /// `op` over `rows` contiguous rows of `cols` at offset 0, random data,
+    /// the automatic plan and the stream's PDL setting, eps 1e-5.
+    pub fn base(op: NormOp, rows: usize, cols: usize, seed: u64) -> Case {
+        Case {
+            op,
+            rows,
+            cols,
+            gaps: (0, 0),
+            offsets: (0, 0, 0),
+            plan: None,
+            scalar: false,
+            pdl: None,
+            fill: Fill::Random,
+            eps: 1e-5,
+            seed,
+        }
+    }
+}
+
 fn largest(dtype: Dtype) -> f32 {
     match dtype {
         Dtype::F32 => f32::MAX,

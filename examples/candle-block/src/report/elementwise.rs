@@ -5,7 +5,7 @@ use candle_core::{DType, Result, Tensor};
 use gpukern_candle as gc;
 
 use super::accuracy::{by_dtype, first, max_ulp, reference, wide, Dt};
-use super::{Bench, Cell, DTYPES};
+use super::{Bench, Cell, Measured, DTYPES};
 
 /// Element counts, as powers of two.
 const SIZES: [u32; 3] = [20, 24, 28];
@@ -115,34 +115,26 @@ pub fn run(bench: &Bench, failures: &mut Vec<String>) -> Result<Vec<Cell>> {
                 if ours_err.max_ulp.is_none_or(|u| u > ULP_BOUND) {
                     failures.push(format!("{what}: our error {:?} ulp exceeds {ULP_BOUND}", ours_err.max_ulp));
                 }
-                let (candle, candle_error) = match theirs {
-                    Ok(s) => (Some(s), None),
-                    Err(e) => (None, Some(e)),
-                };
-                let ratio = candle.map(|c| c.gpu_us / ours.gpu_us);
-                cells.push(Cell {
+                let cell = Cell::new(Measured {
                     op: o.name,
                     candle_op: o.candle,
-                    dtype: format!("{dtype:?}").to_lowercase(),
+                    dtype,
                     shape: vec![n],
                     chain,
                     sets,
                     ours,
-                    candle,
-                    ratio,
+                    theirs,
                     checked: CHECKED.min(n),
                     ours_err,
                     candle_err,
-                    candle_error,
                 });
-                eprintln!(
-                    "[{}/{total}] {what}: ours {:.0} GB/s, candle {} ({:?} ulp, candle {:?})",
-                    cells.len(),
-                    ours.gbps,
-                    candle.map_or("refused".into(), |c| format!("{:.0} GB/s", c.gbps)),
-                    ours_err.max_ulp,
-                    candle_err.and_then(|e| e.max_ulp)
+                cell.progress(
+                    cells.len() + 1,
+                    total,
+                    &what,
+                    format!("{:?} ulp, candle {:?}", ours_err.max_ulp, candle_err.and_then(|e| e.max_ulp)),
                 );
+                cells.push(cell);
             }
         }
     }

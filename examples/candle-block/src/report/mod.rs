@@ -67,6 +67,54 @@ pub struct Cell {
     pub candle_error: Option<String>,
 }
 
+/// What one measured cell is made from (the measuring modules fill it).
+pub struct Measured {
+    pub op: &'static str,
+    pub candle_op: &'static str,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub chain: usize,
+    pub sets: usize,
+    pub ours: Side,
+    /// candle's side, or why candle refused the combination.
+    pub theirs: std::result::Result<Side, String>,
+    pub checked: usize,
+    pub ours_err: Errors,
+    pub candle_err: Option<Errors>,
+}
+
+impl Cell {
+    /// The cell of `m`: candle's side or its refusal, and the ratio.
+    pub fn new(m: Measured) -> Cell {
+        let (candle, candle_error) = match m.theirs {
+            Ok(s) => (Some(s), None),
+            Err(e) => (None, Some(e)),
+        };
+        Cell {
+            op: m.op,
+            candle_op: m.candle_op,
+            dtype: format!("{:?}", m.dtype).to_lowercase(),
+            shape: m.shape,
+            chain: m.chain,
+            sets: m.sets,
+            ratio: candle.map(|c| c.gpu_us / m.ours.gpu_us),
+            ours: m.ours,
+            candle,
+            checked: m.checked,
+            ours_err: m.ours_err,
+            candle_err: m.candle_err,
+            candle_error,
+        }
+    }
+
+    /// The progress line of the `done`-th of `total` cells, `errors` the
+    /// error figures to show.
+    pub fn progress(&self, done: usize, total: usize, what: &str, errors: String) {
+        let candle = self.candle.map_or("refused".into(), |c| format!("{:.0} GB/s", c.gbps));
+        eprintln!("[{done}/{total}] {what}: ours {:.0} GB/s, candle {candle} ({errors})", self.ours.gbps);
+    }
+}
+
 /// The whole section, as `candle.json` holds it.
 #[derive(Debug, Serialize)]
 pub struct Report {

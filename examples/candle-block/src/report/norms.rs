@@ -9,7 +9,7 @@ use gpukern::Rows;
 use gpukern_candle as gc;
 
 use super::accuracy::{by_dtype, first, max_abs_rel, Dt};
-use super::{Bench, Cell, Errors, DTYPES};
+use super::{Bench, Cell, Errors, Measured, DTYPES};
 
 /// The shapes (rows, cols).
 const SHAPES: [(usize, usize); 10] = [
@@ -155,34 +155,26 @@ pub fn run(bench: &Bench, failures: &mut Vec<String>) -> Result<Vec<Cell>> {
                 if ours_err.max_rel.is_none_or(|e| e > bound) {
                     failures.push(format!("{what}: our rel error {:?} exceeds {bound:e}", ours_err.max_rel));
                 }
-                let (candle, candle_error) = match theirs {
-                    Ok(s) => (Some(s), None),
-                    Err(e) => (None, Some(e)),
-                };
-                let ratio = candle.map(|c| c.gpu_us / ours.gpu_us);
-                cells.push(Cell {
+                let cell = Cell::new(Measured {
                     op: o.name,
                     candle_op: o.candle,
-                    dtype: format!("{dtype:?}").to_lowercase(),
+                    dtype,
                     shape: vec![rows, cols],
                     chain,
                     sets,
                     ours,
-                    candle,
-                    ratio,
+                    theirs,
                     checked: checked_rows * cols,
                     ours_err,
                     candle_err,
-                    candle_error,
                 });
-                eprintln!(
-                    "[{}/{total}] {what}: ours {:.0} GB/s, candle {} (rel {:?}, candle {:?})",
-                    cells.len(),
-                    ours.gbps,
-                    candle.map_or("refused".into(), |c| format!("{:.0} GB/s", c.gbps)),
-                    ours_err.max_rel,
-                    candle_err.and_then(|e| e.max_rel)
+                cell.progress(
+                    cells.len() + 1,
+                    total,
+                    &what,
+                    format!("rel {:?}, candle {:?}", ours_err.max_rel, candle_err.and_then(|e| e.max_rel)),
                 );
+                cells.push(cell);
             }
         }
     }
