@@ -17,7 +17,7 @@ use gpukern::reference::norms::{self as rn, HostNorm};
 use gpukern::{
     DeviceVec, Dtype, Element, Gpu, Norm, NormOp, NormOptions, NormPlan, NormSlots, NormStrategy, Pdl, Rows, UnaryOp,
 };
-use norms_common::{plans, run_dtype_bits, Case, Fill, POISON};
+use norms_common::{plans, run_dtype_bits, Case, POISON};
 
 fn base(op: NormOp, rows: usize, cols: usize) -> Case {
     Case::base(op, rows, cols, (rows * 7_919 + cols) as u64)
