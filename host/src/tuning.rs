@@ -134,12 +134,34 @@ impl AutoPlan {
     /// element-wise section times the other grid beside the chosen one on
     /// every run, so each GPU's record shows the choice.
     ///
-    /// H100 (12.8 bytes per SM cycle): one pack per thread won. The same SiLU
-    /// lane rule ran at ×0.976 of `neg` in f32 on the full grid (the worked
-    /// example's kernel) against ×0.883 capped (the library's), and bf16
-    /// ×0.861 against ×0.789, in one report (c92c8d5).
+    /// H100 (12.8 bytes per SM cycle): one pack per thread won for most (the
+    /// same SiLU lane rule ran at ×0.976 of `neg` in f32 on the full grid
+    /// against ×0.883 capped, c92c8d5), the cap only for the longest
+    /// ([`AutoPlan::caps_where_memory_bound`]).
     pub fn caps_grid(op: kernels_gpu::ops::UnaryOp, dtype: Dtype, info: &DeviceInfo) -> bool {
-        Self::issue_bound(info) && Self::caps_where_issue_bound(op, dtype)
+        if Self::issue_bound(info) {
+            Self::caps_where_issue_bound(op, dtype)
+        } else {
+            Self::caps_where_memory_bound(op, dtype)
+        }
+    }
+
+    /// The activations whose capped grid won on the H100 (12.8 bytes per SM
+    /// cycle), same run, the kernels of this PTX
+    /// (`results/nvidia-h100-80gb-hbm3/session-2026-11-25c/ops-report.md`):
+    /// only the longest, where the set-up saved outweighs the memory
+    /// parallelism lost: f32 `gelu` and `gelu_tanh` (the full grid ×0.95 and
+    /// ×0.93 of the capped one at 2^28), f16 `log`, `tanh` and `gelu` (×0.90,
+    /// ×0.98, ×0.95) and bf16 `gelu` (×0.94). The full grid won for every
+    /// other activation (capped ×0.86–0.97 of it at 2^28, bf16 `tanh` and
+    /// `silu` within 3% either way).
+    pub fn caps_where_memory_bound(op: kernels_gpu::ops::UnaryOp, dtype: Dtype) -> bool {
+        use kernels_gpu::ops::UnaryOp::*;
+        match dtype {
+            Dtype::F32 => matches!(op, Gelu | GeluTanh),
+            Dtype::F16 => matches!(op, Log | Tanh | Gelu),
+            Dtype::Bf16 => matches!(op, Gelu),
+        }
     }
 
     /// The activations whose capped grid won on the H200 (18.4 bytes per SM
@@ -237,7 +259,9 @@ mod tests {
             assert_eq!(cap(UnaryOp::Exp), d != Dtype::F32);
             assert_eq!(cap(UnaryOp::Sigmoid), d == Dtype::F32);
             assert_eq!(cap(UnaryOp::Silu), d != Dtype::F16);
-            assert!(UnaryOp::ALL.iter().all(|&op| !AutoPlan::caps_grid(op, d, &h100)));
+            let h100_cap = |op| AutoPlan::caps_grid(op, d, &h100);
+            assert!(h100_cap(UnaryOp::Gelu) && !h100_cap(UnaryOp::Silu) && !h100_cap(UnaryOp::Sigmoid));
+            assert_eq!(h100_cap(UnaryOp::Tanh), d == Dtype::F16);
         }
     }
 
