@@ -46,7 +46,7 @@ fn measure_dtype<T: Lane>(
     let mut out = gpu.alloc::<T>(n)?;
     let check = 1 << 20;
     let (ha, hb) = (a.slice(..check.min(n))?.to_vec()?, b.slice(..check.min(n))?.to_vec()?);
-    let silu = module.unary::<T>("silu")?;
+    let silu = custom_kernels_app::silu_op::<T>(module)?;
     let relu = module.binary::<T>("relu_axpy")?;
     let size = T::DTYPE.size() as u64 * n as u64;
     for (op, inputs) in [("silu", 1u64), ("relu_axpy", 2)] {

@@ -6,6 +6,7 @@
 use std::marker::PhantomData;
 
 use gpukern_device::EwKind;
+use kernels_gpu::ops::UnaryOp;
 
 use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::error::Result;
@@ -87,6 +88,24 @@ custom_handle! {
 }
 
 impl<T: Element> CustomUnary<T> {
+    /// This operation launched as the library's `op` is on every GPU: its
+    /// measured grid choice ([`crate::AutoPlan::caps_grid`]), for a lane rule
+    /// that does what a built-in activation does (the worked example's SiLU
+    /// is tuned as [`UnaryOp::Silu`]). Without it the choice is a proxy on
+    /// the pack kernel's registers ([`crate::AutoPlan::custom_caps_grid`]).
+    /// Only the launch shape follows `op`; the kernels and their bits are
+    /// this module's.
+    #[must_use]
+    pub fn tuned_as(mut self, op: UnaryOp) -> Self {
+        self.op.like = Some(op);
+        self
+    }
+
+    /// The built-in activation this operation is tuned as, if any.
+    pub fn tuning(&self) -> Option<UnaryOp> {
+        self.op.like
+    }
+
     /// Queues `out = op(a)` with the automatic choice; `params` reach the
     /// operation's `Params::from_params`. What it launches: [`Self::plan`].
     /// `n = 0` is a no-op. Errors (nothing is

@@ -160,6 +160,22 @@ impl Gpu {
         self.cudarc_map(OpKind::Unary(op), a, None::<&A>, out, None, stream)
     }
 
+    /// Queues the one-thread spin kernel ([`crate::Studies::spin`]) on a
+    /// cudarc stream of this device's primary context: a timing harness on
+    /// another library's stream (candle's) puts it before its first event, so
+    /// that the events time the GPU's work while the host queues the calls.
+    /// It touches no memory. Errors: [`Error::ForeignContext`].
+    pub fn spin_cudarc(&self, stream: &CudaStream, ns: u64) -> Result<()> {
+        self.check_cudarc_context("spin", stream.context())?;
+        let _live = self.shared.bind()?;
+        let func = self.shared.func(kernels_gpu::verify::SPIN)?;
+        // SAFETY: the kernel is the one its name names, resolved by that name
+        // from this Gpu's own modules (its table fixes the one u64 parameter
+        // this launch passes); the stream is of this Gpu's context (checked
+        // above) and cudarc keeps it alive for the borrow.
+        unsafe { crate::raw::launch_spin(func, ns, crate::raw::Queue::untracked(stream.cu_stream())) }
+    }
+
     /// `out = alpha·a + beta·b` on cudarc buffers.
     pub fn axpby_cudarc<T: Element>(
         &self,

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use gpukern_device::{EwKind, ABI_MAGIC, ABI_VERSION, EW_PDL, PDL_SUFFIX};
 use kernels_gpu::launch::grid_for;
+use kernels_gpu::ops::UnaryOp;
 use kernels_gpu::Dtype;
 
 use crate::buffer::Element;
@@ -121,7 +122,15 @@ impl Module {
         } else {
             None
         };
-        Ok(Custom { module: self.inner.clone(), dtype: T::DTYPE, kind, scalar: func(s)?, pack: func(p)?, twin })
+        Ok(Custom {
+            module: self.inner.clone(),
+            dtype: T::DTYPE,
+            kind,
+            scalar: func(s)?,
+            pack: func(p)?,
+            twin,
+            like: None,
+        })
     }
 }
 
@@ -136,12 +145,10 @@ pub(crate) struct Custom {
     /// The pack kernel's PDL twin, in a module built for sm_90 on an sm_90
     /// device, after [`crate::pdl::waits_first`] checked its PTX.
     twin: Option<(Name, Arc<Kernel>)>,
+    /// The built-in activation whose grid choice this operation follows
+    /// ([`crate::CustomUnary::tuned_as`]); `None`: the register proxy.
+    pub(crate) like: Option<UnaryOp>,
 }
-
-/// Registers per thread above which a custom pack kernel counts as arithmetic
-/// bound (a proxy) and gets [`AutoPlan::activation_max_grid`] on a device
-/// where [`AutoPlan::issue_bound`] holds.
-const CUSTOM_ARITHMETIC_REGISTERS: u32 = 32;
 
 /// Which kernel of a custom operation to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -263,10 +270,12 @@ impl Custom {
         let inputs = if self.kind == EwKind::Binary { 2 } else { 1 };
         let gpu = &self.module.gpu;
         let mut cfg = LaunchShape::with_block(gpu.op_block(&self.pack.1, inputs, ops.a.len())?);
-        // Arithmetic-bound, like the long activations, on a device where that
-        // binds (`AutoPlan::issue_bound`): several packs per thread.
+        // Several packs per thread where the library's measurements say so
+        // (`AutoPlan::custom_caps_grid`: the activation it is tuned as, else
+        // the register proxy on an issue-bound device).
         let info = gpu.info();
-        if AutoPlan::issue_bound(info) && self.pack.1.resources()?.registers > CUSTOM_ARITHMETIC_REGISTERS {
+        let registers = self.pack.1.resources()?.registers;
+        if AutoPlan::custom_caps_grid(self.like, self.dtype, registers, info) {
             cfg.max_grid = AutoPlan::activation_max_grid(info.sm_count, info.max_threads_per_sm, cfg.block);
         }
         match self.decide(&ops.addrs(), ops.a.len(), pdl) {

@@ -146,6 +146,32 @@ impl AutoPlan {
         }
     }
 
+    /// Whether a user's element-wise operation ([`crate::CustomUnary`],
+    /// [`crate::CustomBinary`]) on `dtype` takes the capped grid on `info`.
+    /// One declared like a built-in activation
+    /// ([`crate::CustomUnary::tuned_as`]) follows that activation's measured
+    /// choice ([`AutoPlan::caps_grid`]), so the same lane rule launches the
+    /// same way on every GPU. Any other uses a proxy: a pack kernel of more
+    /// than [`AutoPlan::CUSTOM_ARITHMETIC_REGISTERS`] registers counts as
+    /// arithmetic bound, capped where [`AutoPlan::issue_bound`] holds.
+    pub fn custom_caps_grid(
+        like: Option<kernels_gpu::ops::UnaryOp>,
+        dtype: Dtype,
+        pack_registers: u32,
+        info: &DeviceInfo,
+    ) -> bool {
+        match like {
+            Some(op) => Self::caps_grid(op, dtype, info),
+            None => Self::issue_bound(info) && pack_registers > Self::CUSTOM_ARITHMETIC_REGISTERS,
+        }
+    }
+
+    /// Registers per thread above which a custom pack kernel that declares no
+    /// built-in twin counts as arithmetic bound ([`AutoPlan::custom_caps_grid`]).
+    /// A proxy, and a coarse one: the worked example's f32 SiLU has 32
+    /// registers and gained from the cap on the H200 as the library's does.
+    pub const CUSTOM_ARITHMETIC_REGISTERS: u32 = 32;
+
     /// The activations whose capped grid won on the H100 (12.8 bytes per SM
     /// cycle), same run, the kernels of this PTX
     /// (`results/nvidia-h100-80gb-hbm3/session-2026-11-25c/ops-report.md`):
@@ -263,6 +289,34 @@ mod tests {
             assert!(h100_cap(UnaryOp::Gelu) && !h100_cap(UnaryOp::Silu) && !h100_cap(UnaryOp::Sigmoid));
             assert_eq!(h100_cap(UnaryOp::Tanh), d == Dtype::F16);
         }
+    }
+
+    #[test]
+    fn custom_operations_follow_the_activation_they_are_tuned_as() {
+        use kernels_gpu::ops::UnaryOp;
+        let (h100, h200) = (hopper(2_619_000, 5120), hopper(3_201_000, 6016));
+        for d in Dtype::ALL {
+            for info in [&h100, &h200] {
+                for op in [UnaryOp::Silu, UnaryOp::Gelu, UnaryOp::Sqrt, UnaryOp::Neg] {
+                    for regs in [16, 32, 40] {
+                        assert_eq!(
+                            AutoPlan::custom_caps_grid(Some(op), d, regs, info),
+                            AutoPlan::caps_grid(op, d, info),
+                            "{op:?} {d:?} {regs} registers"
+                        );
+                    }
+                }
+                // Undeclared: the register proxy, only where issue bound.
+                let issue = AutoPlan::issue_bound(info);
+                assert!(!AutoPlan::custom_caps_grid(None, d, 32, info));
+                assert_eq!(AutoPlan::custom_caps_grid(None, d, 33, info), issue);
+            }
+        }
+        // The worked example's case: f32 SiLU at 32 registers is capped on the
+        // H200 only when declared like the library's.
+        assert!(AutoPlan::custom_caps_grid(Some(UnaryOp::Silu), Dtype::F32, 32, &h200));
+        assert!(!AutoPlan::custom_caps_grid(None, Dtype::F32, 32, &h200));
+        assert!(!AutoPlan::custom_caps_grid(Some(UnaryOp::Silu), Dtype::F32, 32, &h100));
     }
 
     #[test]

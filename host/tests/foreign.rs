@@ -71,6 +71,10 @@ fn cudarc_buffers_of_another_context_are_refused() {
     ours.synchronize().unwrap();
     assert_eq!(ours.clone_dtoh(&cx).unwrap(), canary.to_vec(), "our output was written");
     assert_eq!(other.clone_dtoh(&co).unwrap(), canary.to_vec(), "the foreign output was written");
+    // The spin kernel (a timing harness's, on another library's stream): only
+    // on a stream of this Gpu's context.
+    assert!(foreign(gpu.spin_cudarc(&other, 1_000).unwrap_err()));
+    gpu.spin_cudarc(&ours, 1_000).unwrap();
     // All of ours still runs: 1 + 2 everywhere.
     gpu.binary_cudarc(BinaryOp::Add, &ax, &bx, &mut cx, &ours).unwrap();
     assert_eq!(ours.clone_dtoh(&cx).unwrap(), vec![3.0f32; 64]);

@@ -110,7 +110,7 @@ fn forward(b: &Block, ops: Ops) -> Result<Vec<(&'static str, Tensor)>> {
 /// Seconds per call of `f` on the host's clock (calls and a synchronisation),
 /// through the example's one timing helper.
 fn time(dev: &Device, iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    Ok(timing::measure(dev, timing::Reps { reps: iters, chain: 1 }, |_| f())?.host_s)
+    Ok(timing::measure(dev, timing::Reps { reps: iters, chain: 1, spin: false }, |_| f())?.host_s)
 }
 
 /// Each stage alone (its inputs from a first forward), in seconds.

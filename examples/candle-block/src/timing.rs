@@ -1,16 +1,22 @@
 //! The one timing helper of the example: GPU time between two CUDA events
 //! recorded on candle's own stream (the stream our ops and candle's queue
-//! on), and the host's wall time of the same calls up to a synchronisation;
-//! a warm-up, then the median of several repetitions. A repetition runs
-//! `chain` calls back to back between its events, so ops of a few µs are
-//! timed as a chain (µs per op), not one launch against the events' own cost.
+//! on), and the host's wall time of the same calls; a warm-up, then the
+//! median of several repetitions. A repetition runs `chain` calls back to
+//! back between its events, so ops of a few µs are timed as a chain (µs per
+//! op), not one launch against the events' own cost. With `spin`, the
+//! project's method: a spin kernel on the stream first, long enough for the
+//! host to queue the events and every call while the GPU waits, so that the
+//! events time the GPU's work and not the host's queueing (which the host
+//! column then shows apart).
 
 use std::time::Instant;
 
 use candle_core::{Device, Result};
 
 /// Seconds per call: on the GPU between events (`None` on the CPU device) and
-/// on the host from before the first call to after the synchronisation.
+/// on the host: without `spin`, from before the first call to after the
+/// synchronisation; with it, the time to queue the calls (the GPU was busy
+/// spinning, so no call waited for it).
 #[derive(Clone, Copy, Debug)]
 pub struct Timing {
     pub gpu_s: Option<f64>,
@@ -24,6 +30,29 @@ pub struct Reps {
     pub reps: usize,
     /// Calls per repetition, back to back.
     pub chain: usize,
+    /// A spin kernel before each repetition's first event (CUDA only).
+    pub spin: bool,
+}
+
+/// The spin before a repetition, per call of its chain (and once more for
+/// the events): well above what the host takes to queue one call, ours or
+/// candle's (6–10 µs per op at 2^20 on the H200, session 2026-11-25c).
+const SPIN_NS_PER_CALL: u64 = 50_000;
+
+/// Queues gpukern's spin kernel on candle's stream of `dev`.
+#[cfg(feature = "cuda")]
+fn spin(dev: &Device, ns: u64) -> Result<()> {
+    match dev {
+        Device::Cuda(d) => {
+            gpukern_candle::gpu(d)?.spin_cudarc(&d.cuda_stream(), ns).map_err(|e| candle_core::Error::Cuda(Box::new(e)))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn spin(_dev: &Device, _ns: u64) -> Result<()> {
+    Ok(())
 }
 
 /// An event recorded now on candle's stream of `dev`, timing enabled.
@@ -75,7 +104,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Times `f(i)`, `i` counting every call from 0 (a caller rotates its inputs
 /// by it): one warm-up repetition, then `r.reps` repetitions of `r.chain`
-/// calls, each between two events and ended by a synchronisation.
+/// calls, each between two events (behind a spin with `r.spin`) and ended by
+/// a synchronisation.
 pub fn measure(dev: &Device, r: Reps, mut f: impl FnMut(usize) -> Result<()>) -> Result<Timing> {
     let (chain, mut call) = (r.chain.max(1), 0usize);
     for _ in 0..chain {
@@ -85,6 +115,9 @@ pub fn measure(dev: &Device, r: Reps, mut f: impl FnMut(usize) -> Result<()>) ->
     dev.synchronize()?;
     let (mut gpu, mut host) = (Vec::new(), Vec::new());
     for _ in 0..r.reps.max(1) {
+        if r.spin {
+            spin(dev, SPIN_NS_PER_CALL * (chain as u64 + 1))?;
+        }
         let t = Instant::now();
         let start = event(dev)?;
         for _ in 0..chain {
@@ -92,8 +125,10 @@ pub fn measure(dev: &Device, r: Reps, mut f: impl FnMut(usize) -> Result<()>) ->
             call += 1;
         }
         let end = event(dev)?;
+        let queued = t.elapsed();
         dev.synchronize()?;
-        host.push(t.elapsed().as_secs_f64() / chain as f64);
+        let wall = if r.spin { queued } else { t.elapsed() };
+        host.push(wall.as_secs_f64() / chain as f64);
         if let Some(s) = between(start, end)? {
             gpu.push(s / chain as f64);
         }

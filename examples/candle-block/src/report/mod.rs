@@ -24,7 +24,7 @@ use crate::timing::{measure, Reps, Timing};
 pub struct Side {
     /// µs per op between CUDA events (median).
     pub gpu_us: f64,
-    /// µs per op on the host's clock, calls and a final synchronisation included.
+    /// µs per op on the host's clock to queue the calls (behind the spin).
     pub host_us: f64,
     /// The op's essential bytes (inputs read once, outputs written once) per GPU time.
     pub gbps: f64,
@@ -133,10 +133,10 @@ pub struct Report {
 
 /// How the section measures, for both outputs.
 const METHOD: &[&str] = &[
-    "GPU time: CUDA events on candle's stream (`CudaDevice::cuda_stream()`), median of the repetitions after one warm-up repetition; each op call allocates its output as candle's own ops do, inside the timing for both, from the device's stream-ordered memory pool, which the run keeps (release threshold raised to the maximum, as a caching allocator would: otherwise every synchronisation hands the pool's memory back and each large allocation maps it again, which then dominates both sides' times).",
+    "GPU time: CUDA events on candle's stream (`CudaDevice::cuda_stream()`) queued behind a spin kernel (gpukern's, 50 µs per call of the repetition and 50 more), so the host queues the events and the calls while the GPU waits and the events time the GPU's work, not the host's queueing; median of the repetitions after one warm-up repetition; each op call allocates its output as candle's own ops do, inside the timing for both, from the device's stream-ordered memory pool, which the run keeps (release threshold raised to the maximum, as a caching allocator would: otherwise every synchronisation hands the pool's memory back and each large allocation maps it again, which then dominates both sides' times).",
     "Cells whose op moves less than twice the L2 are timed as 16 back-to-back calls between the events (µs per op), their inputs rotated over enough sets that one input tensor per set exceeds twice the L2 over all sets.",
     "GB/s: the op's essential bytes (inputs read once, outputs written once; for add_rms_norm x, r, h and y) over GPU time; the ratio is candle's time over ours.",
-    "host µs/op: wall time from before the first call to after a synchronisation, per call (host overhead included).",
+    "host µs/op: the host's wall time to queue the calls, per call, while the GPU spins (each library's host overhead per op: what bounds a program whose ops are shorter than it).",
     "Errors against an f64 CPU reference from the same inputs, on the first 2^20 elements (element-wise, in ulps of the op's dtype at the exact value) or the first rows up to 2^20 elements (norms: max abs, and max rel with |ref| floored at 1).",
 ];
 
@@ -228,7 +228,7 @@ impl Bench<'_> {
         mut ours: impl FnMut(usize) -> Result<()>,
         mut theirs: impl FnMut(usize) -> Result<()>,
     ) -> Result<(Side, std::result::Result<Side, String>)> {
-        let r = Reps { reps: self.reps, chain };
+        let r = Reps { reps: self.reps, chain, spin: true };
         let side = |t: Timing| -> Result<Side> {
             let gpu = t.gpu_s.ok_or_else(|| Error::Msg("the report needs CUDA events (a CUDA device)".into()))?;
             Ok(Side { gpu_us: gpu * 1e6, host_us: t.host_s * 1e6, gbps: bytes as f64 / gpu / 1e9 })

@@ -2,7 +2,7 @@
 //! PTX, the checks against the CPU rules.
 
 use gpukern::half::bf16;
-use gpukern::{Gpu, Module, Result, Stream};
+use gpukern::{CustomUnary, Gpu, Module, Result, Stream, UnaryOp};
 
 mod sum;
 pub use sum::Sum;
@@ -22,6 +22,13 @@ pub const PTX_SM90: &str = CUSTOM_KERNELS_SM90.text();
 /// portable one.
 pub fn load(gpu: &Gpu) -> Result<Module> {
     gpu.load_module(if gpu.info().has_sm90() { CUSTOM_KERNELS_SM90 } else { CUSTOM_KERNELS })
+}
+
+/// The example's SiLU on `T`, launched as the library's `silu` is on every GPU
+/// (`CustomUnary::tuned_as`): the lane rule is the same, so the measured grid
+/// choice of `UnaryOp::Silu` applies to it too.
+pub fn silu_op<T: gpukern::Element>(module: &Module) -> Result<CustomUnary<T>> {
+    Ok(module.unary::<T>("silu")?.tuned_as(UnaryOp::Silu))
 }
 
 /// The element types the example instantiates, with their CPU rules.
@@ -129,7 +136,7 @@ pub fn check<T: Lane>(
     let b = inputs::<T>(total, 7 + n as u64);
     let (da, db) = (gpu.upload(&a).map_err(e)?, gpu.upload(&b).map_err(e)?);
     let mut dc = gpu.alloc::<T>(total + 64).map_err(e)?;
-    let silu = module.unary::<T>("silu").map_err(e)?;
+    let silu = silu_op::<T>(module).map_err(e)?;
     let relu = module.binary::<T>("relu_axpy").map_err(e)?;
     let range = offset..offset + n;
     for poison in [0xffff_ffffu32, 0x7fc0_1234] {

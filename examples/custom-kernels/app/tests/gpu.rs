@@ -78,6 +78,8 @@ fn handles_check_the_manifest_and_the_operands() {
     assert!(matches!(module.unary::<f32>("nope"), Err(Error::CustomOp { .. })));
     let silu = module.unary::<f32>("silu").unwrap();
     assert_eq!(silu.kernels(), ("silu_f32", "silu_f32x4"));
+    assert_eq!(silu.tuning(), None);
+    assert_eq!(custom_kernels_app::silu_op::<f32>(&module).unwrap().tuning(), Some(gpukern::UnaryOp::Silu));
     let a = gpu.upload(&[1.0f32; 64]).unwrap();
     let mut out = gpu.alloc::<f32>(64).unwrap();
     // The plan of a call: the pack kernel on aligned operands (its PDL twin
