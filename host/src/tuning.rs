@@ -169,7 +169,8 @@ impl AutoPlan {
     /// Registers per thread above which a custom pack kernel that declares no
     /// built-in twin counts as arithmetic bound ([`AutoPlan::custom_caps_grid`]).
     /// A proxy, and a coarse one: the worked example's f32 SiLU has 32
-    /// registers and gained from the cap on the H200 as the library's does.
+    /// registers, so it leaves that kernel on the full grid on the H200,
+    /// where the library's `silu` is capped (hence `tuned_as`).
     pub const CUSTOM_ARITHMETIC_REGISTERS: u32 = 32;
 
     /// The activations whose capped grid won on the H100 (12.8 bytes per SM
