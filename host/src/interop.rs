@@ -167,13 +167,9 @@ impl Gpu {
     /// It touches no memory. Errors: [`Error::ForeignContext`].
     pub fn spin_cudarc(&self, stream: &CudaStream, ns: u64) -> Result<()> {
         self.check_cudarc_context("spin", stream.context())?;
-        let _live = self.shared.bind()?;
-        let func = self.shared.func(kernels_gpu::verify::SPIN)?;
-        // SAFETY: the kernel is the one its name names, resolved by that name
-        // from this Gpu's own modules (its table fixes the one u64 parameter
-        // this launch passes); the stream is of this Gpu's context (checked
-        // above) and cudarc keeps it alive for the borrow.
-        unsafe { crate::raw::launch_spin(func, ns, crate::raw::Queue::untracked(stream.cu_stream())) }
+        // The stream is of this Gpu's context (checked above); the borrow
+        // keeps it alive for the call.
+        self.spin_on(crate::raw::Queue::untracked(stream.cu_stream()), ns)
     }
 
     /// `out = alpha·a + beta·b` on cudarc buffers.

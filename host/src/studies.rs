@@ -29,6 +29,18 @@ impl std::ops::Deref for Studies<'_> {
 }
 
 impl Gpu {
+    /// The spin kernel's one launch path ([`Studies::spin`], and
+    /// `Gpu::spin_cudarc` with the `cudarc` feature), on a queue of this
+    /// Gpu's context.
+    pub(crate) fn spin_on(&self, queue: raw::Queue<'_>, ns: u64) -> Result<()> {
+        let _live = self.shared.bind()?;
+        // SAFETY: the kernel is the one its name names, resolved by that name from
+        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+        // table fixes its parameter list as this launch passes it); the callers
+        // hand a queue of this Gpu's context. It touches no memory.
+        unsafe { raw::launch_spin(self.shared.func(kernels_gpu::verify::SPIN)?, ns, queue) }
+    }
+
     /// The studies and bench helpers of this `Gpu` ([`Studies`]).
     pub fn studies(&self) -> Studies<'_> {
         Studies { gpu: self }
@@ -67,11 +79,7 @@ impl Studies<'_> {
     /// queued behind it then measure only the GPU's work, not the host's launch
     /// path (the host queues the next launches while the GPU spins).
     pub fn spin(&self, stream: &Stream, ns: u64) -> Result<()> {
-        let _live = self.shared.bind()?;
-        // SAFETY: the kernel is the one its name names, resolved by that name from
-        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
-        // table fixes its parameter list as this launch passes it).
-        unsafe { raw::launch_spin(self.shared.func(kernels_gpu::verify::SPIN)?, ns, stream.raw()) }
+        self.spin_on(stream.raw(), ns)
     }
 }
 
