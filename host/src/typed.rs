@@ -232,7 +232,7 @@ param_tuples!(host_args);
 
 /// A typed kernel of a [`Module`], resolved and checked once.
 pub struct TypedKernel<K: KernelSig> {
-    module: Module,
+    pub(crate) module: Module,
     name: Name,
     kernel: Arc<Kernel>,
     /// A `#[kernel(pdl)]` built for sm_90, on an sm_90 device, whose PTX waits
