@@ -108,7 +108,7 @@ pub fn foreach<T: ReferenceAdd>(gpu: &Gpu, tensors: usize, elements: usize, stre
     let b = gpu.upload(&host_b).map_err(e)?;
     let mut c = gpu.alloc::<T>(list * sets).map_err(e)?;
     // Verify set 0 bit for bit.
-    c.fill_bits(0xdead_beef).map_err(e)?;
+    c.fill(T::from_bits32(0xdead_beef)).map_err(e)?;
     gpu.add_many(set_list(&a, &b, &mut c, 0, tensors, elements).map_err(e)?, stream).map_err(e)?;
     stream.synchronize().map_err(e)?;
     let got = c.slice(..list).map_err(e)?.to_vec().map_err(e)?;

@@ -188,7 +188,7 @@ fn measure_dtype<T: ReferenceOps>(
             let bytes = op_bytes(kind, T::DTYPE, n);
             let sets = ((4 * gpu.info().l2_bytes).div_ceil(bytes.max(1)) as usize).clamp(1, (cap / n.max(1)).max(1));
             // Verify on set 0 with a poisoned output.
-            bufs.out.slice_mut(..n)?.fill_bits(0xdead_beef)?;
+            bufs.out.slice_mut(..n)?.fill(T::from_bits32(0xdead_beef))?;
             let kernel = launch(gpu, kind, How::Auto, &mut bufs, n, 0, stream)?;
             stream.synchronize()?;
             let m = n.min(1 << 24);

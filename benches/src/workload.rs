@@ -101,7 +101,7 @@ impl<T: ReferenceAdd> Workload<T> {
         n: usize,
         stream: &Stream,
     ) -> gpukern::Result<Result<(), usize>> {
-        self.out.slice_mut(..n)?.fill_bits(0xdead_beef)?;
+        self.out.slice_mut(..n)?.fill(T::from_bits32(0xdead_beef))?;
         self.launch(gpu, v, cfg, n, 0, stream)?;
         stream.synchronize()?;
         // Large results: count differences on the device (NaN matching NaN, as

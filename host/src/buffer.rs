@@ -106,9 +106,15 @@ impl<T: Pod> DeviceVec<T> {
         self.view_mut().copy_from(src)
     }
 
-    /// Sets every element to the given bit pattern (e.g. a poison value).
-    pub fn fill_bits(&mut self, bits: u32) -> Result<()> {
+    /// Sets every element to the bit pattern `bits` (e.g. a poison value):
+    /// see [`ViewMut::fill_bits`].
+    pub fn fill_bits(&mut self, bits: u64) -> Result<()> {
         self.view_mut().fill_bits(bits)
+    }
+
+    /// Sets every element to `value`: see [`ViewMut::fill`].
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        self.view_mut().fill(value)
     }
 }
 
@@ -211,10 +217,24 @@ impl<'a, T: Pod> ViewMut<'a, T> {
         let _live = self.gpu.bind()?;
         raw::upload(self, src).map_err(|e| self.gpu.fault_of(e))
     }
-    /// Sets every element to the bit pattern `bits`.
-    pub fn fill_bits(&mut self, bits: u32) -> Result<()> {
+    /// Sets every element to the bit pattern `bits`, of the element's
+    /// width: each element, read as an unsigned integer of its size, is
+    /// `bits` (`fill_bits(1)` on `u64` gives 1, on `f32` the bits
+    /// `0x0000_0001`). Asynchronous on the legacy stream, which the
+    /// library's streams are ordered with.
+    ///
+    /// Errors: `bits` does not fit the element ([`Error::FillBits`]: it is
+    /// never truncated; for a generic element type, [`ViewMut::fill`] with
+    /// a value); the device was reset.
+    pub fn fill_bits(&mut self, bits: u64) -> Result<()> {
         let _live = self.gpu.bind()?;
         raw::fill_bits(self, bits).map_err(|e| self.gpu.fault_of(e))
+    }
+    /// Sets every element to `value` (its bits, as [`ViewMut::fill_bits`]).
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        // The value's bytes as the little-endian integer a memset writes
+        // back as those bytes (elements are at most 8 bytes).
+        self.fill_bits(u64::from_le_bytes(raw::slot_of(&value)))
     }
     /// This view as an operand an operation writes, for as long as `'a`.
     pub(crate) fn use_as_output(&self) -> Option<raw::Use<'a>> {

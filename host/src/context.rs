@@ -162,7 +162,9 @@ impl Shared {
 
     /// A synchronisation failure as [`Error::KernelFault`], naming the last
     /// user kernel, or as [`Error::KernelAssert`] when a `gpu_assert!` left its
-    /// record.
+    /// record. Callable without the caller's guard: the record is read under
+    /// its own (`MappedHost::read`), since a reset frees it; once a reset has
+    /// begun the fault is reported without it.
     pub(crate) fn fault(&self, source: crate::error::DriverError) -> Error {
         let kernel = crate::names::name_of(self.last_user_kernel.load(Ordering::Relaxed)).map(String::from);
         match self.assert_record.read::<AssertRecord>() {

@@ -88,6 +88,11 @@ pub enum Error {
     #[error("view {start}..{end} is out of bounds for a buffer of {len} elements")]
     OutOfBounds { start: usize, end: usize, len: usize },
 
+    /// A fill's bit pattern is wider than the element it fills (`bytes`
+    /// each): patterns are of the element's width, never truncated.
+    #[error("fill_bits: the pattern {bits:#x} does not fit an element of {bytes} bytes; give the element's bits (for a value of the element type: fill)")]
+    FillBits { bits: u64, bytes: usize },
+
     /// A copy's source and destination differ in length (`direction`: host
     /// to device, device to host, device to device).
     #[error("{direction} copy: the source has {src} elements, the destination {dst}; they must be equal")]

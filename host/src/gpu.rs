@@ -116,11 +116,14 @@ impl Gpu {
         }
         let dev = raw::device(index)?;
         let ctx = PrimaryContext::retain(index)?;
+        // One guard for the whole load: a reset from another handle waits
+        // for it, so no call below reaches a module the reset destroyed.
+        let live = ctx.bind()?;
         let module = RawModule::load(&ctx, &ptx)?;
         let mut funcs = HashMap::new();
         for name in kernel_names() {
             let f = module.function(name).map_err(|source| Error::MissingKernel { kernel: name, source })?;
-            funcs.insert(name, Kernel::new(f));
+            funcs.insert(name, Kernel::new(f, &ctx));
         }
         let attr = |a: DevAttr| raw::device_attribute(dev, a);
         let shared_optin = raw::shared_per_block_optin(index)?;
@@ -130,6 +133,7 @@ impl Gpu {
             let m = RawModule::load(&ctx, PTX_SM90)?;
             for name in sm90_kernel_names() {
                 let f = m.function(name).map_err(|source| Error::MissingKernel { kernel: name, source })?;
+                let kernel = Kernel::new(f, &ctx);
                 // The bulk kernels size their shared memory at launch; let them
                 // use all a block may have, not only the default 48 KiB. (Not
                 // the norms' cluster kernels: their static shared memory plus
@@ -141,9 +145,9 @@ impl Gpu {
                     .chain(kernels_gpu::norms::sm90_kernel_names())
                     .chain(kernels_gpu::norms::pdl_kernel_names());
                 if !norms.any(|n| n == name) {
-                    raw::set_max_dynamic_shared(f, shared_optin)?;
+                    kernel.set_max_dynamic_shared(shared_optin)?;
                 }
-                funcs.insert(name, Kernel::new(f));
+                funcs.insert(name, kernel);
             }
             modules.push(m);
         }
@@ -168,6 +172,7 @@ impl Gpu {
             driver_version: raw::driver_version()?,
             shared_per_block_optin: shared_optin,
         };
+        drop(live);
         let shared =
             Shared { ctx, _modules: modules, funcs, info, last_user_kernel: Default::default(), assert_record };
         Ok(Gpu { shared: Arc::new(shared), ptx })
@@ -322,13 +327,33 @@ impl Stream {
     /// Times the work `work` queues on this stream with CUDA events (device time,
     /// not host time). Returns milliseconds. The stream keeps its two events
     /// for the next call.
+    ///
+    /// `work` may call `time` on this stream again (the outer time includes
+    /// the inner work), and other threads may time it meanwhile: each call
+    /// in flight uses its own pair of events, and none waits for another.
     pub fn time(&self, work: impl FnOnce(&Stream) -> Result<()>) -> Result<f32> {
-        let mut events = self.events.lock().unwrap_or_else(|p| p.into_inner());
-        if events.is_none() {
-            *events = Some(raw::RawEvents::create(&self.gpu.ctx)?);
-        }
-        let timed = events.as_ref().map(|ev| ev.time(self.inner.handle(), || work(self)));
-        timed.expect("created above").map_err(|e| match e {
+        // Taken out for the call rather than locked across it: a lock held
+        // while `work` runs deadlocks a nested call. A call that finds none
+        // (the first, or one nested in another) makes its own.
+        let kept = self.events.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let events = match kept {
+            Some(ev) => ev,
+            None => raw::RawEvents::create(&self.gpu.ctx)?,
+        };
+        let timed = events.time(self.inner.handle(), || work(self));
+        // Kept for the next call, unless a nested call put its pair back
+        // first (this one is then dropped, after the lock).
+        let spare = {
+            let mut slot = self.events.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_none() {
+                *slot = Some(events);
+                None
+            } else {
+                Some(events)
+            }
+        };
+        drop(spare);
+        timed.map_err(|e| match e {
             Error::KernelFault { kernel: None, source } => self.gpu.fault(source),
             e => e,
         })

@@ -89,6 +89,9 @@ impl Module {
 
     /// The kernels of operation `name` of `kind` on `T`, after its manifest's checks.
     pub(crate) fn custom<T: Element>(&self, name: &str, kind: EwKind) -> Result<Custom> {
+        // Held across every driver call below (the manifest's read and the
+        // kernels' lookups): a reset waits for it.
+        let _live = self.inner.gpu.shared.bind()?;
         let (k, mask) = self.manifest(name)?;
         let bad = |detail: String| Error::CustomOp { kernel: name.to_string(), detail };
         if k != kind as u32 {
@@ -107,7 +110,7 @@ impl Module {
                 .raw
                 .function(full.text)
                 .map_err(|source| Error::MissingKernel { kernel: full.text, source })?;
-            Ok((full, Arc::new(Kernel::new(f))))
+            Ok((full, Arc::new(Kernel::new(f, &self.inner.gpu.shared.ctx))))
         };
         // The PDL twin: declared by the manifest (an sm_90 build), usable on
         // this device, and waiting first in the PTX, else an error.
@@ -195,7 +198,6 @@ impl Custom {
     /// none).
     fn check<T: Element>(&self, ops: &Operands<'_, T>) -> Result<()> {
         let (name, gpu) = (self.name(), &self.module.gpu);
-        let _live = gpu.shared.bind()?;
         ops.check_lengths(name)?;
         gpu.check_buffers_owned(name, ops.owners())
     }
@@ -271,6 +273,10 @@ impl Custom {
     /// on a stream of this module's `Gpu` (a plain call's or a graph's
     /// capture stream), PDL as `pdl` says.
     pub(crate) fn run_auto<T: Element>(&self, ops: Operands<'_, T>, stream: raw::Queue<'_>, pdl: Pdl) -> Result<()> {
+        // Held until the last launch is queued: a reset waits for it, so no
+        // driver call below (the kernel's attributes, the launches) reaches
+        // a destroyed context.
+        let _live = self.module.gpu.shared.bind()?;
         self.check(&ops)?;
         let inputs = if self.kind == EwKind::Binary { 2 } else { 1 };
         let gpu = &self.module.gpu;
@@ -303,6 +309,8 @@ impl Custom {
         stream: &Stream,
     ) -> Result<()> {
         self.module.gpu.check_stream_owned(self.name(), stream)?;
+        // Held until the launch is queued (see `run_auto`).
+        let _live = self.module.gpu.shared.bind()?;
         self.check(&ops)?;
         self.launch(pattern, cfg, ops, stream.raw(), false)
     }

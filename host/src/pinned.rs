@@ -19,6 +19,13 @@ use crate::raw;
 /// ([`PinnedVec::as_mut_slice`]) waits for the copies that read it too. Freed
 /// on drop, after the copies that use it. Made by [`crate::Gpu::alloc_pinned`],
 /// zeroed.
+///
+/// Once a reset of the device has begun ([`crate::Gpu::reset`]), copies
+/// queued before it can no longer be waited for: a `PinnedVec` a copy wrote
+/// (for `as_mut_slice`: used at all) since it was last waited for refuses
+/// access with [`crate::Error::DeviceReset`], and its drop leaks the memory
+/// rather than free it under a transfer that may still run. One no copy used
+/// stays readable and writable, and is freed.
 pub struct PinnedVec<T: Pod> {
     mem: raw::PinnedHost,
     len: usize,
@@ -44,7 +51,9 @@ impl<T: Pod> PinnedVec<T> {
     }
 
     /// The elements, once the copies queued into them are done (a fault in
-    /// one comes back as [`crate::Error::KernelFault`]).
+    /// one comes back as [`crate::Error::KernelFault`]; a reset of the
+    /// device under way or done as [`crate::Error::DeviceReset`] when a copy
+    /// wrote them, see the type's docs).
     pub fn as_slice(&self) -> Result<&[T]> {
         self.mem.as_slice(self.len).map_err(|e| self.gpu.fault_of(e))
     }

@@ -279,11 +279,11 @@ impl Module {
         let entry = crate::ptx_text::entry_params(&self.inner.ptx, name);
         crate::signature::check_signature(&bytes, &params, K::PARAM_NAMES, entry).map_err(bad)?;
         let f = self.inner.raw.function(name).map_err(|source| Error::MissingKernel { kernel: name, source })?;
-        let kernel = Kernel::new(f);
+        let kernel = Kernel::new(f, &self.inner.gpu.shared.ctx);
         // Dynamic shared memory up to what a block may have, less the static part.
         let r = kernel.resources()?;
         let optin = self.inner.gpu.info().shared_per_block_optin;
-        raw::set_max_dynamic_shared(f, optin.saturating_sub(r.shared_bytes))?;
+        kernel.set_max_dynamic_shared(optin.saturating_sub(r.shared_bytes))?;
         // `#[kernel(pdl)]` in an sm_90 build leaves a marker; the entry must
         // also wait first in the PTX, or the marker is refused.
         let pdl =

@@ -65,7 +65,7 @@ fn graph_replay_is_bit_exact() {
     let (a, b) = common::inputs::<f16>(Data::Random, n, &mut rng);
     let (da, db) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
     let mut out = gpu.alloc::<f16>(n).unwrap();
-    out.fill_bits(common::POISONS[0]).unwrap();
+    out.fill(f16::from_bits(common::POISONS[0] as u16)).unwrap();
     {
         let ops = vec![(da.view(), db.view(), out.view_mut())];
         let graph = gpu.studies().add_graph(Variant::F16x8Pack, LaunchShape::default(), ops, 10).unwrap();
@@ -146,7 +146,7 @@ fn misaligned_views<T: ReferenceAdd>() {
             (al, r) => panic!("{widest} offsets ({oa},{ob},{oc}) aligned={al}: unexpected {r:?}"),
         }
         // Automatic choice: always works, bit-exact, and writes only its range.
-        out.fill_bits(common::POISONS[0]).unwrap();
+        out.fill(T::from_bits32(common::POISONS[0])).unwrap();
         gpu.binary(gpukern::BinaryOp::Add, va, vb, out.slice_mut(oc..oc + n).unwrap(), &stream).unwrap();
         stream.synchronize().unwrap();
         let got = out.to_vec().unwrap();

@@ -30,7 +30,7 @@ fn same_bits(got: &[f32], want: &[f32]) -> Option<usize> {
 /// A device band of `off + n + CANARY` elements poisoned, after `CANARY` more.
 fn band(gpu: &Gpu, off: usize, n: usize) -> DeviceVec<f32> {
     let mut b = gpu.alloc::<f32>(CANARY + off + n + CANARY).unwrap();
-    b.fill_bits(POISONS[0]).unwrap();
+    b.fill_bits(POISONS[0].into()).unwrap();
     b
 }
 
@@ -166,7 +166,7 @@ fn copy_errors_name_the_direction_and_queue_nothing() {
     let gpu = gpu();
     let stream = gpu.stream().unwrap();
     let mut d = gpu.alloc::<f32>(50).unwrap();
-    d.fill_bits(POISONS[1]).unwrap();
+    d.fill_bits(POISONS[1].into()).unwrap();
     let s = gpu.upload(&[1.0f32; 51]).unwrap();
 
     let e = stream.copy(&s, &mut d).unwrap_err();

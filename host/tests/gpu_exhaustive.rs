@@ -111,7 +111,7 @@ fn activations_exhaustive<T: ReferenceOps>() {
                 }
                 continue;
             }
-            out.fill_bits(0xdead_beef).unwrap();
+            out.fill(T::from_bits32(0xdead_beef)).unwrap();
             let view = out.slice_mut(PAD..PAD + x.len()).unwrap();
             let opts = gpukern::Opts::auto().pattern(pattern).shape(LaunchShape::default());
             gpu.unary_opts(op, &dx, view, &stream, &opts).unwrap();

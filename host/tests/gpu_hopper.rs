@@ -206,7 +206,7 @@ fn many_lists<T: ReferenceAdd>() {
         let (da, db) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
         let mut out = gpu.alloc::<T>(total).unwrap();
         for poison in POISONS {
-            out.fill_bits(poison).unwrap();
+            out.fill(T::from_bits32(poison)).unwrap();
             let mut starts = Vec::new();
             let mut ops: Vec<Triple<'_, T>> = Vec::new();
             let mut rest: ViewMut<'_, T> = out.view_mut();
@@ -340,13 +340,13 @@ fn ceiling_kernels_are_exact() {
         let b: Vec<u32> = (0..n).map(|_| rng.gen()).collect();
         let (da, db) = (gpu.upload(&a).unwrap(), gpu.upload(&b).unwrap());
         let mut band = gpu.alloc::<u32>(n + 2 * CANARY).unwrap();
-        band.fill_bits(POISONS[0]).unwrap();
+        band.fill_bits(POISONS[0].into()).unwrap();
         gpu.studies().ceiling_fill(256, band.slice_mut(CANARY..CANARY + n).unwrap(), 7, &stream).unwrap();
         stream.synchronize().unwrap();
         let got = band.to_vec().unwrap();
         let fill_ok = got[CANARY..CANARY + n].iter().all(|&x| x == 7)
             && got[..CANARY].iter().chain(&got[CANARY + n..]).all(|&x| x == POISONS[0]);
-        band.fill_bits(POISONS[0]).unwrap();
+        band.fill_bits(POISONS[0].into()).unwrap();
         gpu.studies().ceiling_copy(256, &da, band.slice_mut(CANARY..CANARY + n).unwrap(), &stream).unwrap();
         stream.synchronize().unwrap();
         let got = band.to_vec().unwrap();

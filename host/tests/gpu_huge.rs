@@ -100,7 +100,7 @@ fn huge<T: ReferenceAdd>() {
             .map(|v| (v, LaunchShape::default()));
         for (v, cfg) in runs.chain([(Variant::scalar(T::DTYPE), CLAMPED)]) {
             for poison in common::POISONS {
-                band.fill_bits(poison).unwrap();
+                band.fill(T::from_bits32(poison)).unwrap();
                 let out = band.slice_mut(CANARY..CANARY + n).unwrap();
                 gpu.studies().add_with(v, cfg, da.slice(..n).unwrap(), db.slice(..n).unwrap(), out, &stream).unwrap();
                 stream.synchronize().unwrap();

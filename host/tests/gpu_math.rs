@@ -228,7 +228,7 @@ fn math_sweeps_cover_exactly_their_output() {
     let stream = gpu.stream().unwrap();
     let mut band = gpu.alloc::<f32>(1000 + 2 * common::CANARY).unwrap();
     for (n, start) in [(0usize, 0u32), (1, 7), (1000, u32::MAX - 10), (999, 0x3f80_0000)] {
-        band.fill_bits(common::POISONS[0]).unwrap();
+        band.fill_bits(common::POISONS[0].into()).unwrap();
         let out = band.slice_mut(common::CANARY..common::CANARY + n).unwrap();
         gpu.studies().math_sweep("sqrt", start, out, &stream).unwrap();
         stream.synchronize().unwrap();

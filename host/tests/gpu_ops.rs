@@ -68,7 +68,7 @@ fn check<T: ReferenceOps>(kind: OpKind, how: How, n: usize, data: Data, offsets:
     let lead = CANARY + offsets[2];
     let mut band = gpu.alloc::<T>(n + lead + CANARY).map_err(e)?;
     for poison in POISONS {
-        band.fill_bits(poison).map_err(e)?;
+        band.fill(T::from_bits32(poison)).map_err(e)?;
         let out = band.slice_mut(lead..lead + n).map_err(e)?;
         let (va, vb) =
             (da.slice(offsets[0]..offsets[0] + n).map_err(e)?, db.slice(offsets[1]..offsets[1] + n).map_err(e)?);
@@ -310,7 +310,7 @@ fn huge<T: ReferenceOps>() {
         });
         let dwant = gpu.upload(&want).unwrap();
         drop(want);
-        band.fill_bits(POISONS[0]).unwrap();
+        band.fill(T::from_bits32(POISONS[0])).unwrap();
         let out = band.slice_mut(CANARY..CANARY + n).unwrap();
         launch(kind, How::Explicit(pattern, cfg), da.view(), db.view(), out, scales, &stream).unwrap();
         stream.synchronize().unwrap();

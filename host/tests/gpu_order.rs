@@ -23,7 +23,7 @@ fn values(n: usize, seed: u32) -> Vec<f32> {
 /// An output band of `n` elements with poisoned canaries on both sides.
 fn band(gpu: &Gpu, n: usize) -> DeviceVec<f32> {
     let mut b = gpu.alloc::<f32>(n + 2 * CANARY).unwrap();
-    b.fill_bits(POISONS[0]).unwrap();
+    b.fill_bits(POISONS[0].into()).unwrap();
     b
 }
 
@@ -76,7 +76,7 @@ fn a_read_on_another_stream_waits_for_the_writer() {
         let (a, b) = (gpu.upload(&av).unwrap(), gpu.upload(&bv).unwrap());
         let want = sum(&av, &bv);
         let write_x = |x: &mut DeviceVec<f32>| {
-            x.fill_bits(POISONS[1]).unwrap();
+            x.fill_bits(POISONS[1].into()).unwrap();
             gpu.studies().spin(&s1, SPIN_NS).unwrap();
             gpu.binary(BinaryOp::Add, &a, &b, x, &s1).unwrap();
         };

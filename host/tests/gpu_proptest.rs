@@ -64,7 +64,7 @@ fn run<T: ReferenceAdd>(c: &Case) -> Result<(), String> {
     let want = reference::add(&a[oa..], &b[ob..]);
     let (da, db) = (gpu.upload(&a).map_err(|e| e.to_string())?, gpu.upload(&b).map_err(|e| e.to_string())?);
     let mut band = gpu.alloc::<T>(oc + c.n + pad).map_err(|e| e.to_string())?;
-    band.fill_bits(POISONS[0]).map_err(|e| e.to_string())?;
+    band.fill(T::from_bits32(POISONS[0])).map_err(|e| e.to_string())?;
     let (va, vb) = (da.slice(oa..).map_err(|e| e.to_string())?, db.slice(ob..).map_err(|e| e.to_string())?);
     let out = band.slice_mut(oc..oc + c.n).map_err(|e| e.to_string())?;
     let result = if c.auto {

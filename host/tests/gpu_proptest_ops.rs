@@ -72,7 +72,7 @@ fn run<T: ReferenceOps>(c: &Case) -> Result<(), String> {
     let want = reference::map(c.kind, &a[oa..], two.then_some(&b[ob..]), c.scales);
     let (da, db) = (gpu.upload(&a).map_err(e)?, gpu.upload(&b).map_err(e)?);
     let mut band = gpu.alloc::<T>(oc + c.n + pad).map_err(e)?;
-    band.fill_bits(POISONS[0]).map_err(e)?;
+    band.fill(T::from_bits32(POISONS[0])).map_err(e)?;
     let (va, vb) = (da.slice(oa..).map_err(e)?, db.slice(ob..).map_err(e)?);
     let out = band.slice_mut(oc..oc + c.n).map_err(e)?;
     let opts = match c.pattern {

@@ -33,10 +33,10 @@ impl Gpu {
     }
 
     /// The device's most threads per block for kernel `name` (its registers
-    /// decide it); 0 where it is not resolved.
-    fn norm_max_block(&self, name: Option<&'static str>) -> u32 {
-        let r = name.and_then(|n| self.shared.kernel(n).ok()?.resources().ok());
-        r.map_or(0, |r| r.max_threads_per_block)
+    /// decide it), as the driver reports it (`Kernel::resources` asks with
+    /// the context current, on any thread); its error where it cannot.
+    fn norm_max_block(&self, name: &'static str) -> Result<u32> {
+        Ok(self.shared.kernel(name)?.resources()?.max_threads_per_block)
     }
 
     /// Whether `op` over `rows` of `dtype` with `plan` (a plan that holds the
@@ -62,7 +62,7 @@ impl Gpu {
         rows.rows > 0
             && rows.cols > 0
             && pdl.pays(self.info(), usize::try_from(threads).unwrap_or(usize::MAX), 1)
-            && self.norm_max_block(Some(twin)) >= plan.block
+            && self.norm_max_block(twin).is_ok_and(|max| max >= plan.block)
     }
 
     /// Every check of a norm of `op` (`eps` its epsilon) on operands at
@@ -81,7 +81,9 @@ impl Gpu {
         let name = op.name();
         let (family, alt) = op.family();
         let kernel_of = |p: NormPlan| self.norm_kernel_name(family, T::DTYPE, p);
-        let max_block = |p: NormPlan| self.norm_max_block(kernel_of(p));
+        // A plan whose kernel cannot be asked is not chosen (the explicit
+        // check below reports why).
+        let max_block = |p: NormPlan| kernel_of(p).and_then(|k| self.norm_max_block(k).ok()).unwrap_or(0);
         // A cluster of more than 8 blocks (a non-portable size) only where the
         // device can place one (any failure: not chosen).
         let placeable = |p: NormPlan| {
@@ -111,7 +113,7 @@ impl Gpu {
             let has = format!("{}.{}", self.info().compute_capability.0, self.info().compute_capability.1);
             return Err(Error::Unsupported { kernel: "norm (cluster plan)", needs: "9.0", has });
         };
-        let max = max_block(plan);
+        let max = self.norm_max_block(kernel)?;
         if plan.block > max {
             return Err(Error::BlockSize { kernel: name, block: plan.block, max });
         }

@@ -69,9 +69,10 @@ pub struct NormOrder {
 }
 
 impl NormOrder {
-    /// Segments of a row of `cols`.
+    /// Segments of a row of `cols` (a segment of 0 elements, which no
+    /// plan gives, counts as 1).
     pub fn segments(self, cols: u32) -> u32 {
-        cols.div_ceil(self.seg)
+        cols.div_ceil(self.seg.max(1))
     }
 }
 
@@ -146,15 +147,20 @@ impl NormPlan {
         cands.into_iter().find(|p| launchable(*p)).unwrap_or(fallback)
     }
 
-    /// The order this plan gives rows of `cols` elements of `dtype`.
+    /// The order this plan gives rows of `cols` elements of `dtype`. Total
+    /// for any plan and length: a segment is at least 1 element and, past
+    /// `u32::MAX`, saturates there (no such plan or row passes
+    /// [`NormPlan::check`]; a wrapped or zero segment would divide by zero).
     pub fn order(self, dtype: Dtype, cols: usize) -> NormOrder {
         let lanes = chunk_lanes(dtype);
         let group = if self.strategy == NormStrategy::Warp { 32 } else { self.block };
         let seg = match self.strategy {
-            NormStrategy::Split | NormStrategy::Cluster => self.block * self.k * lanes,
-            _ => cols.max(1) as u32,
+            NormStrategy::Split | NormStrategy::Cluster => {
+                (self.block as u64 * self.k as u64).saturating_mul(lanes.into())
+            }
+            _ => cols as u64,
         };
-        NormOrder { group, seg, lanes }
+        NormOrder { group, seg: u32::try_from(seg.max(1)).unwrap_or(u32::MAX), lanes }
     }
 
     /// Errors unless the plan can run rows of `cols` elements of `dtype`:
@@ -175,7 +181,8 @@ impl NormPlan {
             NormStrategy::Warp | NormStrategy::Block => cols <= holds,
             NormStrategy::Split => cols.div_ceil(holds) <= 65535,
             NormStrategy::Cluster => {
-                let segs = cols.div_ceil(holds) as u32;
+                // Not `as u32`: a huge row would wrap into the range.
+                let segs = u32::try_from(cols.div_ceil(holds)).unwrap_or(u32::MAX);
                 (2..=kernels_gpu::norms::MAX_CLUSTER).contains(&segs)
                     && kernels_gpu::norms::CLUSTER_KS.contains(&self.k)
             }
@@ -247,6 +254,37 @@ mod tests {
         // Nothing accepted: the smallest split, which every device runs.
         let p = NormPlan::auto_within(Dtype::F32, 10, |_| false);
         assert_eq!(p, NormPlan { strategy: NormStrategy::Split, block: 32, k: 1 });
+    }
+
+    #[test]
+    fn orders_of_huge_rows_and_plans_do_not_panic() {
+        let huge = [1usize << 32, (1 << 32) + 1, u32::MAX as usize, usize::MAX];
+        let plans = NormStrategy::ALL.into_iter().flat_map(|strategy| {
+            [(256, 2), (1024, 8), (u32::MAX, 8), (0, 0), (u32::MAX, u32::MAX)].map(|(block, k)| NormPlan {
+                strategy,
+                block,
+                k,
+            })
+        });
+        for p in plans {
+            for dtype in Dtype::ALL {
+                for cols in huge.into_iter().chain([0, 1, 4096]) {
+                    let o = p.order(dtype, cols);
+                    assert!(o.seg >= 1, "{p:?} {cols}: {o:?}");
+                    o.segments(cols.min(u32::MAX as usize) as u32);
+                    // Refused (or held), never a panic.
+                    let _ = p.check("t", dtype, cols);
+                }
+            }
+        }
+        // The reported case: a warp row of 2^32 gave a segment of 0.
+        let warp = NormPlan { strategy: NormStrategy::Warp, block: 256, k: 1 };
+        assert_eq!(warp.order(Dtype::F32, 1 << 32).seg, u32::MAX);
+        assert_eq!(NormOrder { group: 32, seg: 0, lanes: 4 }.segments(10), 10);
+        // A cluster whose segment count wraps past 2^32 into 2..=16 is refused.
+        let c = NormPlan { strategy: NormStrategy::Cluster, block: 256, k: 4 };
+        let holds = 256 * 4 * chunk_lanes(Dtype::F32) as usize;
+        assert!(c.check("t", Dtype::F32, holds * ((1 << 32) + 4)).is_err());
     }
 
     #[test]

@@ -82,11 +82,7 @@ impl PrimaryContext {
     /// [`Error::DeviceReset`]. Hold the guard until the driver calls that use
     /// the context's handles have returned.
     pub(crate) fn bind(&self) -> Result<Live<'_>> {
-        let before = self.state.fetch_add(1, Ordering::Acquire);
-        let live = Live(&self.state);
-        if before >> 32 != self.born {
-            return Err(Error::DeviceReset { what: "Gpu" });
-        }
+        let live = self.enter()?;
         let mut current: cu::CUcontext = std::ptr::null_mut();
         // SAFETY: writes one handle.
         check(unsafe { cu::cuCtxGetCurrent(&mut current) }).map_err(driver("cuCtxGetCurrent"))?;
@@ -94,6 +90,20 @@ impl PrimaryContext {
             // SAFETY: a live context handle (retained by self; no reset can
             // begin while `live` is held).
             check(unsafe { cu::cuCtxSetCurrent(self.ctx) }).map_err(driver("cuCtxSetCurrent"))?;
+        }
+        Ok(live)
+    }
+
+    /// Counts a call in without touching the driver: while the guard is
+    /// held no reset of the device can begin, so memory a reset frees (the
+    /// mapped assert record, say) stays allocated. Refuses a context that was
+    /// reset, or is being reset ([`Error::DeviceReset`]). For host-side reads
+    /// that need no current context ([`PrimaryContext::bind`] adds that).
+    pub(crate) fn enter(&self) -> Result<Live<'_>> {
+        let before = self.state.fetch_add(1, Ordering::Acquire);
+        let live = Live(&self.state);
+        if before >> 32 != self.born {
+            return Err(Error::DeviceReset { what: "Gpu" });
         }
         Ok(live)
     }

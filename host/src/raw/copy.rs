@@ -71,16 +71,25 @@ impl PinnedHost {
     }
 
     /// Waits for the copies that write the memory (all copies, with
-    /// `writers_only == false`), then gives its first byte: the host may read
-    /// it (write it) while `self` stays borrowed as the call's receiver was.
-    /// After a reset there is nothing to wait for (the context's queues died
-    /// with it).
+    /// `writers_only == false`): then the host may read it (write it) while
+    /// `self` stays borrowed as the call's receiver was.
+    ///
+    /// Once a reset of the device has begun nothing can be waited for: the
+    /// reset first waits for the calls in flight, so copies queued before it
+    /// may still run, and whether they stopped cannot be told (a failed
+    /// reset leaves the old queues running). So memory a copy used is refused
+    /// then ([`Error::DeviceReset`]: its results are lost with the reset, as
+    /// the reset's contract says), and memory no copy used (or none wrote,
+    /// for a read) stays the host's.
     fn wait(&self, writers_only: bool) -> Result<()> {
         match self.ctx.bind() {
             Ok(_live) => {
                 self.track.wait_host(writers_only).map_err(|source| Error::KernelFault { kernel: None, source })
             }
-            Err(Error::DeviceReset { .. }) => Ok(()),
+            Err(Error::DeviceReset { .. }) if !self.track.remembers(writers_only) => Ok(()),
+            Err(Error::DeviceReset { .. }) => {
+                Err(Error::DeviceReset { what: "PinnedVec (copies queued before the reset may still use it)" })
+            }
             Err(e) => Err(e),
         }
     }
@@ -92,8 +101,9 @@ impl PinnedHost {
         self.wait(true)?;
         // SAFETY: in bounds and aligned (a page-aligned start; checked above);
         // zeroed at allocation, and every bit pattern is a `T`; no copy writes
-        // it now (waited for), and none can be queued while `self` is borrowed
-        // shared (copies into it take `&mut`).
+        // it now (waited for; or, once a reset has begun, none remembered
+        // wrote it), and none can be queued while `self` is borrowed shared
+        // (copies into it take `&mut`).
         Ok(unsafe { std::slice::from_raw_parts(self.ptr.as_ptr() as *const T, len) })
     }
 
@@ -102,7 +112,8 @@ impl PinnedHost {
         self.fits::<T>(len)?;
         self.wait(false)?;
         self.track.forget();
-        // SAFETY: as above, and no copy reads it either (waited for all).
+        // SAFETY: as above, and no copy reads it either (waited for all; or,
+        // once a reset has begun, none remembered used it).
         Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr() as *mut T, len) })
     }
 
@@ -130,8 +141,12 @@ impl Drop for PinnedHost {
                     // SAFETY: registered in this live, current context, once.
                     && check(unsafe { cu::cuMemHostUnregister(self.ptr.as_ptr() as *mut c_void) }).is_ok()
             }
-            // The reset destroyed the queues and the registration.
-            Err(Error::DeviceReset { .. }) => true,
+            // A reset has begun: copies queued before it may still run
+            // (see `wait`), so memory a copy used is leaked rather than
+            // freed under a DMA; memory no copy used is the host's alone.
+            // (A registration left behind by a failed reset only pins the
+            // pages; no copy can be queued on them any more.)
+            Err(Error::DeviceReset { .. }) => !self.track.remembers(false),
             Err(_) => false,
         };
         if free {

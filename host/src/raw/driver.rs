@@ -107,7 +107,9 @@ impl RawModule {
         check(unsafe { cu::cuModuleLoadData(&mut module, text.as_ptr() as *const c_void) }).map_err(Error::PtxLoad)?;
         Ok(RawModule { module, ctx: ctx.clone() })
     }
-    /// A kernel of the module by name.
+    /// A kernel of the module by name. The caller holds the context's guard
+    /// ([`PrimaryContext::bind`]) across the call and every use of the
+    /// handle: a reset destroys the module.
     pub(crate) fn function(&self, name: &str) -> Result<RawFn, DriverError> {
         let c = CString::new(name).map_err(|_| DriverError {
             code: 500,
@@ -115,7 +117,7 @@ impl RawModule {
             message: "name holds a NUL byte".into(),
         })?;
         let mut f: cu::CUfunction = std::ptr::null_mut();
-        // SAFETY: a live module; writes one handle.
+        // SAFETY: a live module (the caller's guard); writes one handle.
         check(unsafe { cu::cuModuleGetFunction(&mut f, self.module, c.as_ptr()) })?;
         Ok(RawFn(f))
     }

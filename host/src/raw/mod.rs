@@ -24,6 +24,7 @@ mod add;
 mod context;
 mod copy;
 mod driver;
+mod fill;
 mod graph;
 mod kernel;
 mod launch;
@@ -39,9 +40,10 @@ pub(crate) use add::*;
 pub(crate) use context::*;
 pub(crate) use copy::*;
 pub(crate) use driver::*;
+pub(crate) use fill::fill_bits;
 pub(crate) use graph::*;
 pub use kernel::KernelResources;
-pub(crate) use kernel::{occupancy, set_max_dynamic_shared, shared_per_block_optin, Kernel};
+pub(crate) use kernel::{occupancy, shared_per_block_optin, Kernel};
 pub(crate) use launch::*;
 pub(crate) use many::*;
 pub(crate) use map::*;
@@ -260,12 +262,19 @@ impl MappedHost {
         self.dev
     }
     /// A copy of the first `size_of::<T>()` bytes, read as `T` (volatile:
-    /// kernels write them behind the compiler's back).
+    /// kernels write them behind the compiler's back). `None` when `T` does
+    /// not fit, or once a reset of the device has begun: the reset frees
+    /// this memory (`cuMemHostAlloc` memory belongs to the context).
     pub(crate) fn read<T: AnyBits>(&self) -> Option<T> {
         if std::mem::size_of::<T>() > self.bytes || !(self.host as usize).is_multiple_of(std::mem::align_of::<T>()) {
             return None;
         }
-        // SAFETY: in bounds and aligned (checked); every bit pattern is a T.
+        // Counted in without a driver call: a context that faulted must
+        // still give its record, and no reset can free it while this is held.
+        let _live = self.ctx.enter().ok()?;
+        // SAFETY: in bounds and aligned (checked); allocated (the context is
+        // live and no reset can begin while `_live` is held); every bit
+        // pattern is a T.
         Some(unsafe { std::ptr::read_volatile(self.host as *const T) })
     }
 }
@@ -294,24 +303,6 @@ pub(crate) fn alloc(ctx: &Arc<PrimaryContext>, bytes: usize) -> Result<DeviceAll
     LIVE[0].fetch_add(1, AtomicOrdering::Relaxed);
     LIVE[1].fetch_add(bytes, AtomicOrdering::Relaxed);
     Ok(DeviceAlloc { addr: ptr, bytes, track: Track::new(ptr, bytes), ctx: ctx.clone() })
-}
-
-/// Fills a view with one bit pattern (of the element's width).
-pub(crate) fn fill_bits<T: AnyBits>(dst: &mut impl DevWrite<T>, bits: u32) -> Result<()> {
-    let n = dst.len();
-    // Asynchronous on the legacy stream: the free waits for it.
-    if let Some(t) = dst.track() {
-        t.note_legacy();
-    }
-    // SAFETY: dst is a live device range of n elements of T's width.
-    let r = unsafe {
-        match std::mem::size_of::<T>() {
-            4 => cu::cuMemsetD32_v2(dst.addr(), bits, n),
-            2 => cu::cuMemsetD16_v2(dst.addr(), bits as u16, n),
-            _ => cu::cuMemsetD8_v2(dst.addr(), bits as u8, n * std::mem::size_of::<T>()),
-        }
-    };
-    check(r).map_err(|source| Error::Driver { context: "cuMemset", source })
 }
 
 /// Free and total device memory of the current context's device, in bytes.

@@ -113,6 +113,14 @@ impl Track {
         streams.iter().try_for_each(|s| s.synchronize())
     }
 
+    /// Whether a stream that used the allocation (wrote it, with
+    /// `writers_only`) is remembered: work queued there may touch it until
+    /// it is waited for and forgotten ([`Track::forget`]).
+    pub(crate) fn remembers(&self, writers_only: bool) -> bool {
+        let uses = self.uses.lock().unwrap_or_else(|p| p.into_inner());
+        uses.iter().any(|u| u.wrote || !writers_only)
+    }
+
     /// Forgets every stream, after [`Track::wait_host`] waited for all of
     /// them (`&mut`: no other use can be queued meanwhile).
     pub(crate) fn forget(&mut self) {

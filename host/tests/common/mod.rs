@@ -185,7 +185,7 @@ pub fn check<T: ReferenceAdd>(launch: Launch, n: usize, data: Data) -> Result<()
     let (da, db) = (gpu.upload(&a).map_err(e)?, gpu.upload(&b).map_err(e)?);
     let mut band = gpu.alloc::<T>(n + 2 * CANARY).map_err(e)?;
     for poison in POISONS {
-        band.fill_bits(poison).map_err(e)?;
+        band.fill(T::from_bits32(poison)).map_err(e)?;
         let out = band.slice_mut(CANARY..CANARY + n).map_err(e)?;
         match launch {
             Launch::Explicit(v, cfg) => gpu.studies().add_with(v, cfg, &da, &db, out, &stream).map_err(e)?,

@@ -141,7 +141,7 @@ pub fn check<T: Lane>(
     let range = offset..offset + n;
     for poison in [0xffff_ffffu32, 0x7fc0_1234] {
         for which in ["silu", "relu_axpy"] {
-            dc.fill_bits(poison).map_err(e)?;
+            dc.fill(T::from_bits32(poison)).map_err(e)?;
             let out = dc.slice_mut(offset + 32..offset + 32 + n).map_err(e)?;
             let av = da.slice(range.clone()).map_err(e)?;
             if which == "silu" {

@@ -55,7 +55,7 @@ fn graph(gpu: &Gpu, module: &Module, n: usize, offset: usize, pdl: Pdl) -> Resul
     let mut partials = gpu.alloc::<f32>(blocks as usize + 2 * PAD).map_err(e)?;
     let mut total = gpu.alloc::<f32>(1 + 2 * PAD).map_err(e)?;
     for o in outs.iter_mut().chain([&mut partials, &mut total]) {
-        o.fill_bits(POISON).map_err(e)?;
+        o.fill_bits(POISON.into()).map_err(e)?;
     }
     let stream = gpu.stream().map_err(e)?;
     {

@@ -37,7 +37,7 @@ fn chain<T: Lane>(gpu: &Gpu, module: &Module, stream: &Stream, n: usize, offset:
     let mut outs =
         (0..STEPS).map(|_| gpu.alloc::<T>(n + offset + 2 * PAD)).collect::<Result<Vec<_>, _>>().map_err(e)?;
     for o in &mut outs {
-        o.fill_bits(0xffff_ffff).map_err(e)?;
+        o.fill(T::from_bits32(0xffff_ffff)).map_err(e)?;
     }
     let r = offset + PAD..offset + PAD + n;
     for i in 0..STEPS {
