@@ -193,8 +193,8 @@ fn a_graph_keeps_its_module_loaded() {
     let x = inputs::<f32>(n, 23);
     let dx = gpu.upload(&x).unwrap();
     let (mut y1, mut y2) = (gpu.alloc::<f32>(n + 2 * PAD).unwrap(), gpu.alloc::<f32>(n + 2 * PAD).unwrap());
-    y1.fill_bits(POISON).unwrap();
-    y2.fill_bits(POISON).unwrap();
+    y1.fill_bits(POISON.into()).unwrap();
+    y2.fill_bits(POISON.into()).unwrap();
     let stream = gpu.stream().unwrap();
     {
         let module = load(&gpu).unwrap();
