@@ -145,6 +145,23 @@ pub mod sig {
 pub use user_launch::{Arg, Launch};
 pub use variant::{LaunchShape, Variant};
 
+/// The book (`docs/src`), compiled as doctests so that its code follows the
+/// API: each chapter is the doc comment of an item that exists only when
+/// rustdoc collects doctests. (The candle chapter is gpukern-candle's.)
+#[cfg(doctest)]
+mod book {
+    macro_rules! chapters {
+        ($($name:ident = $file:literal),* $(,)?) => {$(
+            #[doc = include_str!(concat!("../../docs/src/", $file))]
+            struct $name;
+        )*};
+    }
+    chapters! {
+        Introduction = "introduction.md",
+        GettingStarted = "getting-started.md",
+    }
+}
+
 #[cfg(test)]
 mod send_sync {
     // Handles are shared across threads; these fail to compile if that changes.
