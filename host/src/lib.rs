@@ -159,6 +159,11 @@ mod book {
     chapters! {
         Introduction = "introduction.md",
         GettingStarted = "getting-started.md",
+        Elementwise = "elementwise.md",
+        Math = "math.md",
+        Norms = "norms.md",
+        Fused = "fused.md",
+        Chains = "chains.md",
     }
 }
 
