@@ -164,6 +164,7 @@ mod book {
         Norms = "norms.md",
         Fused = "fused.md",
         Chains = "chains.md",
+        Streams = "streams.md",
     }
 }
 
