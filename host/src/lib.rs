@@ -165,6 +165,9 @@ mod book {
         Fused = "fused.md",
         Chains = "chains.md",
         Streams = "streams.md",
+        Kernels = "kernels.md",
+        TypedKernels = "typed-kernels.md",
+        Device = "device.md",
     }
 }
 
