@@ -168,6 +168,8 @@ mod book {
         Kernels = "kernels.md",
         TypedKernels = "typed-kernels.md",
         Device = "device.md",
+        Measuring = "measuring.md",
+        Contributing = "contributing.md",
     }
 }
 
