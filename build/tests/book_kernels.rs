@@ -28,6 +28,8 @@ fn the_books_kernel_crate_compiles_to_both_modules() {
     let entries = [
         "my_silu_f32x4",
         "my_silu_bf16x8",
+        "relu_axpy_f32x4",
+        "relu_axpy_bf16",
         "book_fill_index",
         "scale",
         "block_sum",
@@ -40,7 +42,7 @@ fn the_books_kernel_crate_compiles_to_both_modules() {
             assert!(b.ptx.contains(&format!(".visible .entry {name}(")), "{name} missing in {}", b.arch.name());
         }
     }
-    for manifest in ["gpukern_ew_my_silu", "gpukern_kernel_block_sum", "gpukern_kernel_reverse_256"] {
+    for manifest in ["gpukern_ew_my_silu", "gpukern_ew_relu_axpy", "gpukern_kernel_block_sum", "gpukern_kernel_reverse_256"] {
         assert!(sm70.ptx.contains(manifest), "{manifest} missing");
     }
     // `#[kernel(pdl)]` and the element-wise twins exist in the sm_90 module only.

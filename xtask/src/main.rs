@@ -24,7 +24,8 @@
 //! * `candle-bundle [--out DIR]`: gpukern-candle's release GPU tests and the
 //!   candle-block example (feature `cuda`), compressed, with `run.sh`.
 //! * `import-results DIR...`: copy a GPU run's report/verify/sanitizer files into
-//!   `results/<gpu>/` and regenerate the README's results block from them.
+//!   `results/<gpu>/` and regenerate from them the summary block of
+//!   `results/<gpu>/README.md` and the GPU's headline table in the README.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -108,7 +109,8 @@ enum Cmd {
         #[arg(long, default_value = "target/candle-gpu")]
         out: PathBuf,
     },
-    /// Copy a GPU run's files into results/<gpu>/ and regenerate the README's results block.
+    /// Copy a GPU run's files into results/<gpu>/ and regenerate its README's
+    /// summary block and the GPU's headline table in the top README.
     ImportResults {
         /// Folders of the run (the report's --out, run.sh test's OUT, ...).
         #[arg(required = true)]
