@@ -42,7 +42,9 @@ fn the_books_kernel_crate_compiles_to_both_modules() {
             assert!(b.ptx.contains(&format!(".visible .entry {name}(")), "{name} missing in {}", b.arch.name());
         }
     }
-    for manifest in ["gpukern_ew_my_silu", "gpukern_ew_relu_axpy", "gpukern_kernel_block_sum", "gpukern_kernel_reverse_256"] {
+    for manifest in
+        ["gpukern_ew_my_silu", "gpukern_ew_relu_axpy", "gpukern_kernel_block_sum", "gpukern_kernel_reverse_256"]
+    {
         assert!(sm70.ptx.contains(manifest), "{manifest} missing");
     }
     // `#[kernel(pdl)]` and the element-wise twins exist in the sm_90 module only.

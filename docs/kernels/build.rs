@@ -54,7 +54,11 @@ fn main() {
         let md = std::fs::read_to_string(f).unwrap_or_default();
         for block in kernel_blocks(&md) {
             if block.contains("#![no_std]") {
-                assert!(lib.starts_with(&block), "{}: the crate-attribute block is not src/lib.rs's first lines", f.display());
+                assert!(
+                    lib.starts_with(&block),
+                    "{}: the crate-attribute block is not src/lib.rs's first lines",
+                    f.display()
+                );
                 header = true;
             } else if !seen.contains(&block) {
                 let name = Path::new(f).file_stem().unwrap().to_string_lossy().replace(['-', '.'], "_").to_lowercase();

@@ -175,7 +175,8 @@ fn headline_table(md: &str) -> String {
             continue;
         }
         let peer = c[5].parse::<f64>().unwrap_or(0.0).max(c[6].parse::<f64>().unwrap_or(0.0));
-        out += &format!("| {} | {} | {} ({}%) | {peer:.0} | {} ({}) | {} |\n", c[0], c[1], c[3], c[4], c[7], c[8], c[12]);
+        out +=
+            &format!("| {} | {} | {} ({}%) | {peer:.0} | {} ({}) | {} |\n", c[0], c[1], c[3], c[4], c[7], c[8], c[12]);
     }
     out
 }
