@@ -4,6 +4,10 @@ use std::path::PathBuf;
 
 use crate::PINNED_TOOLCHAIN;
 
+/// Appended to [`BuildError::Cargo`] when the kernel crate was compiled under
+/// [`crate::KERNEL_CRATE_LINTS`].
+pub(crate) const FORBID_HINT: &str = ". The kernel crate is compiled with `-F unsafe_code`, so that its PTX can be loaded without `unsafe` (a crate with no unsafe code of its own cannot forge the manifests the host trusts): errors about `unsafe` blocks, `#[no_mangle]`, `#[export_name]`, `#[link_section]` or `global_asm!` come from that. Write the kernels with `#[kernel]` / `elementwise!` and no unsafe code, or vouch for the crate's unsafe code with `unsafe { Builder::new(..).trust_unsafe_code() }` (see its # Safety)";
+
 /// Why a build failed. Each message names what to run or fix.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
@@ -30,7 +34,9 @@ pub enum BuildError {
     #[error("gpukern-build: {0} is not a crate (no Cargo.toml)")]
     NotACrate(PathBuf),
     /// The inner cargo failed; its diagnostics went to stderr.
-    #[error("gpukern-build: `cargo build` of {krate} for {arch} failed ({status}); the compiler's messages are above")]
+    #[error(
+        "gpukern-build: `cargo build` of {krate} for {arch} failed ({status}); the compiler's messages are above{hint}"
+    )]
     Cargo {
         /// The kernel crate.
         krate: PathBuf,
@@ -38,6 +44,9 @@ pub enum BuildError {
         arch: &'static str,
         /// Its exit status.
         status: String,
+        /// What to do about `unsafe_code` errors, when the crate was compiled
+        /// under [`crate::KERNEL_CRATE_LINTS`]; empty otherwise.
+        hint: &'static str,
     },
     /// The build succeeded but wrote no PTX (the crate is not a `cdylib`?).
     #[error("gpukern-build: building {0} wrote no .ptx file; is it a `cdylib` (crate-type = [\"cdylib\"])?")]

@@ -102,17 +102,47 @@ impl Arch {
 mod error;
 pub use error::BuildError;
 
-/// One module built.
+/// The flags the kernel crate itself (not its dependencies) is compiled
+/// with, unless [`Builder::trust_unsafe_code`] says otherwise: `unsafe_code`
+/// forbidden. The lint covers every way a crate can vouch for machine code
+/// without an `unsafe` token in edition 2021: `unsafe` blocks, fns, impls and
+/// extern blocks, `#[no_mangle]`, `#[export_name]`, `#[link_section]` and
+/// `global_asm!`. gpukern-device's and gpukern-macros' own expansions
+/// (`elementwise!`, `#[kernel]`, `gpu_printf!`, `ew_entry!`) are exempt
+/// (`allow_internal_unsafe`): each derives the manifest and the entry points
+/// it declares from the same input, so they cannot disagree. So the module of
+/// a crate that compiles under these flags has only manifests our macros
+/// wrote, over kernels whose bodies are safe Rust, which is what
+/// `gpukern::BuiltPtx` lets `Gpu::load_module` trust.
+pub const KERNEL_CRATE_LINTS: [&str; 2] = ["-F", "unsafe_code"];
+
+/// One module built. Only [`Builder::build`] makes one (the fields are
+/// private), so [`rust_consts`] vouches only for PTX this crate compiled.
 #[derive(Clone, Debug)]
 pub struct Built {
+    arch: Arch,
+    path: PathBuf,
+    ptx: String,
+    sources: Vec<PathBuf>,
+}
+
+impl Built {
     /// Which module.
-    pub arch: Arch,
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
     /// Where its PTX was written.
-    pub path: PathBuf,
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
     /// Its text.
-    pub ptx: String,
+    pub fn ptx(&self) -> &str {
+        &self.ptx
+    }
     /// Every source file the compiler read for it (dep-info), sysroot excluded.
-    pub sources: Vec<PathBuf>,
+    pub fn sources(&self) -> &[PathBuf] {
+        &self.sources
+    }
 }
 
 /// Compiles one kernel crate to one or more PTX modules.
@@ -124,6 +154,7 @@ pub struct Builder {
     target_dir: Option<PathBuf>,
     out_dir: Option<PathBuf>,
     network: Network,
+    trust_unsafe: bool,
 }
 
 /// When the inner cargo may use the network.
@@ -157,7 +188,25 @@ impl Builder {
             target_dir: None,
             out_dir: None,
             network: Network::Auto,
+            trust_unsafe: false,
         }
+    }
+    /// Compiles the kernel crate without [`KERNEL_CRATE_LINTS`], so it may
+    /// have `unsafe` code of its own (block collectives, raw loads,
+    /// hand-written `extern "ptx-kernel"` entries, `#[no_mangle]` items),
+    /// and its modules are still loaded with the safe `Gpu::load_module`.
+    ///
+    /// # Safety
+    /// The caller vouches for what `gpukern::Gpu::load_ptx` asks of the
+    /// modules this builds: every manifest global in them (`gpukern_ew_*`,
+    /// `gpukern_kernel_*`, `gpukern_pdl_*`) was emitted by gpukern-device's
+    /// `elementwise!` or `#[gpukern_macros::kernel]` for the entry points of
+    /// those names, and the crate's own `unsafe` code is sound for every
+    /// launch those entry points accept (so a kernel touches only the
+    /// slices it is given).
+    pub unsafe fn trust_unsafe_code(mut self) -> Builder {
+        self.trust_unsafe = true;
+        self
     }
     /// Adds a module to build (`Sm70`, `Sm90`, or both by calling twice).
     pub fn arch(mut self, arch: Arch) -> Builder {
@@ -250,7 +299,8 @@ impl Builder {
         let mut built = Vec::new();
         for arch in archs {
             let dir = target_dir.join(arch.name());
-            let (ptx_path, sources) = run::cargo_build(&krate, &toolchain, &sysroot, arch, &dir, network)?;
+            let lints: &[&str] = if self.trust_unsafe { &[] } else { &KERNEL_CRATE_LINTS };
+            let (ptx_path, sources) = run::cargo_build(&krate, &toolchain, &sysroot, arch, &dir, network, lints)?;
             let ptx = std::fs::read_to_string(&ptx_path)
                 .map_err(|source| BuildError::Io { what: format!("reading {}", ptx_path.display()), source })?;
             let stem = ptx_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();

@@ -154,11 +154,15 @@ pub(crate) fn cargo_build(
     arch: Arch,
     target_dir: &Path,
     network: Network,
+    lints: &[&str],
 ) -> Result<(PathBuf, Vec<PathBuf>), BuildError> {
+    // `cargo rustc` hands the flags after `--` to the kernel crate's own
+    // compilation only (core and the dependencies keep their `unsafe`).
+    let subcommand = if lints.is_empty() { "build" } else { "rustc" };
     let command = |offline: bool| {
         let mut c = rustup_run(toolchain, "cargo");
         c.current_dir(krate)
-            .args(["build", "--release", "--lib", "-Zbuild-std=core", "--target", TARGET])
+            .args([subcommand, "--release", "--lib", "-Zbuild-std=core", "--target", TARGET])
             .arg("--manifest-path")
             .arg(krate.join("Cargo.toml"))
             .arg("--target-dir")
@@ -170,12 +174,16 @@ pub(crate) fn cargo_build(
         if offline {
             c.arg("--offline");
         }
+        if !lints.is_empty() {
+            c.arg("--").args(lints);
+        }
         c
     };
     let failed = |status: std::process::ExitStatus| BuildError::Cargo {
         krate: krate.into(),
         arch: arch.name(),
         status: status.to_string(),
+        hint: if lints.is_empty() { "" } else { crate::error::FORBID_HINT },
     };
     let stdout = if network == Network::Online {
         let out = command(false).stderr(Stdio::inherit()).output().map_err(|e| BuildError::NoRustup(e.to_string()))?;

@@ -1,5 +1,6 @@
 //! The builder end to end, as CI runs it: a tiny kernel crate in a temporary
-//! folder (outside this workspace) compiled to both PTX modules, and the
+//! folder (outside this workspace) compiled to both PTX modules under the
+//! default `-F unsafe_code` (so the macros' expansions pass it), and the
 //! missing-toolchain error.
 
 use std::path::Path;
@@ -53,11 +54,13 @@ pub fn scale(x: &[f32], y: &mut [f32], k: f32) {
     }
 }
 
-/// A hand-written kernel next to the generated ones.
-#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn fill_index(out: *mut u32, n: u64) {
-    gpukern_device::for_each_group::<1>(n, |i| unsafe { *out.add(i as usize) = i as u32 }, |_| {});
+/// A PDL kernel that prints: `#[kernel(pdl)]` and `gpu_printf!` expand to
+/// `unsafe` code of their own, which `-F unsafe_code` lets through.
+#[gpukern_macros::kernel(pdl)]
+pub fn probe(x: &[f32], k: u32) {
+    if gpukern_device::global_thread() == 0 && !x.is_empty() {
+        gpukern_device::gpu_printf!("probe %u: %f\n", k, x[0]);
+    }
 }
 "#,
     )
@@ -80,26 +83,29 @@ fn a_tiny_kernel_crate_compiles_to_both_modules() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(built.len(), 2);
     let (sm70, sm90) = (&built[0], &built[1]);
-    assert_eq!(sm70.path, out.join("tiny_kernels.ptx"));
-    assert_eq!(sm90.path, out.join("tiny_kernels_sm90.ptx"));
-    assert!(sm70.ptx.contains(".target sm_70") && sm90.ptx.contains(".target sm_90"));
-    for name in ["twice_add_f32", "twice_add_f32x4", "twice_add_bf16", "twice_add_bf16x8"] {
+    assert_eq!(sm70.path(), out.join("tiny_kernels.ptx"));
+    assert_eq!(sm90.path(), out.join("tiny_kernels_sm90.ptx"));
+    let (p70, p90) = (sm70.ptx(), sm90.ptx());
+    assert!(p70.contains(".target sm_70") && p90.contains(".target sm_90"));
+    for name in ["twice_add_f32", "twice_add_f32x4", "twice_add_bf16", "twice_add_bf16x8", "probe"] {
         for b in &built {
-            assert!(b.ptx.contains(&format!(".visible .entry {name}(")), "{name} missing in {}", b.arch.name());
+            assert!(b.ptx().contains(&format!(".visible .entry {name}(")), "{name} missing in {}", b.arch().name());
         }
     }
-    assert!(sm70.ptx.contains(".visible .entry fill_index(") && !sm90.ptx.contains("fill_index"));
+    // The PDL marker exists in the sm_90 module only; the printf reaches vprintf.
+    assert!(p90.contains("gpukern_pdl_probe") && !p70.contains("gpukern_pdl_probe"));
+    assert!(p70.contains("vprintf"));
     // The typed kernel: slices as (pointer, length), the scalar, its manifest.
-    let entry = sm70.ptx.split(".visible .entry scale(").nth(1).expect("typed kernel `scale` missing");
+    let entry = p70.split(".visible .entry scale(").nth(1).expect("typed kernel `scale` missing");
     let params = &entry[..entry.find(')').unwrap()];
     assert_eq!(params.matches(".param .u64").count(), 4, "{params}");
     assert!(params.contains(".param .f32 scale_param_4"), "{params}");
-    assert!(sm70.ptx.contains("gpukern_kernel_scale"), "typed manifest missing");
+    assert!(p70.contains("gpukern_kernel_scale"), "typed manifest missing");
     // The manifest the host checks: magic, version, binary, f32|bf16.
-    assert!(sm70.ptx.contains("gpukern_ew_twice_add"), "manifest missing");
-    assert!(sm70.ptx.contains("ld.global.v4.u32") || sm70.ptx.contains("ld.global.v4.b32"), "no 128-bit loads");
-    assert!(sm70.sources.iter().any(|s| s.ends_with("tiny/src/lib.rs")), "{:?}", sm70.sources);
-    assert!(sm70.sources.iter().any(|s| s.ends_with("device/src/patterns.rs")), "dependency sources not listed");
+    assert!(p70.contains("gpukern_ew_twice_add"), "manifest missing");
+    assert!(p70.contains("ld.global.v4.u32") || p70.contains("ld.global.v4.b32"), "no 128-bit loads");
+    assert!(sm70.sources().iter().any(|s| s.ends_with("tiny/src/lib.rs")), "{:?}", sm70.sources());
+    assert!(sm70.sources().iter().any(|s| s.ends_with("device/src/patterns.rs")), "dependency sources not listed");
 }
 
 #[test]
@@ -150,8 +156,8 @@ fn an_empty_cargo_home_fetches_what_build_std_needs() {
     );
 
     let built = builder.clone().build().unwrap_or_else(|e| panic!("{e}"));
-    assert!(built[0].ptx.contains(".visible .entry twice_add_f32x4("));
+    assert!(built[0].ptx().contains(".visible .entry twice_add_f32x4("));
 
     let again = builder.offline(true).build().unwrap_or_else(|e| panic!("offline after the fetch: {e}"));
-    assert_eq!(again[0].ptx, built[0].ptx);
+    assert_eq!(again[0].ptx(), built[0].ptx());
 }

@@ -117,7 +117,13 @@ macro_rules! printf_args {
 ///
 /// Does nothing on the host build (so kernel code that prints still compiles
 /// there, with the same checks).
+///
+/// Its `vprintf` call is exempt from `unsafe_code` (`allow_internal_unsafe`)
+/// for kernel crates built under gpukern-build's `-F unsafe_code`: every
+/// argument passes through the sealed `PrintfArg` for its conversion, so no
+/// input reaches `vprintf` as a type other than the one it reads.
 #[macro_export]
+#[cfg_attr(target_arch = "nvptx64", allow_internal_unsafe)]
 macro_rules! gpu_printf {
     ($fmt:literal $(,)?) => {{
         const _: $crate::debug::Spec = $crate::debug::Spec::of(concat!($fmt, "\0"), 0);

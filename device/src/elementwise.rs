@@ -73,8 +73,17 @@ pub const fn const_str_eq(a: &str, b: &str) -> bool {
 /// and element-wise kernels and [`elementwise!`](crate::elementwise)'s — is
 /// declared through it; the tail (nothing, two `f32`, or the bulk kernels'
 /// two `u32`) is what the host's launch passes after `n`.
+///
+/// The body is compiled as a safe `#[inline(always)]` fn that the entry
+/// calls, so it can touch the pointers only through `unsafe` blocks of its
+/// own: in a kernel crate that gpukern-build compiles under `-F unsafe_code`
+/// (the default), a body that writes through them does not compile. This
+/// macro's own `unsafe` (the entry's declaration) is exempt from that lint
+/// (`allow_internal_unsafe`) because it is sound for every input: the entry
+/// only passes its arguments on to the safe body.
 #[doc(hidden)]
 #[macro_export]
+#[cfg_attr(target_arch = "nvptx64", allow_internal_unsafe)]
 macro_rules! ew_entry {
     ($(#[$m:meta])* unary $name:ident<$e:ty>($a:ident, $c:ident, $n:ident $(, $p:ident: $pt:ty)*) $body:block) => {
         $(#[$m])*
@@ -83,7 +92,17 @@ macro_rules! ew_entry {
             $c: *mut <$e as $crate::lanes::Elem>::T,
             $n: u64,
             $($p: $pt),*
-        ) $body
+        ) {
+            // The body is a safe fn: the entry's `unsafe` does not reach it.
+            #[inline(always)]
+            fn body(
+                $a: *const <$e as $crate::lanes::Elem>::T,
+                $c: *mut <$e as $crate::lanes::Elem>::T,
+                $n: u64,
+                $($p: $pt),*
+            ) $body
+            body($a, $c, $n, $($p),*)
+        }
     };
     ($(#[$m:meta])* binary $name:ident<$e:ty>($a:ident, $b:ident, $c:ident, $n:ident $(, $p:ident: $pt:ty)*) $body:block) => {
         $(#[$m])*
@@ -93,7 +112,18 @@ macro_rules! ew_entry {
             $c: *mut <$e as $crate::lanes::Elem>::T,
             $n: u64,
             $($p: $pt),*
-        ) $body
+        ) {
+            // The body is a safe fn: the entry's `unsafe` does not reach it.
+            #[inline(always)]
+            fn body(
+                $a: *const <$e as $crate::lanes::Elem>::T,
+                $b: *const <$e as $crate::lanes::Elem>::T,
+                $c: *mut <$e as $crate::lanes::Elem>::T,
+                $n: u64,
+                $($p: $pt),*
+            ) $body
+            body($a, $b, $c, $n, $($p),*)
+        }
     };
 }
 
@@ -128,7 +158,15 @@ pub trait Params<E: Elem>: Op<E> {
 /// type implements [`Op`] and [`Params`] for each dtype; a unary operation has
 /// `const INPUTS: u32 = 1` (checked at compile time), a binary one 2. Outside
 /// `nvptx64` the macro expands to nothing, so the crate also builds for the host.
+///
+/// Its expansion's `unsafe` (the walk's call, the manifest's `export_name`)
+/// is exempt from `unsafe_code` (`allow_internal_unsafe`), so a kernel crate
+/// built under gpukern-build's `-F unsafe_code` may use it: it is sound for
+/// every input, since the manifest, the entry points and their walks are all
+/// derived here from the same `unary`/`binary` kind and dtype list, and the
+/// operation is a safe [`Op`] checked to read as many inputs as the kind says.
 #[macro_export]
+#[cfg_attr(target_arch = "nvptx64", allow_internal_unsafe)]
 macro_rules! elementwise {
     ($($kind:ident $name:ident = $op:ty : [$($e:ident),+ $(,)?];)*) => {
         $($crate::elementwise!(@one $kind $name ($op) [$($e)+]);)*

@@ -47,9 +47,12 @@
         gpu_launch_sized_workgroup_mem,
         core_intrinsics,
         link_llvm_intrinsics,
-        stmt_expr_attributes
+        stmt_expr_attributes,
+        allow_internal_unsafe
     ),
-    // core::intrinsics is how the dynamic shared-memory intrinsic is reached.
+    // core::intrinsics is how the dynamic shared-memory intrinsic is reached;
+    // allow_internal_unsafe exempts the expansions of this crate's macros that
+    // are sound for every input from a kernel crate's `-F unsafe_code`.
     allow(internal_features)
 )]
 #![warn(missing_docs)]

@@ -11,8 +11,23 @@
 //! behind them stay inside the buffers they are given. Hand-written PTX can
 //! declare `gpukern_ew_evil` over a kernel that stores anywhere; so loading
 //! text is `unsafe`, and the safe path takes only what gpukern-build made
-//! from a kernel crate, whose `#[kernel]` and `elementwise!` bodies are safe
-//! Rust.
+//! from a kernel crate. gpukern-build compiles that crate with `-F
+//! unsafe_code` (`gpukern_build::KERNEL_CRATE_LINTS`), which refuses every
+//! way a crate can declare a global or an entry point of its own without an
+//! `unsafe` block (`#[no_mangle]`, `#[export_name]`, `#[link_section]`,
+//! `global_asm!`), while the expansions of `elementwise!`, `#[kernel]` and
+//! `gpu_printf!` pass it (`allow_internal_unsafe`: each is sound for every
+//! input). So every manifest in such a module is our macros', over kernels
+//! whose bodies are safe Rust. A crate that needs its own `unsafe` is built
+//! only through the `unsafe` `Builder::trust_unsafe_code`, whose caller
+//! vouches for it; no safe function of gpukern-build writes the constant for
+//! PTX it did not compile (`Built` has private fields).
+//!
+//! Outside this boundary: the files a build script writes. A build script
+//! can write any Rust or PTX into `OUT_DIR` (it could rewrite the PTX after
+//! gpukern-build wrote it, or the generated constant file), as it can
+//! rewrite any source the compiler reads; Rust's safety does not cover a
+//! program that edits its own inputs, and neither does this crate's.
 
 use std::sync::Arc;
 
@@ -48,8 +63,12 @@ impl BuiltPtx {
     /// `#[gpukern_macros::kernel]` for the entry points of those names, and
     /// its own `unsafe` code (blocks, `unsafe fn`s, hand-written
     /// `extern "ptx-kernel"` entries, `#[no_mangle]` items) is sound. A crate
-    /// whose kernels are `#[kernel]`/`elementwise!` bodies with no `unsafe`
-    /// of their own meets this by construction.
+    /// that gpukern-build compiled under its default `-F unsafe_code`
+    /// (`gpukern_build::KERNEL_CRATE_LINTS`) meets this by construction: it
+    /// has no `unsafe` code of its own, and the lint refuses every item that
+    /// could declare a manifest or an entry point outside our macros. One
+    /// built with the `unsafe` `Builder::trust_unsafe_code` meets it by that
+    /// call's contract.
     pub const unsafe fn from_gpukern_build(text: &'static str, arch: &'static str) -> BuiltPtx {
         BuiltPtx { text, arch }
     }

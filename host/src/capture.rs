@@ -45,13 +45,11 @@ impl<T> Clone for Slot<T> {
     }
 }
 impl<T> Copy for Slot<T> {}
-
 impl<T> Slot<T> {
     /// Elements in the slot.
     pub fn len(&self) -> usize {
         self.len
     }
-
     /// True when the slot holds no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -65,13 +63,8 @@ impl<T> Slot<T> {
 
     /// What the record-time checks need of this slot ([`check_slots`]).
     pub(crate) fn use_(&self) -> SlotUse {
-        let start = self.addr;
-        SlotUse {
-            builder: self.builder,
-            start,
-            end: start + (self.len * std::mem::size_of::<T>()) as u64,
-            writable: self.writable,
-        }
+        let (start, bytes) = (self.addr, (self.len * std::mem::size_of::<T>()) as u64);
+        SlotUse { builder: self.builder, start, end: start + bytes, writable: self.writable }
     }
 
     /// The device address of the slot's first element.
@@ -100,6 +93,9 @@ impl SlotUse {
 /// and its two scalars.
 pub(crate) type MapSlots<T> = (Slot<T>, Option<Slot<T>>, Slot<T>, Option<(f32, f32)>);
 
+/// What a graph holds for its life: a user module (unloaded on drop).
+pub(crate) type Keep = Arc<dyn std::any::Any + Send + Sync>;
+
 /// One recorded operation: queues itself on the capture stream.
 pub(crate) type Recorded<'a> = Box<dyn Fn(&Gpu, raw::Queue<'static>, Pdl) -> Result<()> + 'a>;
 
@@ -118,6 +114,9 @@ pub struct GraphBuilder<'a> {
     /// The last user kernel recorded: a replay notes it, so that a fault is
     /// reported naming it (`Shared::note_user_kernel`).
     user_kernel: Option<Name>,
+    /// The user modules whose kernels the operations launch (`Module`'s
+    /// inner `Arc`s): the graph keeps them loaded while it can be replayed.
+    modules: Vec<Keep>,
     // The registered buffers stay borrowed for `'a`, as the graph is.
     _borrows: PhantomData<&'a mut ()>,
 }
@@ -133,9 +132,9 @@ impl Gpu {
     pub fn graph<'a>(&self) -> GraphBuilder<'a> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        let (ops, uses) = (Vec::new(), Vec::new());
-        let (owner, user_kernel) = (None, None);
-        GraphBuilder { gpu: self.clone(), id, pdl: Pdl::Auto, ops, owner, uses, user_kernel, _borrows: PhantomData }
+        let (ops, uses, modules, owner, user_kernel) = (Vec::new(), Vec::new(), Vec::new(), None, None);
+        let (gpu, pdl, _borrows) = (self.clone(), Pdl::Auto, PhantomData);
+        GraphBuilder { gpu, id, pdl, ops, owner, uses, user_kernel, modules, _borrows }
     }
 }
 
@@ -187,7 +186,6 @@ impl<'a> GraphBuilder<'a> {
     pub fn len(&self) -> usize {
         self.ops.len()
     }
-
     /// True when nothing is recorded.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
@@ -251,6 +249,12 @@ impl<'a> GraphBuilder<'a> {
         self.user_kernel = Some(name);
     }
 
+    /// Keeps `module` loaded for the graph's life (a recorded operation
+    /// launches one of its kernels).
+    pub(crate) fn keep_module(&mut self, module: Keep) {
+        self.modules.push(module);
+    }
+
     /// The registered views' owner (`None` before any registration).
     pub(crate) fn owner(&self) -> Option<&'a Arc<Shared>> {
         self.owner
@@ -271,8 +275,8 @@ impl<'a> GraphBuilder<'a> {
         let raw = raw::capture(&gpu.shared.ctx, |stream| self.ops.iter().try_for_each(|op| op(gpu, stream, pdl)))?;
         let launches = self.ops.len();
         let uses = self.uses;
-        let (gpu, user_kernel) = (gpu.shared.clone(), self.user_kernel);
-        Ok(Graph { raw: Mutex::new(raw), launches, gpu, uses, user_kernel, _borrows: PhantomData })
+        let (gpu, user_kernel, modules) = (gpu.shared.clone(), self.user_kernel, self.modules);
+        Ok(Graph { raw: Mutex::new(raw), launches, gpu, uses, user_kernel, _modules: modules, _borrows: PhantomData })
     }
 }
 
@@ -353,13 +357,16 @@ pub(crate) fn fuzz_slot<T>(builder: u64, addr: u64, len: usize, writable: bool) 
 /// # Ok(()) }
 /// ```
 pub struct Graph<'a> {
+    // Dropped first: the executable graph goes before the modules it runs.
     raw: Mutex<raw::RawGraph>,
     launches: usize,
     gpu: Arc<Shared>,
     /// The registered buffers' allocations (see [`GraphBuilder`]).
     uses: Vec<Option<raw::Use<'a>>>,
-    /// See [`GraphBuilder`]'s field.
+    /// See [`GraphBuilder`]'s fields.
     user_kernel: Option<Name>,
+    /// Kept loaded while the graph lives: a replay runs their kernels.
+    _modules: Vec<Keep>,
     _borrows: PhantomData<&'a mut ()>,
 }
 

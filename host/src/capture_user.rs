@@ -150,6 +150,7 @@ impl<'a> GraphBuilder<'a> {
         <K::Params as GraphArgs>::pack(args, &mut out);
         check_slots(id, k.name(), &out.inputs, &out.outputs)?;
         self.note_user_kernel(k.name_id());
+        self.keep_module(k.module.inner.clone());
         let (k, slots) = (k.clone(), out.slots);
         self.push(Box::new(move |_: &Gpu, stream, pdl| {
             let mut slots = slots.clone();
@@ -176,9 +177,10 @@ impl<'a> GraphBuilder<'a> {
     ) -> Result<()> {
         let (name, pack) = (op.name(), op.pack_name());
         same_gpu(name, self.id_and_gpu().1, op.gpu())?;
-        let (op, ops) = (op.clone(), (a, b, out, Some((params[0], params[1]))));
+        let (module, op, ops) = (op.module().clone(), op.clone(), (a, b, out, Some((params[0], params[1]))));
         self.record_map(name, ops, move |_, ops, stream, pdl| op.run_auto(ops, stream, pdl))?;
         self.note_user_kernel(pack);
+        self.keep_module(module);
         Ok(())
     }
 }

@@ -209,8 +209,12 @@ impl Studies<'_> {
         cfg.check(name)?;
         self.check_owned(name, [marks.owner()], stream)?;
         let elem = 16 / lanes; // the element size of the add kernel this walk stands for
-        let tile_bytes = u32::try_from(tile * elem as u64)
-            .map_err(|_| Error::Shape { kernel: name, detail: format!("tile of {tile} elements is too large") })?;
+        let bad = |why: &str| Error::Shape { kernel: name, detail: format!("tile of {tile} elements {why}") };
+        if tile == 0 || !tile.is_multiple_of(lanes as u64) {
+            return Err(bad("must be a positive multiple of the lanes"));
+        }
+        let tile_bytes =
+            tile.checked_mul(elem as u64).and_then(|b| u32::try_from(b).ok()).ok_or_else(|| bad("is too large"))?;
         let grid = kernels_gpu::bulk::grid_for(marks.len() as u64, elem, tile_bytes, cfg.block, cfg.max_grid);
         let _live = self.shared.bind()?;
         // SAFETY: the kernel is the one `name` names, resolved by that name from

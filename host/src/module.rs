@@ -160,6 +160,11 @@ pub enum CustomPattern {
 }
 
 impl Custom {
+    /// The module the operation's kernels are in.
+    pub(crate) fn module(&self) -> &Arc<ModuleInner> {
+        &self.module
+    }
+
     /// The scalar kernel's name, which names the operation in errors.
     pub(crate) fn name(&self) -> &'static str {
         self.scalar.0.text

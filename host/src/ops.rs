@@ -389,6 +389,12 @@ impl Gpu {
             pdl,
         };
         let _live = self.shared.bind()?;
-        raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, raw).map_err(|e| self.shared.fault_of(e))
+        // SAFETY: `func` is `k`'s kernel (this fn's contract) and the launch
+        // is built from `k`'s table row for `T` (its lanes, alignment, tail);
+        // the operands are live views of this Gpu whose lengths the callers
+        // checked; `pdl` is set only for a twin whose PTX waits first
+        // (`crate::pdl`); the context is live for the call (the guard).
+        unsafe { raw::launch_map(&launch, &ops.a, ops.b.as_ref(), &mut ops.out, raw) }
+            .map_err(|e| self.shared.fault_of(e))
     }
 }

@@ -165,6 +165,11 @@ impl Studies<'_> {
         stream: &Stream,
     ) -> Result<()> {
         self.check_owned(v.name(), [a.owner(), b.owner(), c.owner()], stream)?;
+        // The kernels step through k in u32 tiles of at most 64: a k this
+        // close to the top would wrap the counter and never end.
+        if k > u32::MAX - 64 {
+            return Err(Error::Shape { kernel: v.name(), detail: format!("k = {k} is above u32::MAX - 64") });
+        }
         let g = match v {
             MatmulVariant::Naive | MatmulVariant::Tiled16 => Geometry {
                 grid: grid_2d(

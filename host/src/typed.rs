@@ -232,7 +232,7 @@ param_tuples!(host_args);
 
 /// A typed kernel of a [`Module`], resolved and checked once.
 pub struct TypedKernel<K: KernelSig> {
-    module: Module,
+    pub(crate) module: Module,
     name: Name,
     kernel: Arc<Kernel>,
     /// A `#[kernel(pdl)]` built for sm_90, on an sm_90 device, whose PTX waits
@@ -244,8 +244,7 @@ pub struct TypedKernel<K: KernelSig> {
 
 impl<K: KernelSig> Clone for TypedKernel<K> {
     fn clone(&self) -> Self {
-        let (module, kernel) = (self.module.clone(), self.kernel.clone());
-        TypedKernel { module, name: self.name, kernel, pdl: self.pdl, _k: PhantomData }
+        TypedKernel { module: self.module.clone(), kernel: self.kernel.clone(), _k: PhantomData, ..*self }
     }
 }
 
@@ -381,7 +380,8 @@ impl<K: KernelSig> TypedKernel<K> {
         let dims = [l.grid.0, l.grid.1, l.grid.2, l.block.0, l.block.1, l.block.2];
         let threads = dims.iter().fold(1usize, |t, &d| t.saturating_mul(d as usize));
         let pdl = self.pdl && pdl.pays(gpu.info(), threads, 1);
-        let slots = out.slots.get_mut(..out.len).unwrap_or_default();
+        let too_many = || Error::Shape { kernel: K::NAME, detail: "more slots than a kernel takes".into() };
+        let slots = out.slots.get_mut(..out.len).ok_or_else(too_many)?;
         // SAFETY: launch_typed's contract, by the checks above and at load:
         // `self.kernel` is the `.entry` named K::NAME of this module, whose
         // manifest and parameter sizes matched K's markers in Module::kernel,

@@ -98,9 +98,13 @@ impl Module {
             })
             .collect();
         let g = raw::Geometry3 { grid: l.grid, block: l.block, shared_bytes: l.shared_bytes };
-        // The caller's contract is launch_slots' (this is an unsafe fn); the
-        // geometry, kernel and stream were checked above.
-        raw::launch_slots(func, g, stream.raw().handle(), &mut slots, false)
+        // Held to the launch: a reset on another thread waits for it, so the
+        // function and the stream stay live.
+        let _live = self.inner.gpu.shared.bind()?;
+        // SAFETY: the caller's contract is launch_slots' (this is an unsafe
+        // fn); the geometry, kernel and stream were checked above, and the
+        // context is live for the call (the guard).
+        unsafe { raw::launch_slots(func, g, stream.raw().handle(), &mut slots, false) }
     }
 }
 

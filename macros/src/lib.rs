@@ -39,6 +39,11 @@
 //! launch it with the attribute (`gpukern::Pdl`, per stream). In an sm_70
 //! build the attribute changes nothing.
 
+// On a nightly compiler (build.rs): `#[kernel]`'s expansion is exempt from
+// the kernel crate's `-F unsafe_code` (see `kernel`).
+#![cfg_attr(gpukern_nightly, feature(allow_internal_unsafe))]
+#![cfg_attr(gpukern_nightly, allow(internal_features))]
+
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as Tokens};
 use quote::{format_ident, quote};
@@ -79,7 +84,17 @@ fn classify(ty: &Type) -> Kind {
 }
 
 /// Declares a typed kernel; see the crate docs.
+///
+/// The expansion's own `unsafe` (the `extern "ptx-kernel"` entry, the binds of
+/// its pointers, the manifest's `export_name`) is exempt from `unsafe_code`
+/// (`allow_internal_unsafe`, on a nightly compiler), so kernel crates built
+/// under gpukern-build's `-F unsafe_code` may use `#[kernel]`. That is sound
+/// for every input: the manifest and the entry's parameters are derived from
+/// the same signature, slices only of `KernelElem` types (an `unsafe trait`),
+/// and the body stays a safe fn of its own whose tokens keep the user's spans,
+/// so its `unsafe` blocks, attributes and items are linted as the user's code.
 #[proc_macro_attribute]
+#[cfg_attr(gpukern_nightly, allow_internal_unsafe)]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let attr = attr.to_string();
     let pdl = match attr.trim() {
@@ -117,7 +132,7 @@ fn expand(f: ItemFn, pdl: bool) -> syn::Result<Tokens> {
     // The safe body's parameters (the user's patterns, `mut` kept) and the
     // entry's arguments to it.
     let (mut body_params, mut body_args, mut names) = (vec![], vec![], vec![]);
-    for arg in &f.sig.inputs {
+    for (i, arg) in f.sig.inputs.iter().enumerate() {
         let FnArg::Typed(pt) = arg else {
             return Err(syn::Error::new_spanned(arg, "#[kernel]: no self parameter"));
         };
@@ -127,7 +142,10 @@ fn expand(f: ItemFn, pdl: bool) -> syn::Result<Tokens> {
         let id = &pi.ident;
         body_args.push(quote!(#id));
         names.push(id.to_string());
-        let (ptr, len) = (format_ident!("{}__ptr", id), format_ident!("{}__len", id));
+        // The entry's pointer and length of a slice: by position, and
+        // mixed-site hygiene keeps them apart from the user's names.
+        let site = Span::mixed_site();
+        let (ptr, len) = (format_ident!("ptr{}", i, span = site), format_ident!("len{}", i, span = site));
         match classify(&pt.ty) {
             Kind::In(t) => {
                 params.push(quote!(#dev::input::<#t>()));

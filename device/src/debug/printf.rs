@@ -124,11 +124,20 @@ impl Spec {
     label = "this argument's type does not fit the conversion at its position",
     note = "%d %i: i32 i16 i8 bool; %u %x %X %o: u32 u16 u8; %ld %lld (z, j, t): i64 isize; %lu %llu %lx: u64 usize; %c: u8; %f %e %g %a: f32 f64; %s: &'static CStr (c\"…\"); %p: *const T, *mut T"
 )]
-pub trait PrintfArg<const CONV: u8> {
+pub trait PrintfArg<const CONV: u8>: sealed::Sealed {
     /// The promoted type, as `vprintf` reads it.
     type Out: Copy;
     /// The promoted value.
     fn promote(self) -> Self::Out;
+}
+
+/// Sealed: `gpu_printf!` hands `promote`'s value to `vprintf` as the type its
+/// conversion reads (a `%s` argument as a pointer to a live NUL-terminated
+/// string), so only the impls below, each of which promotes to exactly that
+/// type, may exist. A user impl could hand `vprintf` any address for `%s`, or
+/// a one-byte value where `%f` reads eight.
+mod sealed {
+    pub trait Sealed {}
 }
 
 macro_rules! printf_arg {
@@ -142,6 +151,23 @@ macro_rules! printf_arg {
         }
     )+)*};
 }
+impl sealed::Sealed for i32 {}
+impl sealed::Sealed for i16 {}
+impl sealed::Sealed for i8 {}
+impl sealed::Sealed for bool {}
+impl sealed::Sealed for u32 {}
+impl sealed::Sealed for u16 {}
+impl sealed::Sealed for u8 {}
+impl sealed::Sealed for i64 {}
+impl sealed::Sealed for isize {}
+impl sealed::Sealed for u64 {}
+impl sealed::Sealed for usize {}
+impl sealed::Sealed for f32 {}
+impl sealed::Sealed for f64 {}
+impl sealed::Sealed for &'static CStr {}
+impl<T> sealed::Sealed for *const T {}
+impl<T> sealed::Sealed for *mut T {}
+
 printf_arg! {
     INT: i32, i16, i8, bool => i32;
     UINT: u32, u16, u8 => u32;

@@ -16,7 +16,7 @@ use super::{Norm, NormOptions, NormPlan, Rows};
 use crate::buffer::Element;
 use crate::error::Result;
 use crate::gpu::Gpu;
-use crate::interop::{input, output, CudarcInput, CudarcOutput};
+use crate::interop::{input, output, CudarcInput, CudarcOutput, Fences};
 use crate::raw;
 
 /// The operation and its operands beside `x` and `y`, as cudarc buffers
@@ -64,7 +64,7 @@ impl Gpu {
         }
         // The guards make `stream` wait for earlier writes now and record this
         // call's reads and writes when they drop, after the launch is queued.
-        let mut guards = Vec::new();
+        let mut guards = Fences::new(stream);
         let xv = input(self, x, stream, &mut guards)?;
         let op = match op {
             CudarcNorm::Rms { weight, eps } => Norm::Rms { weight: input(self, weight, stream, &mut guards)?, eps },

@@ -297,10 +297,13 @@ pub(crate) fn plain_dtoh<T: AnyBits>(src: &impl DevRead<T>, dst: HostMut<'_, T>)
 pub(crate) fn plain_dtod<T: AnyBits>(src: &impl DevRead<T>, dst: &mut impl DevWrite<T>) -> Result<()> {
     same_len("device to device", src.len(), dst.len())?;
     let bytes = dst.len() * std::mem::size_of::<T>();
-    if let Some(t) = dst.track() {
+    // The copy runs on the legacy stream after this returns: the frees of
+    // both sides wait for it (the source's too, which it still reads).
+    for t in [src.track(), dst.track()].into_iter().flatten() {
         t.note_legacy();
     }
-    // SAFETY: both live device ranges of `bytes`; `&mut` on dst excludes overlap.
+    // SAFETY: both live device ranges of `bytes`; `&mut` on dst excludes
+    // overlap; neither is freed before the legacy stream is done (above).
     check(unsafe { cu::cuMemcpyDtoD_v2(dst.addr(), src.addr(), bytes) })
         .map_err(|source| Error::Driver { context: "cuMemcpyDtoD", source })
 }

@@ -160,8 +160,17 @@ impl RawModule {
 impl Drop for RawModule {
     fn drop(&mut self) {
         if let Ok(_live) = self.ctx.bind() {
-            // SAFETY: a module of this live, current context, unloaded once.
-            let _ = unsafe { cu::cuModuleUnload(self.module) };
+            // A kernel of this module may still be queued (a launch, a graph
+            // replay): the driver does not promise to wait for it, so wait
+            // for the whole context first. Where that fails (a fault, which
+            // the next call reports; another thread's graph capture), the
+            // module stays loaded: a leak, never code unloaded under a kernel.
+            // SAFETY: the context is live and current (the guard).
+            if unsafe { cu::cuCtxSynchronize() } == cu::CUresult::CUDA_SUCCESS {
+                // SAFETY: a module of this live, current context, unloaded
+                // once, after everything queued in the context has finished.
+                let _ = unsafe { cu::cuModuleUnload(self.module) };
+            }
         }
     }
 }

@@ -199,10 +199,14 @@ pub(crate) fn many_table<'a>(ctx: &Arc<PrimaryContext>, ops: &[ManyOperand<'a>])
     let (image, owners_at) = many_image(&descs, &owners);
     let bytes = std::mem::size_of_val(image.as_slice());
     let mem = alloc(ctx, bytes)?;
+    // A pageable upload may still be in its last DMA when it returns: the
+    // table's free waits for the legacy stream.
+    mem.track().note_legacy();
     let ptr = mem.addr();
     let uses = ops.iter().flat_map(|op| op.uses).collect();
     let t = ManyTable { mem: Some(mem), owners_at, chunks, uses, serial: Mutex::new(()) };
-    // SAFETY: `ptr` holds `bytes`; the host image is a live slice of that size.
+    // SAFETY: `ptr` holds `bytes`, freed only after the legacy stream (above);
+    // the host image is a live slice of that size.
     check(unsafe { cu::cuMemcpyHtoD_v2(ptr, image.as_ptr() as *const c_void, bytes) })
         .map_err(|source| Error::Driver { context: "cuMemcpyHtoD", source })?;
     Ok(t)

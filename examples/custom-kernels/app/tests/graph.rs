@@ -180,3 +180,45 @@ fn user_ops_in_graphs_follow_the_borrow_rules() {
     assert_eq!(y.to_vec().unwrap(), vec![3.0f32; 64]);
     record("record checks", 64, true);
 }
+
+/// A graph keeps the module whose kernels it runs: recorded, built, then
+/// the module and every handle of it dropped, the graph still replays the
+/// user kernels (before the fix, it ran the kernels of an unloaded module:
+/// a segmentation fault), and the results are the CPU rules' bit for bit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_graph_keeps_its_module_loaded() {
+    let gpu = Gpu::new(0).unwrap();
+    let n = 4099;
+    let x = inputs::<f32>(n, 23);
+    let dx = gpu.upload(&x).unwrap();
+    let (mut y1, mut y2) = (gpu.alloc::<f32>(n + 2 * PAD).unwrap(), gpu.alloc::<f32>(n + 2 * PAD).unwrap());
+    y1.fill_bits(POISON).unwrap();
+    y2.fill_bits(POISON).unwrap();
+    let stream = gpu.stream().unwrap();
+    {
+        let module = load(&gpu).unwrap();
+        let silu = module.unary::<f32>("silu").unwrap();
+        let scale = module.kernel::<custom_kernels::scale>().unwrap();
+        let mut g = gpu.graph();
+        let sx = g.input(&dx).unwrap();
+        let s1 = g.output(y1.slice_mut(PAD..PAD + n).unwrap()).unwrap();
+        let s2 = g.output(y2.slice_mut(PAD..PAD + n).unwrap()).unwrap();
+        g.custom_unary(&silu, sx, s1, [0.0; 2]).unwrap();
+        let grid = (n.div_ceil(BLOCK as usize) as u32, 1, 1);
+        g.kernel(&scale, Launch { grid, block: (BLOCK, 1, 1), shared_bytes: 0 }, (s1, s2, 0.5f32)).unwrap();
+        let graph = g.build().unwrap();
+        drop((silu, scale, module));
+        // Something else loaded and unloaded meanwhile, where the old module was.
+        drop(load(&gpu).unwrap());
+        for _ in 0..3 {
+            graph.launch(&stream).unwrap();
+        }
+        stream.synchronize().unwrap();
+    }
+    let want1: Vec<f32> = x.iter().map(|&v| f32::silu(v)).collect();
+    let want2: Vec<f32> = want1.iter().map(|&v| 0.5 * v).collect();
+    let r = compare("silu", &y1.to_vec().unwrap(), &want1).and(compare("scale", &y2.to_vec().unwrap(), &want2));
+    record("graph after its module was dropped", n, r.is_ok());
+    r.unwrap();
+}
