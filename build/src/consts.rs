@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::{Arch, BuildError, Built};
 
-/// The Rust file [`Builder::build_script`] writes beside the PTX: for the
+/// The Rust file [`Builder::build_script`](crate::Builder::build_script) writes beside the PTX: for the
 /// modules `<lib>.ptx` and `<lib>_sm90.ptx`, `<lib>_ptx.rs`, defining one
 /// `gpukern::BuiltPtx` constant per module (`<LIB>`, `<LIB>_SM90`). The host
 /// crate includes it (`include!(concat!(env!("OUT_DIR"), "/<lib>_ptx.rs"))`)

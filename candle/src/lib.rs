@@ -145,3 +145,14 @@ pub fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
 pub fn log_softmax_last_dim(x: &Tensor) -> Result<Tensor> {
     x.apply_op1_no_bwd(&RowNorm { op: NormOp::LogSoftmax, eps: 0.0 })
 }
+
+/// The book's candle chapter (`docs/src/candle.md`) and the README, compiled
+/// as doctests so that their code follows the API; the other chapters are
+/// gpukern's.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/src/candle.md")]
+struct BookCandle;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct Readme;

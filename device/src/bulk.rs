@@ -11,10 +11,10 @@
 //!
 //! # The walk
 //! `n` elements are `n / tile` whole tiles plus a remainder. Block `b` of a grid
-//! of `G` takes tiles `b, b + G, …` ([`crate::block_tiles`]), each through
+//! of `G` takes tiles `b, b + G, …` (`crate::block_tiles`), each through
 //! a ring of `stages` shared-memory slots: the leader thread issues the copies of
 //! the next `stages` tiles ahead, every thread waits for a slot's barrier, adds
-//! the packs it owns ([`crate::for_each_pack_in_tile`]), and after a
+//! the packs it owns (`crate::for_each_pack_in_tile`), and after a
 //! block barrier the slot is refilled. The remainder (less than one tile) is done
 //! with the same grid-stride lane-group walk as the 128-bit kernels. The visit
 //! marker `mark_visits_tiles_*` walks the same way.

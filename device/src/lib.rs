@@ -6,16 +6,16 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`thread`] | thread, block and grid indices (64-bit products) |
-//! | [`walk`] | the grid-stride walk over lane groups (32-bit indices below ~2^32 elements), the unrolled walk and the tiled walk |
+//! | `thread` | thread, block and grid indices (64-bit products) |
+//! | `walk` | the grid-stride walk over lane groups (32-bit indices below ~2^32 elements), the unrolled walk and the tiled walk |
 //! | [`pack`] | the 16-byte pack and 128-bit loads/stores with hints (`.cs`, `.nc`, `.L2::256B`) |
-//! | [`sync`] | block barrier, fences, dynamic and static shared memory |
-//! | [`warp`] | shuffles, votes and warp reductions |
-//! | [`atomic`] | global atomics (integer and f32) |
+//! | `sync` | block barrier, fences, dynamic and static shared memory |
+//! | `warp` | shuffles, votes and warp reductions |
+//! | `atomic` | global atomics (integer and f32) |
 //! | [`activations`] | exp, log, tanh, sigmoid, silu, gelu, gelu_tanh, rsqrt, sqrt as lane rules over [`math`] |
 //! | [`lanes`] | the element types ([`lanes::Elem`]: f32, f16, bf16) and operations ([`lanes::Op`]) |
-//! | [`patterns`] | the element-wise access patterns (scalar, pair, pack, tile) over any `Elem`/`Op` |
-//! | [`hopper`], [`bulk`] | sm_90: `mbarrier`, `cp.async.bulk`, packed bf16, and the bulk-copy walk |
+//! | `patterns` | the element-wise access patterns (scalar, pair, pack, tile) over any `Elem`/`Op` |
+//! | `hopper`, [`bulk`] | sm_90: `mbarrier`, `cp.async.bulk`, packed bf16, and the bulk-copy walk |
 //! | `cluster` | sm_90: thread-block clusters: rank, cluster barrier, reads of another block's shared memory |
 //! | [`bits`], [`launch`] | bf16 rounding and NaN classes; launch geometry (also on the host) |
 //! | [`math`] | f32 `exp`, `log`, `tanh`, `sigmoid`, `erf`, `sin`/`cos`, `pow`, SiLU/GELU… from FMAs and integer ops (same bits on host and GPU; host-side [`math::check`]) |

@@ -145,6 +145,34 @@ pub mod sig {
 pub use user_launch::{Arg, Launch};
 pub use variant::{LaunchShape, Variant};
 
+/// The book (`docs/src`), compiled as doctests so that its code follows the
+/// API: each chapter is the doc comment of an item that exists only when
+/// rustdoc collects doctests. (The candle chapter is gpukern-candle's.)
+#[cfg(doctest)]
+mod book {
+    macro_rules! chapters {
+        ($($name:ident = $file:literal),* $(,)?) => {$(
+            #[doc = include_str!(concat!("../../docs/src/", $file))]
+            struct $name;
+        )*};
+    }
+    chapters! {
+        Introduction = "introduction.md",
+        GettingStarted = "getting-started.md",
+        Elementwise = "elementwise.md",
+        Math = "math.md",
+        Norms = "norms.md",
+        Fused = "fused.md",
+        Chains = "chains.md",
+        Streams = "streams.md",
+        Kernels = "kernels.md",
+        TypedKernels = "typed-kernels.md",
+        Device = "device.md",
+        Measuring = "measuring.md",
+        Contributing = "contributing.md",
+    }
+}
+
 #[cfg(test)]
 mod send_sync {
     // Handles are shared across threads; these fail to compile if that changes.

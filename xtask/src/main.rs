@@ -6,7 +6,9 @@
 //!   `ptx/kernels_gpu_sm90.ptx`.
 //! * `test [args]`: `cargo test --workspace [args]`, then the same in the worked
 //!   example's workspace (`examples/custom-kernels`).
-//! * `ci`: what CI runs: fmt, clippy, `build-ptx --check`, `test`, then a
+//! * `ci`: what CI runs: fmt, clippy, the docs of the four library crates
+//!   (`cargo doc --no-deps`, warnings denied), `build-ptx --check`, `test`
+//!   (the book's chapters are doctests, so it compiles them), then a
 //!   kernel crate built with gpukern-build under an empty `CARGO_HOME` (a fresh
 //!   machine), the worked example built and tested on stable Rust, every
 //!   fuzz target for 60 s, and `gpukern-candle` built with candle's `cuda`
@@ -22,7 +24,8 @@
 //! * `candle-bundle [--out DIR]`: gpukern-candle's release GPU tests and the
 //!   candle-block example (feature `cuda`), compressed, with `run.sh`.
 //! * `import-results DIR...`: copy a GPU run's report/verify/sanitizer files into
-//!   `results/<gpu>/` and regenerate the README's results block from them.
+//!   `results/<gpu>/` and regenerate from them the summary block of
+//!   `results/<gpu>/README.md` and the GPU's headline table in the README.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -65,8 +68,9 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// What CI runs: fmt, clippy, build-ptx --check, test, a kernel build under
-    /// an empty CARGO_HOME, the example on stable Rust, 60 s per fuzz target.
+    /// What CI runs: fmt, clippy, the docs (warnings denied), build-ptx --check,
+    /// test, a kernel build under an empty CARGO_HOME, the example on stable
+    /// Rust, 60 s per fuzz target.
     Ci,
     /// Run the cargo-fuzz targets of fuzz/ (needs cargo-fuzz).
     Fuzz {
@@ -105,7 +109,8 @@ enum Cmd {
         #[arg(long, default_value = "target/candle-gpu")]
         out: PathBuf,
     },
-    /// Copy a GPU run's files into results/<gpu>/ and regenerate the README's results block.
+    /// Copy a GPU run's files into results/<gpu>/ and regenerate its README's
+    /// summary block and the GPU's headline table in the top README.
     ImportResults {
         /// Folders of the run (the report's --out, run.sh test's OUT, ...).
         #[arg(required = true)]
@@ -197,6 +202,7 @@ fn ci() -> Res {
     let mut c = cargo_example(&["clippy", "--workspace", "--all-targets"]);
     c.args(["--", "-D", "warnings"]);
     run(c)?;
+    step("rustdoc of the library crates, warnings denied", docs)?;
     build_ptx(true)?;
     test(&[])?;
     step("kernel build under an empty CARGO_HOME", fresh_cargo_home)?;
@@ -211,6 +217,21 @@ fn ci() -> Res {
         println!("xtask ci: gpukern-candle's cuda build skipped (GPUKERN_CI_CANDLE_CUDA=0)");
     }
     Ok(())
+}
+
+/// The library crates whose docs users read (`gpukern` with its `cudarc`
+/// feature, `gpukern-device`, `gpukern-build`, `gpukern-candle`), documented
+/// with rustdoc's warnings denied: a broken intra-doc link fails CI.
+const DOC_CRATES: [&str; 4] = ["gpukern", "gpukern-device", "gpukern-build", "gpukern-candle"];
+
+fn docs() -> Res {
+    let mut c = cargo();
+    c.args(["doc", "--no-deps", "--features", "gpukern/cudarc"]);
+    for p in DOC_CRATES {
+        c.args(["-p", p]);
+    }
+    c.env("RUSTDOCFLAGS", "-D warnings");
+    run(c)
 }
 
 /// Runs a CI step and prints its time.

@@ -1,5 +1,6 @@
-//! `import-results`: a GPU run's records into `results/<gpu>/`, and the README's
-//! results block regenerated from them.
+//! `import-results`: a GPU run's records into `results/<gpu>/`, and the
+//! blocks generated from them: the run's summary in `results/<gpu>/README.md`
+//! and the GPU's headline table in the top README.
 
 use std::path::{Path, PathBuf};
 
@@ -64,8 +65,10 @@ pub(crate) fn import_results(dirs: &[String]) -> Res {
     readme_results(&dest)
 }
 
-/// Rewrites the README between the results markers: the n = max table of
-/// report.md and the plot, so the README never drifts from the committed results.
+/// Rewrites the generated blocks: in `results/<gpu>/README.md`, the run's
+/// summary (the lead table, the element-wise operations, the n = max table of
+/// report.md and the plots); in the top README, the GPU's headline table. So
+/// neither drifts from the committed results.
 fn readme_results(dest: &Path) -> Res {
     let md = std::fs::read_to_string(dest.join("report.md")).map_err(|e| format!("report.md: {e}"))?;
     let json: serde_json::Value =
@@ -100,26 +103,80 @@ fn readme_results(dest: &Path) -> Res {
     ]
     .iter()
     .filter(|(f, _)| dest.join(f).is_file())
-    .map(|(f, alt)| format!("![{alt}]({rel}/{f})\n\n"))
+    .map(|(f, alt)| format!("![{alt}]({f})\n\n"))
     .collect();
-    let block = format!(
-        "<!-- results:begin (written by `cargo xtask import-results`; do not edit) -->\n\
-         Measured on **{}**, driver {}, commit `{}`; theoretical peak {:.0} GB/s, measured device-to-device copy {:.0} GB/s.\n\n\
-         {lead}{ops}{heading}:\n\n{table}\n\n\
-         ![GB/s vs n]({rel}/report.svg)\n\n{extra}Full report: [{rel}/report.md]({rel}/report.md).\n<!-- results:end -->",
-        json["gpu"].as_str().unwrap_or("?"),
+    let sha = |k: &str| json[k].as_str().unwrap_or("?").get(..8).unwrap_or("?").to_string();
+    let facts = format!(
+        "driver {}, commit `{}`, PTX sha256 `{}…` (sm_70) and `{}…` (sm_90); theoretical peak {:.0} GB/s, measured device-to-device copy {:.0} GB/s.",
         json["driver"].as_str().unwrap_or("?"),
         json["git_commit"].as_str().unwrap_or("?").get(..12).unwrap_or("?"),
+        sha("ptx_sha256"),
+        sha("ptx_sm90_sha256"),
         json["peak_gbps"].as_f64().unwrap_or(0.0),
         json["copy_gbps"].as_f64().unwrap_or(0.0),
     );
+    let gpu = json["gpu"].as_str().unwrap_or("?");
+    // The run's own README: its plots and the full report sit beside it.
+    let block = format!(
+        "{BEGIN} (written by `cargo xtask import-results`; do not edit) -->\n\
+         Measured on **{gpu}**, {facts}\n\n{lead}{ops}{heading}:\n\n{table}\n\n\
+         ![GB/s vs n](report.svg)\n\n{extra}Full report: [report.md](report.md).\n{END}"
+    );
+    let own = dest.join("README.md");
+    let text = std::fs::read_to_string(&own).unwrap_or_else(|_| format!("# {gpu}\n\n"));
+    std::fs::write(&own, replace_block(&text, BEGIN, END, &block)).map_err(|e| e.to_string())?;
+    println!("{rel}/README.md: results block regenerated");
+    // The top README: one headline table per GPU, between that GPU's markers.
+    let slug = dest.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let (begin, end) = (format!("<!-- results:{slug}:begin"), format!("<!-- results:{slug}:end -->"));
     let readme_path = root().join("README.md");
     let readme = std::fs::read_to_string(&readme_path).map_err(|e| e.to_string())?;
-    let (Some(a), Some(b)) = (readme.find("<!-- results:begin"), readme.find("<!-- results:end -->")) else {
-        return Err("README.md has no results markers".into());
-    };
-    let new = format!("{}{}{}", &readme[..a], block, &readme[b + "<!-- results:end -->".len()..]);
-    std::fs::write(&readme_path, new).map_err(|e| e.to_string())?;
-    println!("README.md results block regenerated from {rel}");
+    if !readme.contains(&begin) || !readme.contains(&end) {
+        println!("README.md has no `{begin}` block: add one where {slug}'s headline table belongs");
+        return Ok(());
+    }
+    let headline = format!(
+        "{begin} (written by `cargo xtask import-results`; do not edit) -->\n\
+         **{gpu}** ([record]({rel}/README.md)): {facts}\n\n{}\n{end}",
+        headline_table(&md),
+    );
+    std::fs::write(&readme_path, replace_block(&readme, &begin, &end, &headline)).map_err(|e| e.to_string())?;
+    println!("README.md: {slug}'s headline table regenerated from {rel}");
     Ok(())
+}
+
+/// The markers of a results README's generated block.
+const BEGIN: &str = "<!-- results:begin";
+const END: &str = "<!-- results:end -->";
+
+/// `text` with the block from `begin` to `end` (markers included) replaced by
+/// `block`, or with `block` appended when it has none.
+fn replace_block(text: &str, begin: &str, end: &str, block: &str) -> String {
+    match (text.find(begin), text.find(end)) {
+        (Some(a), Some(b)) if a < b => format!("{}{}{}", &text[..a], block, &text[b + end.len()..]),
+        _ => format!("{}\n{block}\n", text.trim_end()),
+    }
+}
+
+/// The lead at 2^24 and 2^28 from report.md, a few columns: the automatic
+/// path's GB/s, the best peer's, their ratio, and the 16-launch bursts with
+/// PDL against torch's.
+fn headline_table(md: &str) -> String {
+    let mut out = String::from(
+        "| dtype | n | GB/s (% of peak) | best peer GB/s | vs best peer (worst round) | burst + PDL vs torch burst |\n\
+         |---|---|---:|---:|---:|---:|\n",
+    );
+    let Some(i) = md.find("## Lead at 2^24 and 2^28") else {
+        return "(this run has no lead table: run the report with --peers)\n".into();
+    };
+    for row in md[i..].lines().skip(4).take_while(|l| l.starts_with('|')) {
+        let c: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        if c.len() < 13 {
+            continue;
+        }
+        let peer = c[5].parse::<f64>().unwrap_or(0.0).max(c[6].parse::<f64>().unwrap_or(0.0));
+        out +=
+            &format!("| {} | {} | {} ({}%) | {peer:.0} | {} ({}) | {} |\n", c[0], c[1], c[3], c[4], c[7], c[8], c[12]);
+    }
+    out
 }

@@ -15,7 +15,7 @@
 //! step by step, are in `math/README.md` ("16-bit activations: fast path and
 //! rounding test"); `U` below is 2^-24, the unit roundoff of f32. The code is
 //! generic over [`Sfu`] so the host tests run it with a pessimistic model of
-//! the instructions (`fast16_tests.rs`); the device runs [`Hw`].
+//! the instructions (`fast16_tests.rs`); the device runs `Hw`.
 
 // `(a <= x) & (x <= b)`, not `(a..=b).contains(&x)`: no short-circuit.
 #![allow(clippy::manual_range_contains)]
@@ -208,7 +208,7 @@ pub fn tanh<S: Sfu>(x: f32) -> Fast {
 /// GELU's tanh form, `x/(1 + 2^a)` with `a = -x(A + Bx²)` in base 2. `x²` is
 /// exact for 16-bit inputs; `A + Bx²` carries ≤ 1.33 U (one FMA, the constants'
 /// roundings), so `a` is off by ≤ 1.33 U·|a| and `2^a` by ≤ 0.92 U·|a| more
-/// than [`exp_core`]'s 6.01 U: ≤ 11.02 U + 0.92 U·|a|. E = 15 U + 1 U·|t|,
+/// than `exp_core`'s 6.01 U: ≤ 11.02 U + 0.92 U·|a|. E = 15 U + 1 U·|t|,
 /// rounded outwards. Domain |x| ≤ 9 (|a| ≤ 95.8), zero or normal.
 #[inline(always)]
 pub fn gelu_tanh<S: Sfu>(x: f32) -> Fast {
@@ -262,7 +262,7 @@ pub fn sqrt<S: Sfu>(x: f32) -> Fast {
 /// The exact GELU `xΦ(x)` in the slow path's shape: `Φ(-t) = e^{-t²/2}K(s)`,
 /// `t = |x|`, `s = 3/(3 + t) - 1/2`, `K` the narrow function's degree-9 fit
 /// (2^-22.7), then `xΦ(-t)` below 0 and `x(1 - Φ(-t))` above. `t²` is exact
-/// for 16-bit inputs, `e^{-t²/2}` is [`exp_core`] (6.01 U), the reciprocal
+/// for 16-bit inputs, `e^{-t²/2}` is `exp_core` (6.01 U), the reciprocal
 /// `rcp` plus one Newton step (≤ 1.1 U). E = 16 U: the measured
 /// maximum over every input and every model setting is in the README.
 /// Domain |x| ≤ 12.5 (results normal), zero or normal.
