@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::{is_outer_build_var, Arch, BuildError, Network, TARGET};
+use crate::env::is_outer_build_var;
+use crate::{Arch, BuildError, Network, TARGET};
 
 /// The toolchain's library workspace (what `-Zbuild-std` resolves), from the sysroot.
 pub(crate) const LIBRARY_MANIFEST: &str = "lib/rustlib/src/rust/library/Cargo.toml";
