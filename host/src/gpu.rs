@@ -257,7 +257,7 @@ impl Gpu {
     /// Allocates and fills from a host slice.
     pub fn upload<T: Pod>(&self, data: &[T]) -> Result<DeviceVec<T>> {
         let mut v = self.alloc(data.len())?;
-        v.copy_from(data)?;
+        v.copy_from_slice(data)?;
         Ok(v)
     }
 
