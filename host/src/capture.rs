@@ -96,13 +96,11 @@ pub(crate) type MapSlots<T> = (Slot<T>, Option<Slot<T>>, Slot<T>, Option<(f32, f
 /// What a graph holds for its life: a user module (unloaded on drop).
 pub(crate) type Keep = Arc<dyn std::any::Any + Send + Sync>;
 
-/// One recorded operation: queues itself on the capture stream. `'static`,
-/// so dropping a builder uses no borrow (its buffers may be declared after
-/// it); only [`GraphBuilder::build`] runs it, while `'a` is live.
+/// One recorded operation (queued on the capture stream): `'static`, so a
+/// builder's drop uses no borrow; only [`GraphBuilder::build`] runs it.
 pub(crate) type Recorded = Box<dyn Fn(&Gpu, raw::Queue<'static>, Pdl) -> Result<()>>;
 
 /// Records operations for [`Gpu::graph`]; [`GraphBuilder::build`] captures them.
-///
 /// Buffers may be declared after the builder (dropping it uses no borrow):
 ///
 /// ```no_run

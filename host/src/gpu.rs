@@ -379,4 +379,11 @@ impl Stream {
     pub fn pdl(&self) -> Pdl {
         self.pdl
     }
+
+    /// Changes this stream's PDL setting for the work queued from now on.
+    #[doc(hidden)]
+    #[deprecated(note = "use gpu.stream_with(pdl) (a stream's setting is chosen at creation)")]
+    pub fn set_pdl(&mut self, pdl: Pdl) {
+        self.pdl = pdl;
+    }
 }

@@ -84,6 +84,9 @@ mod context;
 mod copy;
 pub use copy::{CopySrc, HostCopyFrom};
 mod custom;
+mod deprecated;
+#[allow(deprecated)]
+pub use deprecated::LaunchConfig;
 mod element;
 mod error;
 #[cfg(feature = "fuzzing")]
