@@ -162,7 +162,7 @@ pub fn ceiling(gpu: &Gpu, words: usize, stream: &Stream) -> Res<Vec<CeilingRow>>
         let ms = crate::time_op(gpu, stream, 20, 3, |s| gpu.studies().ceiling_copy(block, &a, &mut c, s)).map_err(e)?;
         push("copy", "ceiling_copy", block, 2 * w4, ms);
     }
-    let ms = crate::time_op(gpu, stream, 20, 3, |s| s.copy(&a, &mut c)).map_err(e)?;
+    let ms = crate::time_op(gpu, stream, 20, 3, |s| c.copy_from(&a, s)).map_err(e)?;
     push("copy", "cuMemcpyDtoDAsync", 0, 2 * w4, ms);
     Ok(rows)
 }

@@ -173,7 +173,7 @@ pub fn copy_gbps(gpu: &Gpu, bytes: usize, reps: usize) -> gpukern::Result<f64> {
         let src = s;
         let mut t = Vec::new();
         for i in 0..reps + 3 {
-            let ms = stream.time(|st| st.copy(&src, &mut dst))?;
+            let ms = stream.time(|st| dst.copy_from(&src, st))?;
             if i >= 3 {
                 t.push(ms as f64);
             }

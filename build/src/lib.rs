@@ -55,6 +55,8 @@
 //! * checks first for the toolchain, `rust-src` and `llvm-bitcode-linker`, and
 //!   names the command that installs what is missing.
 
+#![deny(missing_docs)]
+
 use std::path::{Path, PathBuf};
 
 /// The nightly this project's kernels are built and verified with.

@@ -25,6 +25,8 @@
 //!   kernels give; with the `cuda` feature, `Device::Cuda` runs the kernels on
 //!   the tensor's own buffer and stream, with no synchronisation and no copy.
 
+#![deny(missing_docs)]
+
 mod check;
 #[cfg(feature = "cuda")]
 mod cuda;

@@ -31,7 +31,9 @@ use crate::map::{by_dtype, Dt};
 /// One of gpukern's row operations with its `eps` (unused by the softmaxes).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RowNorm {
+    /// The row operation.
     pub op: NormOp,
+    /// Added to the mean square (RMS) or the variance (layer norm).
     pub eps: f32,
 }
 

@@ -24,7 +24,9 @@ pub struct Binary(pub BinaryOp);
 /// the dtype, each product and the sum rounded).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Axpby {
+    /// The scale of `a`.
     pub alpha: f32,
+    /// The scale of `b`.
     pub beta: f32,
 }
 
@@ -40,7 +42,9 @@ pub struct BinaryInto(pub BinaryOp);
 /// `out = alpha·a + beta·b` into an existing tensor.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AxpbyInto {
+    /// The scale of `a`.
     pub alpha: f32,
+    /// The scale of `b`.
     pub beta: f32,
 }
 

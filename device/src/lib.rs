@@ -55,7 +55,7 @@
     // are sound for every input from a kernel crate's `-F unsafe_code`.
     allow(internal_features)
 )]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 // The soundness of the safe barrier and warp primitives rests on the PTX ISA's
 // rules for sm_70 and later (unaligned `barrier.sync`, `.sync` collectives in

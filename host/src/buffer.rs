@@ -101,9 +101,11 @@ impl<T: Pod> DeviceVec<T> {
         self.view().to_vec()
     }
 
-    /// Overwrites the whole buffer from a host slice of the same length.
-    pub fn copy_from(&mut self, src: &[T]) -> Result<()> {
-        self.view_mut().copy_from(src)
+    /// Overwrites the whole buffer from a host slice of the same length,
+    /// waiting for the copy (as `<[T]>::copy_from_slice`); on a stream:
+    /// [`DeviceVec::copy_from`].
+    pub fn copy_from_slice(&mut self, src: &[T]) -> Result<()> {
+        self.view_mut().copy_from_slice(src)
     }
 
     /// Sets every element to the bit pattern `bits` (e.g. a poison value):
@@ -182,8 +184,9 @@ impl<'a, T: Pod> ViewMut<'a, T> {
     pub fn as_view(&self) -> View<'_, T> {
         View { addr: self.addr, len: self.len, gpu: self.gpu, track: self.track, _t: PhantomData }
     }
-    /// A reborrow for as long as `&mut self`.
-    fn reborrow(&mut self) -> ViewMut<'_, T> {
+    /// The same range, writable, for as long as `&mut self` (no checks, no
+    /// driver call): pass a `ViewMut` to a call and keep it for the next one.
+    pub fn reborrow(&mut self) -> ViewMut<'_, T> {
         ViewMut { addr: self.addr, len: self.len, gpu: self.gpu, track: self.track, _t: PhantomData }
     }
     /// Reborrows as a shorter writable view (the borrow keeps `self` locked).
@@ -212,8 +215,9 @@ impl<'a, T: Pod> ViewMut<'a, T> {
         Ok((head, tail))
     }
 
-    /// Overwrites from a host slice of the same length.
-    pub fn copy_from(&mut self, src: &[T]) -> Result<()> {
+    /// Overwrites from a host slice of the same length, waiting for the copy;
+    /// on a stream: [`ViewMut::copy_from`].
+    pub fn copy_from_slice(&mut self, src: &[T]) -> Result<()> {
         let _live = self.gpu.bind()?;
         raw::upload(self, src).map_err(|e| self.gpu.fault_of(e))
     }
@@ -254,11 +258,23 @@ impl<'a, T: Pod> ViewMut<'a, T> {
     }
 }
 
-/// Things that can be read as a view: `&DeviceVec<T>` and `View<T>` (for a
-/// `ViewMut`, pass [`ViewMut::as_view`]).
+/// Things that can be read as a view: `&DeviceVec<T>`, `View<T>`, `&View<T>`
+/// and `&ViewMut<T>` (read-only while borrowed).
 pub trait AsView<'a, T: Pod> {
     /// The read-only view.
     fn into_view(self) -> View<'a, T>;
+}
+
+impl<'a, T: Pod> AsView<'a, T> for &'a View<'_, T> {
+    fn into_view(self) -> View<'a, T> {
+        *self
+    }
+}
+
+impl<'a, T: Pod> AsView<'a, T> for &'a ViewMut<'_, T> {
+    fn into_view(self) -> View<'a, T> {
+        self.as_view()
+    }
 }
 
 impl<'a, T: Pod> AsView<'a, T> for &'a DeviceVec<T> {
@@ -273,10 +289,17 @@ impl<'a, T: Pod> AsView<'a, T> for View<'a, T> {
     }
 }
 
-/// Things that can be written as a view: `&mut DeviceVec<T>`, `ViewMut<T>`.
+/// Things that can be written as a view: `&mut DeviceVec<T>`, `ViewMut<T>`
+/// and `&mut ViewMut<T>` (a [`ViewMut::reborrow`]).
 pub trait AsViewMut<'a, T: Pod> {
     /// The writable view.
     fn into_view_mut(self) -> ViewMut<'a, T>;
+}
+
+impl<'a, T: Pod> AsViewMut<'a, T> for &'a mut ViewMut<'_, T> {
+    fn into_view_mut(self) -> ViewMut<'a, T> {
+        self.reborrow()
+    }
 }
 
 impl<'a, T: Pod> AsViewMut<'a, T> for &'a mut DeviceVec<T> {

@@ -96,18 +96,26 @@ pub(crate) type MapSlots<T> = (Slot<T>, Option<Slot<T>>, Slot<T>, Option<(f32, f
 /// What a graph holds for its life: a user module (unloaded on drop).
 pub(crate) type Keep = Arc<dyn std::any::Any + Send + Sync>;
 
-/// One recorded operation: queues itself on the capture stream.
-pub(crate) type Recorded<'a> = Box<dyn Fn(&Gpu, raw::Queue<'static>, Pdl) -> Result<()> + 'a>;
+/// One recorded operation (queued on the capture stream): `'static`, so a
+/// builder's drop uses no borrow; only [`GraphBuilder::build`] runs it.
+pub(crate) type Recorded = Box<dyn Fn(&Gpu, raw::Queue<'static>, Pdl) -> Result<()>>;
 
 /// Records operations for [`Gpu::graph`]; [`GraphBuilder::build`] captures them.
+/// Buffers may be declared after the builder (dropping it uses no borrow):
+///
+/// ```no_run
+/// # fn f(gpu: &gpukern::Gpu) -> gpukern::Result<()> {
+/// let mut g = gpu.graph();
+/// let (x, mut y) = (gpu.upload(&[1.0f32; 4])?, gpu.alloc::<f32>(4)?);
+/// let (sx, sy) = (g.input(&x)?, g.output(&mut y)?);
+/// g.unary(gpukern::UnaryOp::Neg, sx, sy)?;
+/// # Ok(()) }
+/// ```
 pub struct GraphBuilder<'a> {
     gpu: Gpu,
     id: u64,
     pdl: Pdl,
-    ops: Vec<Recorded<'a>>,
-    /// The registered views' owner (this `Gpu`'s), borrowed for `'a` from the
-    /// first of them: the views the recorded operations rebuild name it.
-    owner: Option<&'a Arc<Shared>>,
+    ops: Vec<Recorded>,
     /// The registered buffers' allocations: the graph orders them against
     /// other streams at each launch (the capture itself runs nothing).
     uses: Vec<Option<raw::Use<'a>>>,
@@ -132,9 +140,9 @@ impl Gpu {
     pub fn graph<'a>(&self) -> GraphBuilder<'a> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        let (ops, uses, modules, owner, user_kernel) = (Vec::new(), Vec::new(), Vec::new(), None, None);
+        let (ops, uses, modules, user_kernel) = (Vec::new(), Vec::new(), Vec::new(), None);
         let (gpu, pdl, _borrows) = (self.clone(), Pdl::Auto, PhantomData);
-        GraphBuilder { gpu, id, pdl, ops, owner, uses, user_kernel, modules, _borrows }
+        GraphBuilder { gpu, id, pdl, ops, uses, user_kernel, modules, _borrows }
     }
 }
 
@@ -152,7 +160,6 @@ impl<'a> GraphBuilder<'a> {
     pub fn input<T: Pod>(&mut self, v: impl AsView<'a, T>) -> Result<Slot<T>> {
         let v = v.into_view();
         self.gpu.check_buffers_owned("graph", [v.owner()])?;
-        self.owner = Some(v.owner());
         self.uses.push(v.use_as_input());
         Ok(Slot { builder: self.id, addr: v.addr(), len: v.len(), writable: false, _t: PhantomData })
     }
@@ -162,7 +169,6 @@ impl<'a> GraphBuilder<'a> {
     pub fn output<T: Pod>(&mut self, v: impl AsViewMut<'a, T>) -> Result<Slot<T>> {
         let v = v.into_view_mut();
         self.gpu.check_buffers_owned("graph", [v.owner()])?;
-        self.owner = Some(v.owner());
         self.uses.push(v.use_as_output());
         Ok(Slot { builder: self.id, addr: v.addr(), len: v.len(), writable: true, _t: PhantomData })
     }
@@ -213,16 +219,15 @@ impl<'a> GraphBuilder<'a> {
         &mut self,
         name: &'static str,
         (a, b, out, scales): MapSlots<T>,
-        run: impl Fn(&Gpu, Operands<'a, T>, raw::Queue<'static>, Pdl) -> Result<()> + 'a,
+        run: impl for<'v> Fn(&Gpu, Operands<'v, T>, raw::Queue<'static>, Pdl) -> Result<()> + 'static,
     ) -> Result<()> {
         check_record(self.id, name, a, b, out)?;
-        // Set by the registration that made `a` (a slot of this builder).
-        let Some(shared) = self.owner else { return Err(Error::ForeignSlot { kernel: name }) };
         self.ops.push(Box::new(move |gpu: &Gpu, stream, pdl| {
-            // SAFETY: every slot's range was registered from a view borrowed
-            // (the output exclusively) for `'a`, which this closure and the
-            // graph do not outlive; the output range overlaps neither input,
-            // and the recorded operations run one after another in the stream;
+            let shared = &gpu.shared;
+            // SAFETY: each slot's range was registered from a view of `gpu`
+            // borrowed (the output exclusively) for `'a`, live while `build`
+            // (the only caller) runs; the output overlaps neither input, the
+            // recorded operations run one after another in the stream, and
             // the graph's launch orders the registered buffers (`uses`)
             // against other streams, so these views go untracked.
             let ops = unsafe {
@@ -240,7 +245,7 @@ impl<'a> GraphBuilder<'a> {
 
     /// Records an operation whose slots [`check_slots`] passed (`capture_user.rs`'s
     /// typed kernels).
-    pub(crate) fn push(&mut self, op: Recorded<'a>) {
+    pub(crate) fn push(&mut self, op: Recorded) {
         self.ops.push(op)
     }
 
@@ -253,11 +258,6 @@ impl<'a> GraphBuilder<'a> {
     /// launches one of its kernels).
     pub(crate) fn keep_module(&mut self, module: Keep) {
         self.modules.push(module);
-    }
-
-    /// The registered views' owner (`None` before any registration).
-    pub(crate) fn owner(&self) -> Option<&'a Arc<Shared>> {
-        self.owner
     }
 
     /// This builder's id (its slots carry it) and its `Gpu`.

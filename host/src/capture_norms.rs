@@ -130,14 +130,13 @@ impl<'a> GraphBuilder<'a> {
         // The call's checks, now; the PDL setting changes only which of two
         // kernels of the same parameters and limits runs, decided at capture.
         let plan = gpu.norm_prepare::<T>(p.op, p.eps, &spans, rows, opts, crate::Pdl::Off)?.plan;
-        // Set by the registration that made `x` (a slot of this builder).
-        let Some(shared) = self.owner() else { return Err(Error::ForeignSlot { kernel: name }) };
         // The plan chosen now runs at capture, whatever the device's state then.
         let opts = NormOptions { plan: Some(plan), ..opts };
         self.push(Box::new(move |gpu: &Gpu, stream, pdl| {
+            let shared = &gpu.shared;
             // SAFETY: every slot's range was registered from a view of this
-            // Gpu borrowed for `'a`, which this closure and the graph do not
-            // outlive; the recorded operations run one after another in the
+            // Gpu (`shared`) borrowed for `'a`; only `build` runs this
+            // closure, while the builder and so `'a` are live; the recorded operations run one after another in the
             // stream, and the graph's launch orders the registered buffers
             // against other streams, so these views go untracked.
             let view = |s: Slot<T>| unsafe { View::<T>::from_checked(shared, s.addr(), s.len()) };

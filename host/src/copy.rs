@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::buffer::{AsView, AsViewMut, Pod};
+use crate::buffer::{AsView, AsViewMut, DeviceVec, Pod, View, ViewMut};
 use crate::context::Shared;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
@@ -24,14 +24,114 @@ impl Gpu {
     }
 }
 
+impl<T: Pod> DeviceVec<T> {
+    /// Copies all of `src` into this buffer, queued on `stream`, destination
+    /// first as in `<[T]>::copy_from_slice`. `src` is device memory
+    /// (`&DeviceVec`, `View`, `&View`, `&ViewMut`: returns at once) or host
+    /// memory (`&[T]`, `&Vec<T>`: returns once the copy is done;
+    /// `&PinnedVec`: returns at once, and writing the `PinnedVec` waits for
+    /// the copy).
+    ///
+    /// ```no_run
+    /// # fn f(gpu: &gpukern::Gpu) -> gpukern::Result<()> {
+    /// let stream = gpu.stream()?;
+    /// let (mut a, mut b) = (gpu.alloc::<f32>(4)?, gpu.alloc::<f32>(4)?);
+    /// a.copy_from(&[1.0, 2.0, 3.0, 4.0], &stream)?; // host to device
+    /// b.copy_from(&a, &stream)?; // device to device
+    /// b.slice_mut(..2)?.copy_from(a.slice(2..)?, &stream)?; // views
+    /// let mut host = vec![0.0f32; 4];
+    /// gpukern::HostCopyFrom::copy_from(&mut host[..], &b, &stream)?; // device to host
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Errors (nothing is queued): lengths differ ([`Error::CopyLength`]); a
+    /// buffer, view or `PinnedVec` belongs to another `Gpu` handle than the
+    /// stream; the device was reset. A kernel fault met by a copy from host
+    /// memory comes back as [`Error::KernelFault`].
+    pub fn copy_from<'s>(&mut self, src: impl CopySrc<'s, T>, stream: &Stream) -> Result<()> {
+        src.copy_into(self.view_mut(), stream)
+    }
+}
+
+impl<T: Pod> ViewMut<'_, T> {
+    /// Copies all of `src` into this view, queued on `stream`: as
+    /// [`DeviceVec::copy_from`].
+    pub fn copy_from<'s>(&mut self, src: impl CopySrc<'s, T>, stream: &Stream) -> Result<()> {
+        src.copy_into(self.reborrow(), stream)
+    }
+}
+
+impl<T: Pod> PinnedVec<T> {
+    /// Copies all of device memory `src` (`&DeviceVec`, `View`, `&View`,
+    /// `&ViewMut`) into this `PinnedVec`, queued on `stream`; returns at once
+    /// (reading the `PinnedVec` waits for the copy). Errors as
+    /// [`DeviceVec::copy_from`].
+    pub fn copy_from<'s>(&mut self, src: impl AsView<'s, T>, stream: &Stream) -> Result<()> {
+        to_host(stream.shared(), Via::Stream(stream), src, self)
+    }
+}
+
+/// `copy_from` for host slices (and `Vec`s, through `[T]`): device memory
+/// into ordinary host memory, destination first. A trait because `[T]` is
+/// not this crate's type: bring it in scope (`use gpukern::HostCopyFrom;`).
+pub trait HostCopyFrom<T: Pod> {
+    /// Copies all of device memory `src` (`&DeviceVec`, `View`, `&View`,
+    /// `&ViewMut`) into this slice, queued on `stream` after the work queued
+    /// before it; returns once the data is here. Errors as
+    /// [`DeviceVec::copy_from`].
+    fn copy_from<'s>(&mut self, src: impl AsView<'s, T>, stream: &Stream) -> Result<()>;
+}
+
+impl<T: Pod> HostCopyFrom<T> for [T] {
+    fn copy_from<'s>(&mut self, src: impl AsView<'s, T>, stream: &Stream) -> Result<()> {
+        to_host(stream.shared(), Via::Stream(stream), src, self)
+    }
+}
+
+/// What [`DeviceVec::copy_from`] and [`ViewMut::copy_from`] read: device
+/// memory (`&DeviceVec<T>`, `View<T>`, `&View<T>`, `&ViewMut<T>`) or host
+/// memory (`&[T]`, `&[T; N]`, `&Vec<T>`, `&PinnedVec<T>`).
+pub trait CopySrc<'a, T: Pod> {
+    /// Queues the copy of all of `self` into `dst` on `stream` (opaque).
+    #[doc(hidden)]
+    fn copy_into(self, dst: ViewMut<'_, T>, stream: &Stream) -> Result<()>;
+}
+
+/// `CopySrc` for device memory (anything [`AsView`]).
+macro_rules! device_src {
+    ($($ty:ty),*) => {$(
+        impl<'a, T: Pod> CopySrc<'a, T> for $ty {
+            fn copy_into(self, dst: ViewMut<'_, T>, stream: &Stream) -> Result<()> {
+                device_to_device(stream.shared(), Via::Stream(stream), self, dst)
+            }
+        }
+    )*};
+}
+device_src!(&'a DeviceVec<T>, View<'a, T>, &'a View<'_, T>, &'a ViewMut<'_, T>);
+
+/// `CopySrc` for host memory (anything [`HostSrc`]).
+macro_rules! host_src {
+    ($($ty:ty $(, $n:ident)?);*) => {$(
+        impl<'a, T: Pod $(, const $n: usize)?> CopySrc<'a, T> for &'a $ty {
+            fn copy_into(self, dst: ViewMut<'_, T>, stream: &Stream) -> Result<()> {
+                to_device(stream.shared(), Via::Stream(stream), &self[..], dst)
+            }
+        }
+    )*};
+}
+host_src!([T]; [T; N], N; Vec<T>);
+
+impl<'a, T: Pod> CopySrc<'a, T> for &'a PinnedVec<T> {
+    fn copy_into(self, dst: ViewMut<'_, T>, stream: &Stream) -> Result<()> {
+        to_device(stream.shared(), Via::Stream(stream), self, dst)
+    }
+}
+
+/// The stream forms of the copies, source first: replaced by `copy_from`
+/// on the destination.
 impl Stream {
     /// Copies host memory `src` into all of `dst`, queued on this stream.
-    /// From a slice or `Vec`, returns once the copy is done; from a
-    /// [`PinnedVec`], returns at once (writing the `PinnedVec` waits for it).
-    ///
-    /// Errors (nothing is queued): lengths differ ([`Error::CopyLength`]); `dst`
-    /// or the `PinnedVec` belongs to another `Gpu` handle; the device was reset.
-    /// A kernel fault met by the copy comes back as [`Error::KernelFault`].
+    #[deprecated(note = "use dst.copy_from(&src, &stream)")]
     pub fn copy_from_host<'a, T: Pod, H: HostSrc<T> + ?Sized>(
         &self,
         src: &H,
@@ -40,21 +140,14 @@ impl Stream {
         to_device(self.shared(), Via::Stream(self), src, dst)
     }
 
-    /// Copies all of `src` into host memory `dst`, queued on this stream
-    /// after the work queued before it. Into a slice or `Vec`, returns once
-    /// the data is there; into a [`PinnedVec`], returns at once (reading the
-    /// `PinnedVec` waits for it).
-    ///
-    /// Errors as [`Stream::copy_from_host`].
+    /// Copies all of `src` into host memory `dst`, queued on this stream.
+    #[deprecated(note = "use dst.copy_from(&src, &stream) (slices: `use gpukern::HostCopyFrom`)")]
     pub fn copy_to_host<'a, T: Pod, H: HostDst<T> + ?Sized>(&self, src: impl AsView<'a, T>, dst: &mut H) -> Result<()> {
         to_host(self.shared(), Via::Stream(self), src, dst)
     }
 
-    /// Copies all of `src` into `dst` (device to device), queued on this
-    /// stream; returns at once.
-    ///
-    /// Errors (nothing is queued): lengths differ; a view belongs to another
-    /// `Gpu` handle, or to a device that was reset since.
+    /// Copies all of `src` into `dst` (device to device), queued on this stream.
+    #[deprecated(note = "use dst.copy_from(&src, &stream)")]
     pub fn copy<'a, 'b, T: Pod>(&self, src: impl AsView<'a, T>, dst: impl AsViewMut<'b, T>) -> Result<()> {
         device_to_device(self.shared(), Via::Stream(self), src, dst)
     }
@@ -62,7 +155,7 @@ impl Stream {
 
 impl crate::Studies<'_> {
     /// The plain driver copy `cuMemcpyHtoD` (synchronous, legacy stream) of
-    /// `src` into all of `dst`: the baseline of [`Stream::copy_from_host`].
+    /// `src` into all of `dst`: the baseline of [`DeviceVec::copy_from`] from host memory.
     pub fn cu_memcpy_to_device<'a, T: Pod, H: HostSrc<T> + ?Sized>(
         &self,
         src: &H,
@@ -72,7 +165,7 @@ impl crate::Studies<'_> {
     }
 
     /// The plain driver copy `cuMemcpyDtoH` of all of `src` into `dst`: the
-    /// baseline of [`Stream::copy_to_host`].
+    /// baseline of [`HostCopyFrom::copy_from`].
     pub fn cu_memcpy_to_host<'a, T: Pod, H: HostDst<T> + ?Sized>(
         &self,
         src: impl AsView<'a, T>,
@@ -82,7 +175,7 @@ impl crate::Studies<'_> {
     }
 
     /// The plain driver copy `cuMemcpyDtoD` (legacy stream; returns once
-    /// queued, as the driver documents): the baseline of [`Stream::copy`].
+    /// queued, as the driver documents): the baseline of [`DeviceVec::copy_from`].
     pub fn cu_memcpy<'a, 'b, T: Pod>(&self, src: impl AsView<'a, T>, dst: impl AsViewMut<'b, T>) -> Result<()> {
         device_to_device(&self.shared, Via::Plain, src, dst)
     }

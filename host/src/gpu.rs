@@ -257,7 +257,7 @@ impl Gpu {
     /// Allocates and fills from a host slice.
     pub fn upload<T: Pod>(&self, data: &[T]) -> Result<DeviceVec<T>> {
         let mut v = self.alloc(data.len())?;
-        v.copy_from(data)?;
+        v.copy_from_slice(data)?;
         Ok(v)
     }
 
@@ -378,5 +378,12 @@ impl Stream {
     /// ([`Gpu::stream_with`]).
     pub fn pdl(&self) -> Pdl {
         self.pdl
+    }
+
+    /// Changes this stream's PDL setting for the work queued from now on.
+    #[doc(hidden)]
+    #[deprecated(note = "use gpu.stream_with(pdl) (a stream's setting is chosen at creation)")]
+    pub fn set_pdl(&mut self, pdl: Pdl) {
+        self.pdl = pdl;
     }
 }

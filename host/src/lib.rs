@@ -21,8 +21,10 @@
 //! * [`Gpu::binary`], [`Gpu::unary`], [`Gpu::axpby`]: the element-wise
 //!   operations with the automatic choice; `*_opts` with [`Opts`]; what a
 //!   call launches: [`Gpu::plan`].
-//! * [`Stream::copy_from_host`], [`Stream::copy_to_host`], [`Stream::copy`]
-//!   and [`PinnedVec`]: copies on a stream.
+//! * [`DeviceVec::copy_from`] and [`ViewMut::copy_from`] (from device or
+//!   host memory), [`PinnedVec::copy_from`] and [`HostCopyFrom`] (into host
+//!   memory): copies on a stream, destination first, `dst.copy_from(&src,
+//!   &stream)`.
 //! * [`Gpu::load_module`]: your own kernel crate's operations
 //!   ([`CustomUnary`], [`CustomBinary`]) and typed kernels ([`TypedKernel`]).
 //! * [`Gpu::graph`]: a CUDA graph of the library's operations and your own
@@ -80,7 +82,11 @@ mod capture_user;
 pub use capture_user::{GraphArg, GraphArgs, GraphSlots};
 mod context;
 mod copy;
+pub use copy::{CopySrc, HostCopyFrom};
 mod custom;
+mod deprecated;
+#[allow(deprecated)]
+pub use deprecated::LaunchConfig;
 mod element;
 mod error;
 #[cfg(feature = "fuzzing")]

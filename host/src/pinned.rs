@@ -14,7 +14,7 @@ use crate::raw;
 /// full rate, where copies of ordinary (pageable) memory go through the
 /// driver's staging buffers and block the host.
 ///
-/// Copies into it ([`crate::Stream::copy_to_host`]) are only queued; reading
+/// Copies into it ([`PinnedVec::copy_from`]) are only queued; reading
 /// it ([`PinnedVec::as_slice`]) waits for them, and writing it
 /// ([`PinnedVec::as_mut_slice`]) waits for the copies that read it too. Freed
 /// on drop, after the copies that use it. Made by [`crate::Gpu::alloc_pinned`],

@@ -68,7 +68,7 @@ fn argument_errors_name_the_variant_and_values() {
     let e = a.slice(50..101).map(|_| ()).unwrap_err();
     assert_eq!(e.to_string(), "view 50..101 is out of bounds for a buffer of 100 elements");
 
-    let e = out.copy_from(&[0.0f32; 3]).unwrap_err();
+    let e = out.copy_from_slice(&[0.0f32; 3]).unwrap_err();
     assert_eq!(
         e.to_string(),
         "host to device copy: the source has 3 elements, the destination 100; they must be equal"
@@ -186,7 +186,7 @@ fn kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly() {
     assert!(matches!(e, Error::DeviceReset { .. }), "{e:?}");
     // A copy between dead buffers is refused before it reaches the driver
     // (their addresses may belong to new allocations now).
-    let e = stream.copy(&old_src, &mut old_dst).unwrap_err();
+    let e = old_dst.copy_from(&old_src, &stream).unwrap_err();
     assert!(matches!(e, Error::DeviceReset { .. }), "{e:?}");
     match reset {
         Ok(fresh) => {

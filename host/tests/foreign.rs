@@ -18,12 +18,12 @@ fn foreign_copies_and_graphs_are_refused() {
     let src = gpu.upload(&[1.5f32; 256]).unwrap();
     let mut dst = gpu.upload(&[0.0f32; 256]).unwrap();
     let foreign = other.upload(&[9.0f32; 256]).unwrap();
-    let e = stream.copy(&foreign, &mut dst).unwrap_err();
+    let e = dst.copy_from(&foreign, &stream).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { what: "buffers", .. }), "{e:?}");
-    let e = other_stream.copy(&src, &mut dst).unwrap_err();
+    let e = dst.copy_from(&src, &other_stream).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { what: "buffers", .. }), "{e:?}");
     assert_eq!(dst.to_vec().unwrap(), vec![0.0; 256], "nothing was copied");
-    stream.copy(&src, &mut dst).unwrap();
+    dst.copy_from(&src, &stream).unwrap();
     stream.synchronize().unwrap();
     assert_eq!(dst.to_vec().unwrap(), vec![1.5; 256]);
 

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{canaries_hold, gpu, CANARY, POISONS};
-use gpukern::{DeviceVec, Error, Gpu};
+use gpukern::{DeviceVec, Error, Gpu, HostCopyFrom};
 
 const SIZES: [usize; 5] = [1, 3, 1000, 4099, (1 << 20) + 3];
 /// Element offsets into the device buffers (misaligned ones included).
@@ -55,18 +55,18 @@ fn host_to_device_from_slices_vecs_and_pinned() {
             let host = values(n + off, 1);
             let want = &host[off..];
             let mut d = band(&gpu, off, n);
-            stream.copy_from_host(want, d.slice_mut(CANARY + off..CANARY + off + n).unwrap()).unwrap();
+            d.slice_mut(CANARY + off..CANARY + off + n).unwrap().copy_from(want, &stream).unwrap();
             check_band(&d, off, want, "host to device, slice");
 
             let v = want.to_vec();
             let mut d = band(&gpu, off, n);
-            stream.copy_from_host(&v, d.slice_mut(CANARY + off..CANARY + off + n).unwrap()).unwrap();
+            d.slice_mut(CANARY + off..CANARY + off + n).unwrap().copy_from(&v, &stream).unwrap();
             check_band(&d, off, want, "host to device, Vec");
 
             let mut p = gpu.alloc_pinned::<f32>(n).unwrap();
             p.as_mut_slice().unwrap().copy_from_slice(want);
             let mut d = band(&gpu, off, n);
-            stream.copy_from_host(&p, d.slice_mut(CANARY + off..CANARY + off + n).unwrap()).unwrap();
+            d.slice_mut(CANARY + off..CANARY + off + n).unwrap().copy_from(&p, &stream).unwrap();
             stream.synchronize().unwrap();
             check_band(&d, off, want, "host to device, pinned");
         }
@@ -87,18 +87,18 @@ fn device_to_host_into_slices_vecs_and_pinned() {
 
             // Into the middle of a host band whose canaries must survive.
             let mut host = vec![f32::from_bits(HOST_CANARY); CANARY + n + CANARY];
-            stream.copy_to_host(src, &mut host[CANARY..CANARY + n]).unwrap();
+            host[CANARY..CANARY + n].copy_from(src, &stream).unwrap();
             assert_eq!(same_bits(&host[CANARY..CANARY + n], want), None, "slice, n = {n}, offset {off}");
             let intact = host[..CANARY].iter().chain(&host[CANARY + n..]).all(|v| v.to_bits() == HOST_CANARY);
             assert!(intact, "slice, n = {n}, offset {off}: a host canary was written");
             common::record("gpu_copies", "device to host, slice", n, true);
 
             let mut v = vec![0.0f32; n];
-            stream.copy_to_host(src, &mut v).unwrap();
+            v.copy_from(src, &stream).unwrap();
             assert_eq!(same_bits(&v, want), None, "Vec, n = {n}, offset {off}");
 
             let mut p = gpu.alloc_pinned::<f32>(n).unwrap();
-            stream.copy_to_host(src, &mut p).unwrap();
+            p.copy_from(src, &stream).unwrap();
             assert_eq!(same_bits(p.as_slice().unwrap(), want), None, "pinned, n = {n}, offset {off}");
             common::record("gpu_copies", "device to host, Vec and pinned", n, true);
         }
@@ -115,8 +115,8 @@ fn device_to_device_at_offsets() {
             let all = values(src_off + n, 3);
             let s = gpu.upload(&all).unwrap();
             let mut d = band(&gpu, dst_off, n);
-            let dst = d.slice_mut(CANARY + dst_off..CANARY + dst_off + n).unwrap();
-            stream.copy(s.slice(src_off..).unwrap(), dst).unwrap();
+            let mut dst = d.slice_mut(CANARY + dst_off..CANARY + dst_off + n).unwrap();
+            dst.copy_from(s.slice(src_off..).unwrap(), &stream).unwrap();
             stream.synchronize().unwrap();
             check_band(&d, dst_off, &all[src_off..], "device to device");
         }
@@ -137,13 +137,13 @@ fn pinned_access_waits_for_queued_copies() {
 
         let mut p = gpu.alloc_pinned::<f32>(n).unwrap();
         gpu.studies().spin(&s1, SPIN_NS).unwrap();
-        s1.copy_to_host(&d, &mut p).unwrap();
+        p.copy_from(&d, &s1).unwrap();
         assert_eq!(same_bits(p.as_slice().unwrap(), &want), None, "read after a queued copy in, n = {n}");
 
         // Out of the pinned memory, then the host overwrites it at once.
         let mut e = band(&gpu, 0, n);
         gpu.studies().spin(&s1, SPIN_NS).unwrap();
-        s1.copy_from_host(&p, e.slice_mut(CANARY..CANARY + n).unwrap()).unwrap();
+        e.slice_mut(CANARY..CANARY + n).unwrap().copy_from(&p, &s1).unwrap();
         p.as_mut_slice().unwrap().fill(f32::from_bits(HOST_CANARY));
         s1.synchronize().unwrap();
         check_band(&e, 0, &want, "pinned source overwritten after a queued copy out");
@@ -152,8 +152,8 @@ fn pinned_access_waits_for_queued_copies() {
         let fresh = gpu.upload(&values(n, 5)).unwrap();
         let mut e = band(&gpu, 0, n);
         gpu.studies().spin(&s1, SPIN_NS).unwrap();
-        s1.copy_to_host(&fresh, &mut p).unwrap();
-        s2.copy_from_host(&p, e.slice_mut(CANARY..CANARY + n).unwrap()).unwrap();
+        p.copy_from(&fresh, &s1).unwrap();
+        e.slice_mut(CANARY..CANARY + n).unwrap().copy_from(&p, &s2).unwrap();
         s2.synchronize().unwrap();
         check_band(&e, 0, &values(n, 5), "pinned copied in on s1, out on s2");
         assert!(canaries_hold(&e, n, |v| v.to_bits() == POISONS[0]));
@@ -169,23 +169,23 @@ fn copy_errors_name_the_direction_and_queue_nothing() {
     d.fill_bits(POISONS[1].into()).unwrap();
     let s = gpu.upload(&[1.0f32; 51]).unwrap();
 
-    let e = stream.copy(&s, &mut d).unwrap_err();
+    let e = d.copy_from(&s, &stream).unwrap_err();
     assert!(matches!(e, Error::CopyLength { direction: "device to device", src: 51, dst: 50 }), "{e:?}");
     assert_eq!(
         e.to_string(),
         "device to device copy: the source has 51 elements, the destination 50; they must be equal"
     );
-    let e = stream.copy_from_host(&[1.0f32; 49][..], &mut d).unwrap_err();
+    let e = d.copy_from(&[1.0f32; 49][..], &stream).unwrap_err();
     assert!(matches!(e, Error::CopyLength { direction: "host to device", src: 49, dst: 50 }), "{e:?}");
     let mut p = gpu.alloc_pinned::<f32>(52).unwrap();
-    let e = stream.copy_to_host(&d, &mut p).unwrap_err();
+    let e = p.copy_from(&d, &stream).unwrap_err();
     assert!(matches!(e, Error::CopyLength { direction: "device to host", src: 50, dst: 52 }), "{e:?}");
     assert!(d.to_vec().unwrap().iter().all(|v| v.to_bits() == POISONS[1]), "a refused copy wrote");
 
     // Memory of another Gpu handle is refused, pinned memory included.
     let other = Gpu::new(0).unwrap();
     let q = other.alloc_pinned::<f32>(50).unwrap();
-    let e = stream.copy_from_host(&q, &mut d).unwrap_err();
+    let e = d.copy_from(&q, &stream).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { .. }), "{e:?}");
     common::record("gpu_copies", "errors", 50, true);
 }

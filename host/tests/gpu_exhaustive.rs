@@ -38,7 +38,7 @@ fn exhaustive<T: ReferenceOps>(op: BinaryOp, pattern: OpPattern) {
     for chunk in 0..(1 << 16) / A_PER_CHUNK {
         let a: Vec<T> =
             (0..pairs).into_par_iter().map(|i| T::from_bits32((chunk * A_PER_CHUNK + (i >> 16)) as u32)).collect();
-        da.copy_from(&a).unwrap();
+        da.copy_from_slice(&a).unwrap();
         let opts = gpukern::Opts::auto().pattern(pattern).shape(LaunchShape::default());
         gpu.binary_opts(op, &da, &db, &mut out, &stream, &opts).unwrap();
         stream.synchronize().unwrap();

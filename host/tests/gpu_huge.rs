@@ -131,7 +131,7 @@ fn huge<T: ReferenceAdd>() {
     let n = big;
     let flipped = T::from_bits32(want[n - 1].to_bits32() ^ 1);
     let flipped = if flipped.same_as(want[n - 1]) { T::from_bits32(0) } else { flipped };
-    band.slice_mut(CANARY + n - 1..CANARY + n).unwrap().copy_from(&[flipped]).unwrap();
+    band.slice_mut(CANARY + n - 1..CANARY + n).unwrap().copy_from_slice(&[flipped]).unwrap();
     let out = band.slice(CANARY..CANARY + n).unwrap();
     assert_eq!(gpu.studies().count_mismatches(out, dwant.view(), &stream).unwrap(), 1);
 }
@@ -196,7 +196,7 @@ fn huge_n_clamped_grid_visits_every_index_exactly_once() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The count must notice one element visited twice.
     let n = big;
-    band.slice_mut(CANARY + n / 2..CANARY + n / 2 + 1).unwrap().copy_from(&[2]).unwrap();
+    band.slice_mut(CANARY + n / 2..CANARY + n / 2 + 1).unwrap().copy_from_slice(&[2]).unwrap();
     let once =
         gpu.studies().count_eq(CountVariant::WarpShuffle, band.slice(CANARY..CANARY + n).unwrap(), 1, &stream).unwrap();
     assert_eq!(once, n as u64 - 1);

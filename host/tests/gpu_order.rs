@@ -89,7 +89,7 @@ fn a_read_on_another_stream_waits_for_the_writer() {
 
         let mut y = band(&gpu, n);
         write_x(&mut x);
-        s2.copy(&x, y.slice_mut(CANARY..CANARY + n).unwrap()).unwrap();
+        y.slice_mut(CANARY..CANARY + n).unwrap().copy_from(&x, &s2).unwrap();
         check_band(&y, &want, "copy on s2 after a write on s1");
 
         // Two triples, so the foreach kernel runs (one would be a plain add).

@@ -99,8 +99,8 @@ fn queue<T: gpukern::Element>(gpu: &Gpu, mode: Mode, x: &mut Bands<T>, b: &Devic
             _ if !mixed => {}
             // Copies (no PDL): the new value out and back.
             0 => {
-                s.copy(next.slice(r.clone())?, &mut spare)?;
-                s.copy(&spare, next.slice_mut(r.clone())?)?;
+                spare.copy_from(next.slice(r.clone())?, s)?;
+                next.slice_mut(r.clone())?.copy_from(&spare, s)?;
             }
             // The new value read on another stream (|x| into the spare),
             // joined both ways by events.

@@ -57,8 +57,8 @@ fn pinned_memory_a_copy_may_still_write_is_never_freed_or_read() {
     untouched.as_mut_slice().unwrap().copy_from_slice(&[1.0, 2.0, 3.0, 4.0]);
     // s1: the copies wait behind a spin of 300 ms.
     gpu.studies().spin(&s1, 300_000_000).unwrap();
-    s1.copy_to_host(&src, &mut kept).unwrap();
-    s1.copy_to_host(&src, &mut dropped).unwrap();
+    kept.copy_from(&src, &s1).unwrap();
+    dropped.copy_from(&src, &s1).unwrap();
     // s2: a longer spin that a thread waits for: a call in flight.
     gpu.studies().spin(&s2, 800_000_000).unwrap();
     let junk = std::thread::scope(|t| {
@@ -109,7 +109,7 @@ fn a_racing_thread_sees_only_ok_or_device_reset() {
             while !stop.load(Ordering::Acquire) {
                 let mut round = || -> Option<()> {
                     let mut p = ok_or_reset("alloc_pinned", gpu.alloc_pinned::<f32>(n))?;
-                    ok_or_reset("copy_to_host", stream.copy_to_host(&x, &mut p))?;
+                    ok_or_reset("copy_to_host", p.copy_from(&x, &stream))?;
                     let first = ok_or_reset("as_slice", p.as_slice().map(|s| s[0]))?;
                     assert_eq!(first, 1.5);
                     let timed = stream.time(|s| {
@@ -118,7 +118,7 @@ fn a_racing_thread_sees_only_ok_or_device_reset() {
                     });
                     ok_or_reset("time", timed)?;
                     // Dropped with a copy queued: it waits, or leaks under a reset.
-                    ok_or_reset("copy_to_host", stream.copy_to_host(&x, &mut p))?;
+                    ok_or_reset("copy_to_host", p.copy_from(&x, &stream))?;
                     Some(())
                 };
                 if round().is_none() {

@@ -1,5 +1,5 @@
 //! The report's `copies` section: GB/s of this crate's copies on a stream
-//! (`Stream::copy_from_host`, `copy_to_host`, `copy`), from and into
+//! (`copy_from` on the destination), from and into
 //! pageable and pinned (`PinnedVec`) host memory and device to device,
 //! beside the plain driver copies (`cuMemcpyHtoD`/`DtoH`/`DtoD` on the
 //! legacy stream, `Studies::cu_memcpy*`) of the same bytes. Host wall time
@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use gpukern::{Gpu, Stream};
+use gpukern::{Gpu, HostCopyFrom, Stream};
 use serde::{Deserialize, Serialize};
 
 /// One direction and host memory kind at one size.
@@ -65,24 +65,24 @@ fn at(gpu: &Gpu, s: &Stream, n: usize) -> gpukern::Result<Vec<CopyRow>> {
     pinned.as_mut_slice()?.copy_from_slice(&data);
     let mut rows = Vec::new();
 
-    let ours = time(|| s.copy_from_host(&data, &mut d))?;
+    let ours = time(|| d.copy_from(&data, s))?;
     let plain = time(|| st.cu_memcpy_to_device(&data, &mut d))?;
     rows.push(row("host to device", "pageable", bytes, ours, plain, bits(&d.to_vec()?)));
-    let ours = time(|| s.copy_from_host(&pinned, &mut d).and_then(|_| s.synchronize()))?;
+    let ours = time(|| d.copy_from(&pinned, s).and_then(|_| s.synchronize()))?;
     let plain = time(|| st.cu_memcpy_to_device(&pinned, &mut d))?;
     rows.push(row("host to device", "pinned", bytes, ours, plain, bits(&d.to_vec()?)));
 
-    let ours = time(|| s.copy_to_host(&d, &mut host))?;
+    let ours = time(|| host.copy_from(&d, s))?;
     let ok = bits(&host);
     let plain = time(|| st.cu_memcpy_to_host(&d, &mut host))?;
     rows.push(row("device to host", "pageable", bytes, ours, plain, ok && bits(&host)));
     pinned.as_mut_slice()?.fill(0.0);
-    let ours = time(|| s.copy_to_host(&d, &mut pinned).and_then(|_| pinned.as_slice().map(|_| ())))?;
+    let ours = time(|| pinned.copy_from(&d, s).and_then(|_| pinned.as_slice().map(|_| ())))?;
     let ok = bits(pinned.as_slice()?);
     let plain = time(|| st.cu_memcpy_to_host(&d, &mut pinned))?;
     rows.push(row("device to host", "pinned", bytes, ours, plain, ok && bits(pinned.as_slice()?)));
 
-    let ours = time(|| s.copy(&d, &mut e).and_then(|_| s.synchronize()))?;
+    let ours = time(|| e.copy_from(&d, s).and_then(|_| s.synchronize()))?;
     let ok = bits(&e.to_vec()?);
     let plain = time(|| st.cu_memcpy(&d, &mut e).and_then(|_| gpu.synchronize()))?;
     rows.push(row("device to device", "device", bytes, ours, plain, ok && bits(&e.to_vec()?)));
@@ -109,7 +109,7 @@ pub fn render(s: &mut String, rows: &[CopyRow]) {
     if rows.is_empty() {
         return;
     }
-    let _ = writeln!(s, "\n## Copies\n\nGB/s (10^9 bytes copied per second, host wall time of the copy and its wait, median of {REPS}) of `Stream::copy_from_host`, `copy_to_host` and `copy` beside the plain driver copies `cuMemcpyHtoD`/`DtoH`/`DtoD` (legacy stream) of the same bytes; pinned = `PinnedVec` (page-locked).\n\n| direction | host memory | bytes | ours GB/s | cuMemcpy GB/s | ours/cuMemcpy | verified |\n|---|---|---:|---:|---:|---:|---|");
+    let _ = writeln!(s, "\n## Copies\n\nGB/s (10^9 bytes copied per second, host wall time of the copy and its wait, median of {REPS}) of `dst.copy_from(&src, &stream)` (host to device, device to host, device to device) beside the plain driver copies `cuMemcpyHtoD`/`DtoH`/`DtoD` (legacy stream) of the same bytes; pinned = `PinnedVec` (page-locked).\n\n| direction | host memory | bytes | ours GB/s | cuMemcpy GB/s | ours/cuMemcpy | verified |\n|---|---|---:|---:|---:|---:|---|");
     for r in rows {
         let _ = writeln!(
             s,

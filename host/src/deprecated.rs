@@ -1,0 +1,150 @@
+//! The names removed since def71dd, kept for one release as deprecated shims
+//! that forward to their replacements (CHANGELOG.md, "Migrating"). Hidden
+//! from the docs; each one's note names what to use.
+
+use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp};
+use kernels_gpu::Dtype;
+
+use crate::buffer::{AsView, AsViewMut, Element};
+use crate::error::Result;
+use crate::gpu::{Gpu, KernelResources, Stream};
+use crate::opts::Opts;
+use crate::pdl::Pdl;
+use crate::tuning::AutoPlan;
+use crate::variant::{LaunchShape, Variant};
+
+/// The launch settings' old name.
+#[deprecated(note = "use LaunchShape (same fields)")]
+pub type LaunchConfig = LaunchShape;
+
+/// Options of the old `_with` forms: a pattern and a launch shape.
+fn with(pattern: OpPattern, shape: LaunchShape) -> Opts {
+    Opts::auto().pattern(pattern).shape(shape)
+}
+
+#[doc(hidden)]
+impl Gpu {
+    /// `out = a + b`, the automatic choice.
+    #[deprecated(note = "use gpu.binary(BinaryOp::Add, a, b, out, &stream)")]
+    pub fn add_auto<'a, T: Element>(
+        &self,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.binary(BinaryOp::Add, a, b, out, stream)
+    }
+
+    /// `out = a + b` with a launch shape.
+    #[deprecated(note = "use gpu.binary_opts(BinaryOp::Add, a, b, out, &stream, &Opts::auto().shape(shape))")]
+    pub fn add_auto_with<'a, T: Element>(
+        &self,
+        shape: LaunchShape,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.binary_opts(BinaryOp::Add, a, b, out, stream, &Opts::auto().shape(shape))
+    }
+
+    /// `a + b` of host slices.
+    #[deprecated(note = "use gpu.binary_host(BinaryOp::Add, a, b)")]
+    pub fn add_host<T: Element>(&self, a: &[T], b: &[T]) -> Result<Vec<T>> {
+        self.binary_host(BinaryOp::Add, a, b)
+    }
+
+    /// The add variant the automatic add runs.
+    #[deprecated(note = "use gpu.plan(OpKind::Binary(BinaryOp::Add), dtype, n, addrs, &Opts::auto())")]
+    pub fn auto_choice(&self, dtype: Dtype, n: usize, addrs: &[u64]) -> Variant {
+        if addrs.iter().all(|x| x % 16 == 0) {
+            AutoPlan::new(dtype, n, self.info().has_sm90()).variant
+        } else {
+            Variant::widest_for(dtype, addrs)
+        }
+    }
+
+    /// The kernel the automatic choice runs, on a stream without PDL.
+    #[deprecated(note = "use gpu.plan(kind, dtype, n, addrs, &Opts::auto().pdl(Pdl::Off))?.kernel")]
+    pub fn op_choice(&self, kind: OpKind, dtype: Dtype, n: usize, addrs: &[u64]) -> Result<&'static str> {
+        self.plan(kind, dtype, n, addrs, &Opts::auto().pdl(Pdl::Off)).map(|p| p.kernel)
+    }
+
+    /// `out = op(a, b)` with a pattern and a launch shape.
+    #[deprecated(note = "use gpu.binary_opts(op, a, b, out, &stream, &Opts::auto().pattern(p).shape(s))")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn binary_with<'a, T: Element>(
+        &self,
+        op: BinaryOp,
+        pattern: OpPattern,
+        shape: LaunchShape,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.binary_opts(op, a, b, out, stream, &with(pattern, shape))
+    }
+
+    /// `out = op(a)` with a pattern and a launch shape.
+    #[deprecated(note = "use gpu.unary_opts(op, a, out, &stream, &Opts::auto().pattern(p).shape(s))")]
+    pub fn unary_with<'a, T: Element>(
+        &self,
+        op: UnaryOp,
+        pattern: OpPattern,
+        shape: LaunchShape,
+        a: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.unary_opts(op, a, out, stream, &with(pattern, shape))
+    }
+
+    /// `out = alpha·a + beta·b` with a pattern and a launch shape.
+    #[deprecated(note = "use gpu.axpby_opts(alpha, a, beta, b, out, &stream, &Opts::auto().pattern(p).shape(s))")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn axpby_with<'a, T: Element>(
+        &self,
+        pattern: OpPattern,
+        shape: LaunchShape,
+        alpha: f32,
+        a: impl AsView<'a, T>,
+        beta: f32,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.axpby_opts(alpha, a, beta, b, out, stream, &with(pattern, shape))
+    }
+
+    /// Registers, local memory and limits of one kernel.
+    #[deprecated(note = "use gpu.studies().kernel_resources(name)")]
+    pub fn kernel_resources(&self, name: &'static str) -> Result<KernelResources> {
+        self.studies().kernel_resources(name)
+    }
+
+    /// Resident blocks per SM.
+    #[deprecated(note = "use gpu.studies().blocks_per_sm(name, block)")]
+    pub fn blocks_per_sm(&self, name: &'static str, block: u32) -> Result<u32> {
+        self.studies().blocks_per_sm(name, block)
+    }
+
+    /// Resident blocks per SM with dynamic shared memory.
+    #[deprecated(note = "use gpu.studies().blocks_per_sm_with_shared(name, block, shared)")]
+    pub fn blocks_per_sm_with_shared(&self, name: &'static str, block: u32, shared: usize) -> Result<u32> {
+        self.studies().blocks_per_sm_with_shared(name, block, shared)
+    }
+
+    /// Launches the empty kernel once.
+    #[deprecated(note = "use gpu.studies().launch_empty(&stream)")]
+    pub fn launch_empty(&self, stream: &Stream) -> Result<()> {
+        self.studies().launch_empty(stream)
+    }
+
+    /// Queues a one-thread kernel that busy-waits `ns` nanoseconds.
+    #[deprecated(note = "use gpu.studies().spin(&stream, ns)")]
+    pub fn spin(&self, stream: &Stream, ns: u64) -> Result<()> {
+        self.studies().spin(stream, ns)
+    }
+}
