@@ -45,6 +45,8 @@ impl<A> Glu<A> {
 /// One ulp towards the exact product `a · u` from its f32 rounding `p`: `1`
 /// (magnitude up), `-1` (down, as a wrapping add to the bits), `0` if `p` is
 /// exact, infinite from an infinite operand, or NaN.
+// Not `e != 0.0` (clippy's double_comparisons): that is true for a NaN `e`.
+#[allow(clippy::double_comparisons)]
 #[inline(always)]
 fn towards_exact(a: f32, u: f32, p: f32) -> u32 {
     if p.abs() >= TINY {
@@ -118,7 +120,7 @@ mod tests {
                     continue;
                 }
                 exercised += 1;
-                let want = if exact.abs() > m.abs() { lo + 1 } else { lo } | (exact < 0.0) as u16 * 0x8000;
+                let want = (if exact.abs() > m.abs() { lo + 1 } else { lo }) | ((exact < 0.0) as u16 * 0x8000);
                 assert_eq!(product::<E>(a, u), want, "lo {lo:#06x} a {a:e} u {u:e}");
             }
         }

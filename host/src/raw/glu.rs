@@ -61,7 +61,7 @@ pub(crate) fn check_glu(l: &GluLaunch, spans: [(u64, usize); 3], size: u64) -> R
         }
         // A row's start is aligned when the first one's is and the pitch is
         // whole lane groups of `size`-byte elements.
-        if l.rows > 1 && (pitch * size) % l.align as u64 != 0 {
+        if l.rows > 1 && !pitch.is_multiple_of((l.align as u64 / size).max(1)) {
             return bad(format!("{what}'s pitch {pitch} is not a multiple of {} elements", l.lanes));
         }
     }
