@@ -201,3 +201,54 @@ impl RowNorm {
         Ok((by_dtype!(operands[0].0, run(self, inputs, x, &starts))?, shape))
     }
 }
+
+/// The gated activation's forward on candle's CUDA storage: the two windows
+/// (no copy), a new output, one launch on candle's stream.
+pub(crate) fn glu(
+    op: gpukern::GluOp,
+    dtype: candle_core::DType,
+    s1: &CudaStorage,
+    s2: &CudaStorage,
+    ranges: &[Range<usize>; 2],
+) -> Result<CudaStorage> {
+    fn run<T: CudaDt>(
+        op: gpukern::GluOp,
+        s1: &CudaStorage,
+        s2: &CudaStorage,
+        r: &[Range<usize>; 2],
+    ) -> Result<CudaStorage> {
+        let dev = &s1.device;
+        let stream = dev.cuda_stream();
+        let n = r[0].len();
+        // SAFETY: the kernel below writes all `n` elements before anything
+        // reads them (queued on the same stream); on an error the buffer is
+        // dropped unread.
+        let mut out = unsafe { dev.alloc::<T>(n) }?;
+        if n > 0 {
+            let gpu = gpu_of(&stream)?;
+            let (g, u) = (window::<T>(s1, &r[0])?, window::<T>(s2, &r[1])?);
+            gpu.glu_cudarc(op, &g, &u, &mut out, &stream).map_err(gpukern_err)?;
+        }
+        Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
+    }
+    by_dtype!(dtype, run(op, s1, s2, ranges))
+}
+
+/// The `[gate | up]` rows' forward: the input's window from its first row to
+/// its last (no copy), a new contiguous output, one launch.
+pub(crate) fn glu_split(op: gpukern::GluOp, s: &CudaStorage, x: RowLayout, rows: Rows) -> Result<CudaStorage> {
+    fn run<T: CudaDt>(op: gpukern::GluOp, s: &CudaStorage, x: RowLayout, rows: Rows) -> Result<CudaStorage> {
+        let dev = &s.device;
+        let stream = dev.cuda_stream();
+        let n = rows.rows * rows.cols;
+        // SAFETY: as in `glu`: every element is written before any read.
+        let mut out = unsafe { dev.alloc::<T>(n) }?;
+        if n > 0 {
+            let gpu = gpu_of(&stream)?;
+            let xv = window::<T>(s, &(x.start..x.start + x.extent()))?;
+            gpu.glu_split_cudarc(op, &xv, &mut out, rows, &stream).map_err(gpukern_err)?;
+        }
+        Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
+    }
+    by_dtype!(s.dtype(), run(op, s, x, rows))
+}

@@ -18,6 +18,8 @@
 //! * The op types behind them: [`Unary`], [`Binary`], [`Axpby`]
 //!   (`CustomOp1`/`CustomOp2`), [`UnaryInto`], [`BinaryInto`], [`AxpbyInto`]
 //!   (`InplaceOp2`/`InplaceOp3`).
+//! * The gated activations: [`glu`] (`act(gate) · up`), [`swiglu`], and
+//!   [`glu_split`] on rows `[gate | up]` of one tensor, rounded once.
 //! * Dtypes f32, f16 and bf16. Layouts: a contiguous tensor at any start offset
 //!   goes straight through, with no copy; any other layout is a clear error
 //!   that names it (no hidden copy).
@@ -30,6 +32,7 @@
 mod check;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod glu;
 mod map;
 mod norms;
 mod ops;
@@ -37,6 +40,8 @@ mod ops;
 #[cfg(feature = "cuda")]
 pub use cuda::gpu;
 
+pub use glu::{Glu, GluSplit};
+pub use gpukern::GluOp;
 pub use gpukern::NormOp;
 pub use gpukern::{BinaryOp, UnaryOp};
 pub use norms::RowNorm;
@@ -158,3 +163,20 @@ struct BookCandle;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct Readme;
+/// `act(gate) · up` for `act` ∈ [`GluOp`] (SiLU, GELU, GELU's tanh form), in
+/// one kernel, rounded once; `gate` and `up` have one dtype and one shape.
+pub fn glu(op: GluOp, gate: &Tensor, up: &Tensor) -> Result<Tensor> {
+    gate.apply_op2_no_bwd(up, &Glu(op))
+}
+
+/// SwiGLU: `silu(gate) · up` ([`glu`] with [`GluOp::Silu`]).
+pub fn swiglu(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
+    glu(GluOp::Silu, gate, up)
+}
+
+/// `act(gate) · up` over rows `[gate | up]` of `x` (a fused gate-and-up
+/// projection's output, last dimension `2·d`): a new tensor with last
+/// dimension `d`; the halves are read in place, with no copy.
+pub fn glu_split(op: GluOp, x: &Tensor) -> Result<Tensor> {
+    x.apply_op1_no_bwd(&GluSplit(op))
+}

@@ -18,6 +18,7 @@
 //! the f16 inputs it misses listed and fixed ([`Activation::F16_FIXES`]);
 //! every NaN result is `0x7fff` (the canonical 16-bit NaN).
 
+mod glu;
 mod lanes16;
 // The fast paths' checks on every 16-bit input: here, beside the lanes they
 // test (`math` is the lower module and imports nothing of `activations`).
@@ -27,6 +28,7 @@ mod fast16_tests;
 use crate::lanes::{Elem, Op};
 use crate::math::{self, fast16, fast16::Fast, fast16::Sfu};
 
+pub use glu::{product, Glu};
 pub use lanes16::{settle, slow16, NAN16};
 
 /// An activation: its f32 function, its 16-bit fast path and slow path.

@@ -9,6 +9,7 @@
 //! | [`pack`]      | one 16-byte pack, with a load/store hint | V2, V6     |
 //! | [`tile`]      | `U` packs per thread, loads first    | -              |
 //! | [`range`]     | one block over one range (foreach chunks) | -         |
+//! | [`rows`]      | pitched rows of [`pack`] or [`scalar`] (grid y) | - |
 //!
 //! Every pattern walks with [`for_each_group`] (or, for [`tile`],
 //! [`for_each_unrolled`]; for [`range`], [`for_each_in_range`]), handles any
@@ -279,5 +280,43 @@ pub unsafe fn range<E: Elem, O: Op<E>, const U: usize>(
     match E::LANES {
         4 => for_each_in_range::<4, U>(start, end, t, step, aligned, whole, group, one),
         _ => for_each_in_range::<8, U>(start, end, t, step, aligned, whole, group, one),
+    }
+}
+
+/// Pitched rows: `c[r·pc + i] = op(a[r·pa + i], b[r·pb + i])` for `r < rows`,
+/// `i < n`. Grid rows (`blockIdx.y`, stride `gridDim.y`) take rows; in each,
+/// the grid's x dimension runs [`pack`] (`PACK`, plain accesses) or
+/// [`scalar`] over the row's `n` elements, so a row is the 1-D walk and one
+/// row of `n` is the 1-D kernel. The gated activations' `[gate | up]` rows
+/// are `a` and `b` in one buffer, `n` apart.
+///
+/// # Safety
+/// Each row's three ranges meet the 1-D pattern's contract: `a + r·pa`, `b +
+/// r·pb`, `c + r·pc` hold `n` elements, aligned as the pattern needs (16 bytes
+/// for `PACK`); no output row overlaps an input row or another output row.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn rows<E: Elem, O: Op<E>, const PACK: bool>(
+    op: O,
+    a: *const E::T,
+    b: *const E::T,
+    c: *mut E::T,
+    rows: u32,
+    n: u64,
+    pitches: [u64; 3],
+) {
+    let (mut r, step) = (crate::thread::block_xy().1, crate::thread::grid_dim_xy().1);
+    while r < rows {
+        let at = |p: u64| (r as u64 * p) as usize;
+        // SAFETY: row r < rows, per the contract.
+        unsafe {
+            let (ra, rb, rc) = (a.add(at(pitches[0])), b.add(at(pitches[1])), c.add(at(pitches[2])));
+            if PACK {
+                pack::<E, O, PLAIN>(op, ra, rb, rc, n)
+            } else {
+                scalar::<E, O>(op, ra, rb, rc, n)
+            }
+        }
+        r += step;
     }
 }

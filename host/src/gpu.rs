@@ -37,7 +37,10 @@ pub fn sm90_kernel_names() -> Vec<&'static str> {
     let norms = norms.chain(kernels_gpu::norms::pdl_kernel_names());
     // The foreach add's twins.
     let many = kernels_gpu::foreach::ADD_MANY_PDL.into_iter().chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL);
-    add.chain(ops.map(|k| k.name)).chain(pdl).chain(many).chain(norms).collect()
+    // The gated activations' bf16 kernels and every one's PDL twin.
+    let glu = kernels_gpu::glu::GLU_KERNELS.iter().filter(|k| k.needs_sm90()).chain(kernels_gpu::glu::GLU_PDL_KERNELS);
+    let all = add.chain(ops.map(|k| k.name)).chain(pdl).chain(many).chain(norms);
+    all.chain(glu.map(|k| k.name)).collect()
 }
 
 /// Every kernel of the portable module; all are resolved when a [`Gpu`] is created.
@@ -63,6 +66,7 @@ pub fn kernel_names() -> Vec<&'static str> {
     // The element-wise library; its add rows are the add kernels listed above.
     let ops = kernels_gpu::ops::OP_KERNELS.iter().filter(|k| !k.needs_sm90() && !k.name.starts_with("add_"));
     names.extend(ops.map(|k| k.name));
+    names.extend(kernels_gpu::glu::GLU_KERNELS.iter().filter(|k| !k.needs_sm90()).map(|k| k.name));
     names
 }
 

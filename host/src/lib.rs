@@ -92,6 +92,7 @@ mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod glu;
 mod gpu;
 mod graph;
 mod owners;
@@ -133,6 +134,7 @@ pub use custom::{CustomBinary, CustomUnary};
 pub use error::{AssertFailure, DriverError, Error, Result};
 pub use gpu::{kernel_names, sm90_kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX, PTX_SM90};
 pub use half;
+pub use kernels_gpu::glu::GluOp;
 pub use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp};
 pub use kernels_gpu::Dtype;
 pub use many::{AddManyPlan, Triple};

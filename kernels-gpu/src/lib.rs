@@ -37,6 +37,7 @@ pub mod count;
 pub mod debug;
 pub mod foreach;
 pub mod fusion;
+pub mod glu;
 pub mod math;
 pub mod matmul;
 pub mod norms;

@@ -43,21 +43,15 @@ pub struct OpKernel {
 impl OpKernel {
     /// Elements per lane group (the grid is one thread per group).
     pub const fn lanes(&self) -> u32 {
-        match self.pattern {
-            OpPattern::Scalar => 1,
-            OpPattern::Pack | OpPattern::PackSm90 => (16 / self.dtype.size()) as u32,
-        }
+        self.pattern.lanes(self.dtype)
     }
     /// Byte alignment every operand must have.
     pub const fn align(&self) -> usize {
-        match self.pattern {
-            OpPattern::Scalar => self.dtype.size(),
-            OpPattern::Pack | OpPattern::PackSm90 => 16,
-        }
+        self.pattern.align(self.dtype)
     }
     /// True for the kernels of the sm_90 module.
     pub const fn needs_sm90(&self) -> bool {
-        matches!(self.pattern, OpPattern::PackSm90)
+        self.pattern.needs_sm90()
     }
 }
 

@@ -251,7 +251,10 @@ fn hopper_module_holds_exactly_the_bulk_and_sm90_bf16_kernels() {
     let norms = norms + kernels_gpu::norms::pdl_kernel_names().count();
     let pdl = kernels_gpu::ops::PDL_KERNELS.len() + kernels_gpu::foreach::ADD_MANY_PDL.len();
     let pdl = pdl + kernels_gpu::foreach::ADD_MANY_INLINE_PDL.len() + norms;
-    assert_eq!(entries.len(), bulk.len() + ops - 1 + pdl, "{entries:?}");
+    // The gated activations' bf16 kernels and their twins.
+    let glu = kernels_gpu::glu::GLU_KERNELS.iter().filter(|k| k.needs_sm90()).count();
+    let glu = glu + kernels_gpu::glu::GLU_PDL_KERNELS.len();
+    assert_eq!(entries.len(), bulk.len() + ops - 1 + pdl + glu, "{entries:?}");
     for name in &bulk {
         assert!(PTX90.contains(&format!(".visible .entry {name}(")), "missing .entry {name} in the sm_90 module");
         assert!(!PTX.contains(&format!(".entry {name}(")), "{name} must not be in the sm_70 module");

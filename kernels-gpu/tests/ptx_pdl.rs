@@ -1,5 +1,6 @@
 //! PTX-level checks of the PDL twins (`kernels_gpu::ops::PDL_KERNELS`, the
-//! foreach add's, `kernels_gpu::norms::pdl_kernel_names`): the
+//! foreach add's, `kernels_gpu::norms::pdl_kernel_names`, the gated
+//! activations' `kernels_gpu::glu::GLU_PDL_KERNELS`): the
 //! host launches them, and only them, with the programmatic-serialisation
 //! attribute, which is sound only if each waits before touching memory.
 
@@ -20,7 +21,8 @@ fn touches_memory(l: &str) -> bool {
 fn twins() -> Vec<&'static str> {
     let many = kernels_gpu::foreach::ADD_MANY_PDL.into_iter().chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL);
     let norms = kernels_gpu::norms::pdl_kernel_names();
-    PDL_KERNELS.iter().map(|k| k.name).chain(many).chain(norms).collect()
+    let glu = kernels_gpu::glu::GLU_PDL_KERNELS.iter().map(|k| k.name);
+    PDL_KERNELS.iter().map(|k| k.name).chain(many).chain(norms).chain(glu).collect()
 }
 
 #[test]

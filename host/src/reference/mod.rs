@@ -17,6 +17,8 @@ use half::{bf16, f16};
 use crate::buffer::Element;
 
 mod act16;
+mod glu;
+pub use glu::{glu, glu_one, glu_split};
 pub mod norms;
 mod ops;
 pub use ops::{axpby_one, binary_one, map, unary_one, ReferenceOps};

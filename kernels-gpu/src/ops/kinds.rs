@@ -184,4 +184,23 @@ pub enum OpPattern {
 impl OpPattern {
     /// Every pattern.
     pub const ALL: [OpPattern; 3] = [OpPattern::Scalar, OpPattern::Pack, OpPattern::PackSm90];
+
+    /// Elements per lane group of `dtype` (the grid is one thread per group).
+    pub const fn lanes(self, dtype: crate::Dtype) -> u32 {
+        match self {
+            OpPattern::Scalar => 1,
+            OpPattern::Pack | OpPattern::PackSm90 => (16 / dtype.size()) as u32,
+        }
+    }
+    /// Byte alignment every operand must have.
+    pub const fn align(self, dtype: crate::Dtype) -> usize {
+        match self {
+            OpPattern::Scalar => dtype.size(),
+            OpPattern::Pack | OpPattern::PackSm90 => 16,
+        }
+    }
+    /// True for the patterns of the sm_90 module.
+    pub const fn needs_sm90(self) -> bool {
+        matches!(self, OpPattern::PackSm90)
+    }
 }
