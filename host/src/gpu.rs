@@ -35,6 +35,9 @@ pub fn sm90_kernel_names() -> Vec<&'static str> {
     // The norms' PDL twins.
     let norms = kernels_gpu::norms::cluster_kernel_names().chain(kernels_gpu::norms::sm90_kernel_names());
     let norms = norms.chain(kernels_gpu::norms::pdl_kernel_names());
+    // The norms' pipelined kernels, and the checks of their building blocks.
+    let norms = norms.chain(kernels_gpu::norms::pipe_kernel_names());
+    let norms = norms.chain([kernels_gpu::pipeline::RING_COPY, kernels_gpu::pipeline::CLUSTER_FOLD]);
     // The foreach add's twins.
     let many = kernels_gpu::foreach::ADD_MANY_PDL.into_iter().chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL);
     add.chain(ops.map(|k| k.name)).chain(pdl).chain(many).chain(norms).collect()
@@ -140,10 +143,18 @@ impl Gpu {
                 let mut norms = kernels_gpu::norms::cluster_kernel_names()
                     .chain(kernels_gpu::norms::sm90_kernel_names())
                     .chain(kernels_gpu::norms::pdl_kernel_names());
-                if !norms.any(|n| n == name) {
+                let kernel = Kernel::new(f);
+                let checks = [kernels_gpu::pipeline::RING_COPY, kernels_gpu::pipeline::CLUSTER_FOLD];
+                if kernels_gpu::norms::pipe_kernel_names().chain(checks).any(|n| n == name) {
+                    // The rings (pipelined norms, the building blocks'
+                    // checks): all the block may have beside their static
+                    // shared memory.
+                    let fixed = kernel.resources()?.shared_bytes;
+                    raw::set_max_dynamic_shared(f, shared_optin.saturating_sub(fixed))?;
+                } else if !norms.any(|n| n == name) {
                     raw::set_max_dynamic_shared(f, shared_optin)?;
                 }
-                funcs.insert(name, Kernel::new(f));
+                funcs.insert(name, kernel);
             }
             modules.push(m);
         }

@@ -32,6 +32,7 @@ mod map;
 mod math;
 mod norms;
 mod order;
+mod pipeline;
 mod studies;
 mod user;
 
@@ -48,6 +49,7 @@ pub(crate) use map::*;
 pub(crate) use math::*;
 pub(crate) use norms::*;
 pub(crate) use order::{reads, writes, Queue, Track, Use};
+pub(crate) use pipeline::*;
 pub(crate) use studies::*;
 pub(crate) use user::*;
 
