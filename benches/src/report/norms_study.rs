@@ -124,7 +124,7 @@ fn study_dtype<T: Element>(gpu: &Gpu, s: &Stream, out: &mut Vec<NormPlanRow>) ->
 
 /// The plan study (f32 and bf16): every plan at the study's shapes.
 pub fn study(gpu: &Gpu, o: &super::Opts) -> Result<Vec<NormPlanRow>, String> {
-    if !o.norms {
+    if !o.norms || !o.norms_study {
         return Ok(Vec::new());
     }
     eprintln!("norms: plan study ...");
