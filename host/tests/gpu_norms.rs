@@ -169,10 +169,13 @@ fn norms_pipelined_plans_walk_many_rows() {
         }
     }
     if gpu.info().has_sm90() {
-        // Aligned operands and pitches: the pipelined plan itself runs.
+        // Aligned operands and pitches: the pipelined plan itself runs, but
+        // where its kernel's registers cannot launch the block (f32 and f16
+        // 16384 at 1024 threads on an H200: its twin runs, same bits).
         for (dtype, c) in cases.iter().filter(|(_, c)| c.rows <= 1000) {
             let ran = run_dtype(&gpu, *dtype, c).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(Some(ran), c.plan, "{c:?}");
+            let twin = c.plan.map(|p| NormPlan { strategy: p.strategy.unpipelined(), ..p });
+            assert!(Some(ran) == c.plan || (c.plan.is_some_and(|p| p.block == 1024) && Some(ran) == twin), "{c:?}");
         }
     }
     run_all("norms_pipelined_plans_walk_many_rows", cases);

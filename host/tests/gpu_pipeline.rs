@@ -31,7 +31,9 @@ fn ring_walk_copies_every_row_once() {
                 if sanitizing && (rows > 37 || stages == 16) {
                     continue;
                 }
-                if cols / 4 > 4 * block || grid > rows {
+                let slot = gpukern_device::ring::ring_slot_bytes(cols as u64 * 4) as u32;
+                let ring = gpukern_device::ring::ring_shared_bytes(slot, stages);
+                if cols / 4 > 4 * block || grid > rows || ring > gpu.info().shared_per_block_optin as u64 {
                     continue;
                 }
                 let span = (rows as usize - 1) * pitch as usize + cols as usize;

@@ -154,9 +154,25 @@ impl Gpu {
             let fits = || self.norm_pipe_room(kernel_of(p)?, p, lanes, rows.cols, alt);
             p.strategy.pipelined() != Some(p.strategy) || (vec && r.seg as usize >= rows.cols && fits().is_some())
         };
+        // The automatic choice pipelines only where the plan it twins keeps
+        // at most 2 row groups resident per SM (the device's occupancy for
+        // that kernel): with more, the SM already has rows in flight while
+        // one reduces, and the ring's extra barrier and shared-memory pass
+        // cost more than they hide (H200, results/nvidia-h200/norms/pipeline:
+        // bf16 softmax 16384×4096 pipe/256/2 111.8 µs against block/256/2
+        // 101.5; 1024×16384 pipe/1024/2 33.7 against block/1024/2 43.6).
+        let pays = |p: NormPlan| {
+            let twin = NormPlan { strategy: p.strategy.unpipelined(), ..p };
+            let resident = || {
+                let _live = self.shared.bind().ok()?;
+                raw::occupancy(self.shared.func(kernel_of(twin)?).ok()?, p.block, 0).ok()
+            };
+            p.strategy.pipelined() != Some(p.strategy) || resident().is_some_and(|b| b <= 2)
+        };
         let launchable = |p: NormPlan| p.block <= max_block(p) && placeable(p) && pipe_fits(p);
+        let chosen = |p: NormPlan| launchable(p) && pays(p);
         let sms = self.info().sm_count;
-        let plan = opts.plan.unwrap_or_else(|| NormPlan::auto_rows(T::DTYPE, rows.rows, rows.cols, sms, launchable));
+        let plan = opts.plan.unwrap_or_else(|| NormPlan::auto_rows(T::DTYPE, rows.rows, rows.cols, sms, chosen));
         // A pipelined plan that cannot run here runs as the plan of the same
         // order that loads from global memory (same bits), and says so.
         let plan = if pipe_fits(plan) { plan } else { NormPlan { strategy: plan.strategy.unpipelined(), ..plan } };
