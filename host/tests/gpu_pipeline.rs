@@ -119,7 +119,7 @@ fn cluster_fold_sums_in_rank_order() {
             failures.extend(r.err());
         }
     }
-    let (dx, mut dy) = (gpu.upload(&vec![1.0f32; 12]).unwrap(), gpu.alloc::<f32>(12 * 32).unwrap());
+    let (dx, mut dy) = (gpu.upload(&[1.0f32; 12]).unwrap(), gpu.alloc::<f32>(12 * 32).unwrap());
     for (cluster, block) in [(0, 32), (9, 32), (5, 32), (4, 48), (4, 64)] {
         if gpu.studies().cluster_fold_sum(dx.view(), dy.view_mut(), cluster, block, &s).is_ok() {
             failures.push(format!("cluster {cluster} block {block} accepted"));
