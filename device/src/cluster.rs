@@ -1,6 +1,9 @@
 //! Thread-block clusters (sm_90): the block's rank in its cluster, the
-//! cluster-wide barrier, and reads of another block's shared memory through
-//! the cluster's distributed shared memory (`mapa` + `ld.shared::cluster`).
+//! cluster-wide barrier, reads of another block's shared memory through
+//! the cluster's distributed shared memory (`mapa` + `ld.shared::cluster`),
+//! and the cluster-wide reduction built on them ([`publish`], [`fold_f32`]:
+//! each block's values read by every thread in rank order, so the result's
+//! bits do not depend on timing).
 //!
 //! Launch such a kernel with cluster dimensions (the host's
 //! `cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`); without
@@ -61,4 +64,49 @@ pub unsafe fn read_f32(p: *const f32, rank: u32) -> f32 {
         );
     }
     v
+}
+
+/// Publishes this block's `N` words for the cluster: thread (0, 0) writes
+/// `mine` to `slot`, then the cluster syncs ([`sync`]), after which any
+/// thread of the cluster may read them with [`read_f32`] (rank = this
+/// block's [`block_rank`]). A collective: every thread of the cluster calls
+/// it; the caller calls [`sync`] once more before its block exits or `slot`
+/// is written again.
+///
+/// # Safety
+/// `slot` points to a `static_shared!` array every block of the kernel has,
+/// which no thread reads or writes between the previous cluster barrier and
+/// this one but through this call.
+#[inline(always)]
+pub unsafe fn publish<const N: usize>(slot: *mut [f32; N], mine: [f32; N]) {
+    if crate::is_block_leader() {
+        // SAFETY: per the contract: this block's array, this thread alone.
+        unsafe { *slot = mine };
+    }
+    sync();
+}
+
+/// The cluster-wide reduction over distributed shared memory: every block
+/// publishes `mine` ([`publish`]) and every thread folds the cluster's values
+/// in rank order, `op(…op(op(v0, v1), v2)…, vn-1)`, so every thread of every
+/// block gets the same bits, independent of timing. Same collective rules as
+/// [`publish`].
+///
+/// # Safety
+/// As [`publish`] for `slot`.
+#[inline(always)]
+pub unsafe fn fold_f32(slot: *mut [f32; 1], mine: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
+    // SAFETY: forwarded.
+    unsafe { publish(slot, [mine]) };
+    let p = slot as *const f32;
+    // SAFETY: written by rank q before the barrier in `publish`, which this
+    // thread passed; alive until the caller's next cluster barrier.
+    let mut acc = unsafe { read_f32(p, 0) };
+    let mut q = 1;
+    while q < blocks() {
+        // SAFETY: as above, rank q < blocks().
+        acc = op(acc, unsafe { read_f32(p, q) });
+        q += 1;
+    }
+    acc
 }

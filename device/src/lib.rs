@@ -16,7 +16,8 @@
 //! | [`lanes`] | the element types ([`lanes::Elem`]: f32, f16, bf16) and operations ([`lanes::Op`]) |
 //! | `patterns` | the element-wise access patterns (scalar, pair, pack, tile) over any `Elem`/`Op` |
 //! | `hopper`, [`bulk`] | sm_90: `mbarrier`, `cp.async.bulk`, packed bf16, and the bulk-copy walk |
-//! | `cluster` | sm_90: thread-block clusters: rank, cluster barrier, reads of another block's shared memory |
+//! | `ring` | sm_90: a multi-stage ring of shared-memory slots filled by `cp.async.bulk`, and the walk of a persistent block through it |
+//! | `cluster` | sm_90: thread-block clusters: rank, cluster barrier, reads of another block's shared memory, the cluster-wide reduction |
 //! | [`bits`], [`launch`] | bf16 rounding and NaN classes; launch geometry (also on the host) |
 //! | [`math`] | f32 `exp`, `log`, `tanh`, `sigmoid`, `erf`, `sin`/`cos`, `pow`, SiLU/GELU… from FMAs and integer ops (same bits on host and GPU; host-side [`math::check`]) |
 //! | [`elementwise!`] | entry points for your own [`lanes::Op`], every width, with an ABI the host library checks |
@@ -77,6 +78,7 @@ pub mod lanes;
 pub mod launch;
 pub mod math;
 pub mod pack;
+pub mod ring;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod atomic;

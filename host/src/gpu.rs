@@ -35,6 +35,9 @@ pub fn sm90_kernel_names() -> Vec<&'static str> {
     // The norms' PDL twins.
     let norms = kernels_gpu::norms::cluster_kernel_names().chain(kernels_gpu::norms::sm90_kernel_names());
     let norms = norms.chain(kernels_gpu::norms::pdl_kernel_names());
+    // The norms' pipelined kernels, and the checks of their building blocks.
+    let norms = norms.chain(kernels_gpu::norms::pipe_kernel_names());
+    let norms = norms.chain([kernels_gpu::pipeline::RING_COPY, kernels_gpu::pipeline::CLUSTER_FOLD]);
     // The foreach add's twins.
     let many = kernels_gpu::foreach::ADD_MANY_PDL.into_iter().chain(kernels_gpu::foreach::ADD_MANY_INLINE_PDL);
     // The gated activations' bf16 kernels and every one's PDL twin.
@@ -148,7 +151,14 @@ impl Gpu {
                 let mut norms = kernels_gpu::norms::cluster_kernel_names()
                     .chain(kernels_gpu::norms::sm90_kernel_names())
                     .chain(kernels_gpu::norms::pdl_kernel_names());
-                if !norms.any(|n| n == name) {
+                let checks = [kernels_gpu::pipeline::RING_COPY, kernels_gpu::pipeline::CLUSTER_FOLD];
+                if kernels_gpu::norms::pipe_kernel_names().chain(checks).any(|n| n == name) {
+                    // The rings (pipelined norms, the building blocks'
+                    // checks): all the block may have beside their static
+                    // shared memory.
+                    let fixed = kernel.resources()?.shared_bytes;
+                    kernel.set_max_dynamic_shared(shared_optin.saturating_sub(fixed))?;
+                } else if !norms.any(|n| n == name) {
                     kernel.set_max_dynamic_shared(shared_optin)?;
                 }
                 funcs.insert(name, kernel);

@@ -116,6 +116,7 @@ mod ops;
 mod opts;
 pub use opts::{Opts, Plan};
 mod pdl;
+mod pipeline_checks;
 pub use pdl::Pdl;
 mod ptx_text;
 mod raw;

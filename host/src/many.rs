@@ -210,8 +210,8 @@ impl Studies<'_> {
         self.check_owned(name, [marks.owner()], stream)?;
         let elem = 16 / lanes; // the element size of the add kernel this walk stands for
         let bad = |why: &str| Error::Shape { kernel: name, detail: format!("tile of {tile} elements {why}") };
-        if tile == 0 || !tile.is_multiple_of(lanes as u64) {
-            return Err(bad("must be a positive multiple of the lanes"));
+        if tile == 0 {
+            return Err(bad("must be at least 1"));
         }
         let tile_bytes =
             tile.checked_mul(elem as u64).and_then(|b| u32::try_from(b).ok()).ok_or_else(|| bad("is too large"))?;

@@ -66,7 +66,7 @@ fn run<T: ReferenceOps>(gpu: &Gpu, c: &Case) -> Result<(), String> {
     let o = CANARY + c.offsets[2];
     let mut band = gpu.alloc::<T>(o + out_len + CANARY).map_err(|e| e.to_string())?;
     for poison in POISONS {
-        band.fill_bits(poison).map_err(|e| e.to_string())?;
+        band.fill(T::from_bits32(poison)).map_err(|e| e.to_string())?;
         let before = band.to_vec().map_err(|e| e.to_string())?;
         let out = band.slice_mut(o..o + out_len).map_err(|e| e.to_string())?;
         let gate = da.slice(c.offsets[0]..).map_err(|e| e.to_string())?;
@@ -196,7 +196,7 @@ fn glu_plans_and_errors_write_nothing() {
     let s = gpu.stream().unwrap();
     let (g, u) = (gpu.upload(&[1.0f32; 64]).unwrap(), gpu.upload(&[2.0f32; 64]).unwrap());
     let mut out = gpu.alloc::<f32>(64).unwrap();
-    out.fill_bits(POISONS[0]).unwrap();
+    out.fill_bits(POISONS[0].into()).unwrap();
     let untouched = |out: &gpukern::DeviceVec<f32>| out.to_vec().unwrap().iter().all(|x| x.to_bits() == POISONS[0]);
     let op = GluOp::Silu;
     let e = gpu.glu(op, g.slice(..63).unwrap(), &u, &mut out, &s).unwrap_err();

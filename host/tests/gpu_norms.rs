@@ -134,6 +134,53 @@ fn norms_long_rows_and_many_rows() {
     run_all("norms_long_rows_and_many_rows", cases);
 }
 
+/// The pipelined plans (sm_90) where they run pipelined: enough rows that
+/// each persistent block walks its ring around more than twice (every
+/// barrier phase reused), row lengths on and off the 16-byte chunk, pitched
+/// rows, special fills; and the plan that ran is the pipelined one.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn norms_pipelined_plans_walk_many_rows() {
+    let gpu = common::gpu();
+    let many = if common::sanitizing() { 300 } else { 9000 };
+    let mut cases = Vec::new();
+    for op in NormOp::ALL {
+        for dtype in Dtype::ALL {
+            for (rows, cols, strategy, block, k) in [
+                (many, 4096, NormStrategy::Pipe, 256, 2),
+                (300, 4096 + 24, NormStrategy::Pipe, 256, 4),
+                (1000, 1000, NormStrategy::Pipe, 128, 2),
+                (300, 16384, NormStrategy::Pipe, 1024, 4),
+                (many, 250, NormStrategy::PipeWarp, 256, 2),
+                (3000, 37, NormStrategy::PipeWarp, 1024, 1),
+                (500, 3, NormStrategy::PipeWarp, 64, 1),
+            ] {
+                let plan = NormPlan { strategy, block, k };
+                if plan.check("t", dtype, cols).is_err() {
+                    continue;
+                }
+                let fills: &[Fill] =
+                    if rows == many { &[Fill::Random] } else { &[Fill::Random, Fill::WithNan, Fill::Masked] };
+                for &fill in fills {
+                    let gaps = if fill == Fill::Random { (8, 16) } else { (0, 0) };
+                    cases.push((dtype, Case { plan: Some(plan), fill, gaps, seed: 11, ..base(op, rows, cols) }));
+                }
+            }
+        }
+    }
+    if gpu.info().has_sm90() {
+        // Aligned operands and pitches: the pipelined plan itself runs, but
+        // where its kernel's registers cannot launch the block (f32 and f16
+        // 16384 at 1024 threads on an H200: its twin runs, same bits).
+        for (dtype, c) in cases.iter().filter(|(_, c)| c.rows <= 1000) {
+            let ran = run_dtype(&gpu, *dtype, c).unwrap_or_else(|e| panic!("{e}"));
+            let twin = c.plan.map(|p| NormPlan { strategy: p.strategy.unpipelined(), ..p });
+            assert!(Some(ran) == c.plan || (c.plan.is_some_and(|p| p.block == 1024) && Some(ran) == twin), "{c:?}");
+        }
+    }
+    run_all("norms_pipelined_plans_walk_many_rows", cases);
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn norms_argument_errors_write_nothing() {

@@ -42,6 +42,7 @@ pub mod math;
 pub mod matmul;
 pub mod norms;
 pub mod ops;
+pub mod pipeline;
 pub mod transpose;
 pub mod verify;
 

@@ -34,6 +34,12 @@ mod cluster;
 mod device;
 #[cfg(target_arch = "nvptx64")]
 mod entries;
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+mod pipe;
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+mod pipe_entries;
+#[cfg(target_arch = "nvptx64")]
+mod row;
 
 use crate::Dtype;
 
@@ -192,6 +198,76 @@ cluster_names!(
     "norm_softmax_bf16_k4_cluster",
     "norm_softmax_bf16_k8_cluster",
 );
+
+/// Entry point of the pipelined kernel of `(family, dtype, k)` (sm_90
+/// module): the kernel of [`NORM_KERNELS`] with `_pipe` appended, whose
+/// persistent blocks walk row groups with the rows brought into shared
+/// memory by `cp.async.bulk` through a ring of stages (`gpukern_device::ring`),
+/// then reduce exactly as that kernel does (same order, same bits).
+pub fn pipe_kernel(family: Family, dtype: Dtype, k: u32) -> Option<&'static str> {
+    let i = NORM_KERNELS.iter().position(|n| n.family == family && n.dtype == dtype && n.k == k)?;
+    Some(PIPE_NAMES[i])
+}
+
+/// Every pipelined kernel's entry point.
+pub fn pipe_kernel_names() -> impl Iterator<Item = &'static str> {
+    PIPE_NAMES.into_iter()
+}
+
+macro_rules! pipe_names {
+    ($($n:literal),* $(,)?) => {
+        /// `NORM_KERNELS[i].name` + `_pipe`.
+        const PIPE_NAMES: [&str; 36] = [$(concat!($n, "_pipe")),*];
+    };
+}
+pipe_names!(
+    "norm_rms_f32_k1",
+    "norm_rms_f32_k2",
+    "norm_rms_f32_k4",
+    "norm_rms_f32_k8",
+    "norm_rms_f16_k1",
+    "norm_rms_f16_k2",
+    "norm_rms_f16_k4",
+    "norm_rms_f16_k8",
+    "norm_rms_bf16_k1",
+    "norm_rms_bf16_k2",
+    "norm_rms_bf16_k4",
+    "norm_rms_bf16_k8",
+    "norm_layer_f32_k1",
+    "norm_layer_f32_k2",
+    "norm_layer_f32_k4",
+    "norm_layer_f32_k8",
+    "norm_layer_f16_k1",
+    "norm_layer_f16_k2",
+    "norm_layer_f16_k4",
+    "norm_layer_f16_k8",
+    "norm_layer_bf16_k1",
+    "norm_layer_bf16_k2",
+    "norm_layer_bf16_k4",
+    "norm_layer_bf16_k8",
+    "norm_softmax_f32_k1",
+    "norm_softmax_f32_k2",
+    "norm_softmax_f32_k4",
+    "norm_softmax_f32_k8",
+    "norm_softmax_f16_k1",
+    "norm_softmax_f16_k2",
+    "norm_softmax_f16_k4",
+    "norm_softmax_f16_k8",
+    "norm_softmax_bf16_k1",
+    "norm_softmax_bf16_k2",
+    "norm_softmax_bf16_k4",
+    "norm_softmax_bf16_k8",
+);
+
+/// Bytes of one ring slot of the pipelined plan: `rows_per_group` rows of
+/// `cols` elements of `lanes` per 16-byte chunk, each as its whole chunks,
+/// twice with the residual (`add_rms_norm`), rounded up to 128
+/// (`gpukern_device::ring::ring_slot_bytes`). The kernel and the host's
+/// launch use this one definition.
+pub const fn pipe_slot_bytes(lanes: u32, cols: u32, rows_per_group: u32, residual: bool) -> u64 {
+    let ins = if residual { 2 } else { 1 };
+    gpukern_device::ring::ring_slot_bytes(rows_per_group as u64 * ins * (cols / lanes) as u64 * 16)
+}
 
 /// The kernels of [`NORM_KERNELS`] the sm_90 module holds too, under the same
 /// names: the bf16 ones, whose rounding there is one `cvt.rn.bf16.f32` per

@@ -249,6 +249,13 @@ fn hopper_module_holds_exactly_the_bulk_and_sm90_bf16_kernels() {
     // of the foreach add (`tests/ptx_pdl.rs`) and of every norm kernel; the norms' cluster and bf16 kernels.
     let norms = kernels_gpu::norms::cluster_kernel_names().count() + kernels_gpu::norms::sm90_kernel_names().count();
     let norms = norms + kernels_gpu::norms::pdl_kernel_names().count();
+    // The pipelined norm kernels, and the checks of their building blocks.
+    let norms = norms + kernels_gpu::norms::pipe_kernel_names().count() + 2;
+    for name in kernels_gpu::norms::pipe_kernel_names()
+        .chain([kernels_gpu::pipeline::RING_COPY, kernels_gpu::pipeline::CLUSTER_FOLD])
+    {
+        assert!(PTX90.contains(&format!(".visible .entry {name}(")), "missing .entry {name} in the sm_90 module");
+    }
     let pdl = kernels_gpu::ops::PDL_KERNELS.len() + kernels_gpu::foreach::ADD_MANY_PDL.len();
     let pdl = pdl + kernels_gpu::foreach::ADD_MANY_INLINE_PDL.len() + norms;
     // The gated activations' bf16 kernels and their twins.

@@ -273,7 +273,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
 
     // Peers (torch.add, torch._foreach_add, torch.matmul, torch's element-wise
     // operations; CUB) in the same run.
-    let torch = if o.peers {
+    let torch = if o.peers && !o.norms_only {
         peers::run_peers(o, &sizes, &op_sizes, &sum_sizes)
     } else {
         peers::Peers { note: "not requested (pass --peers)".to_string(), ..Default::default() }
@@ -290,7 +290,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
             .find(|t| t["dtype"] == r.dtype.as_str() && t["tensors"] == r.tensors && t["elements"] == r.elements)
             .and_then(|t| t["us_per_add"].as_f64());
     }
-    let cub = if o.peers {
+    let cub = if o.peers && !o.norms_only {
         let out = o.out.join("cub");
         let _ = std::fs::create_dir_all(&out);
         let cub_sum = crate::sum::cub_sum(&sum_sizes, info.compute_capability, &out);
@@ -313,7 +313,7 @@ pub fn measure(o: &Opts) -> Result<(Value, Vec<String>), String> {
     // norms, and our copies beside the plain driver copies.
     let chains = chains::section(&gpu, o, &mut failures)?;
     let (norms, norms_plans) = (norms::section(&gpu, o, &mut failures)?, norms_study::study(&gpu, o)?);
-    let copies = copies::section(&gpu, o.max_log2, &mut failures)?;
+    let copies = if o.norms_only { Vec::new() } else { copies::section(&gpu, o.max_log2, &mut failures)? };
 
     // Roofline: 1 FLOP per element; bytes per element 3 * size.
     let roofline = roofline::rows(&o.dtypes, copy, info.peak_fp32_add_gflops());

@@ -3,7 +3,8 @@
 //! shapes, f32/f16/bf16, beside `neg` over the same elements in the same run,
 //! and torch (`peers.py --norms`, with `--peers`).
 //!
-//! Timing: as the element-wise rows (events behind a spin kernel, median).
+//! Timing: as the element-wise rows (events behind a spin kernel, median),
+//! the calls rotating through operand sets of at least 4× the L2.
 //! GB/s counts x read and y written (add_rms_norm: x and the residual read,
 //! h and y written), weights and bias left out; `×neg` divides by neg's GB/s
 //! at the same dtype and element count; the calls use a plain stream's PDL
@@ -21,11 +22,11 @@ use gpukern::{Dtype, Element, Gpu, NormOp, Rows, Stream, UnaryOp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::norms_run::{run, Bufs};
+use super::norms_run::{run, run_plan, Bufs};
 use crate::{gbps, random_inputs_in, reps_for, time_op};
 
 /// The shapes (rows, row length).
-pub const SHAPES: [(usize, usize); 10] = [
+pub const SHAPES: [(usize, usize); 12] = [
     (1, 4096),
     (8, 4096),
     (64, 8192),
@@ -36,6 +37,9 @@ pub const SHAPES: [(usize, usize); 10] = [
     (256, 65536),
     (64, 262144),
     (3000, 5120),
+    // LLM prefill.
+    (32768, 4096),
+    (8192, 8192),
 ];
 
 /// Shapes timed also as 16-call chains.
@@ -74,6 +78,14 @@ pub struct NormRow {
     /// Bit-exact against the CPU reference's replay of the plan (shapes up to
     /// 2^22 elements; `None` above).
     pub verified: Option<bool>,
+    /// Where the automatic plan is pipelined (`NormStrategy::Pipe`,
+    /// `PipeWarp`): the plan it twins (same order, rows loaded from global
+    /// memory), which ran before the pipeline existed, timed in the same run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_plan: Option<String>,
+    /// Its µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_us: Option<f64>,
 }
 
 fn verify<T: Element>(op: NormOp, bufs: &Bufs<T>, rows: Rows, plan: gpukern::NormPlan) -> Result<bool, String> {
@@ -104,31 +116,55 @@ fn measure_dtype<T: Element>(gpu: &Gpu, s: &Stream, out: &mut Vec<NormRow>) -> g
             random_inputs_in::<T>(cols, 3, -2.0, 2.0),
             random_inputs_in::<T>(cols, 4, -2.0, 2.0),
         );
-        let mut bufs = Bufs {
-            x: gpu.upload(&host.0)?,
-            r: gpu.upload(&host.1)?,
-            w: gpu.upload(&host.2)?,
-            b: gpu.upload(&host.3)?,
-            y: gpu.alloc(n)?,
-            h: gpu.alloc(n)?,
-            host,
-        };
-        let rows = Rows::contiguous(rows_n, cols);
+        // The timed calls rotate through sets of operands spanning at least
+        // 4× the L2 (as torch's side in peers_norms.py), so no timed call
+        // finds its input in L2; set 0 (which holds the host data) serves
+        // the verification and the chains.
         let size = T::DTYPE.size() as u64;
+        let sets = (4 * gpu.info().l2_bytes).div_ceil(4 * n as u64 * size).clamp(1, 64) as usize;
+        let mut all = Vec::with_capacity(sets);
+        for i in 0..sets {
+            all.push(Bufs {
+                x: gpu.upload(&host.0)?,
+                r: gpu.upload(&host.1)?,
+                w: gpu.upload(&host.2)?,
+                b: gpu.upload(&host.3)?,
+                y: gpu.alloc(n)?,
+                h: gpu.alloc(n)?,
+                host: if i == 0 { host.clone() } else { Default::default() },
+            });
+        }
+        let rows = Rows::contiguous(rows_n, cols);
         let reps = reps_for(2 * n as u64 * size);
-        let neg_ms = {
-            let (x, y) = (&bufs.x, &mut bufs.y);
-            time_op(gpu, s, reps, 3, |s| gpu.unary(UnaryOp::Neg, x, &mut *y, s).map(|_| ()))?
+        let mut turn = 0;
+        let mut next = || {
+            turn += 1;
+            turn % sets
         };
+        let neg_ms = time_op(gpu, s, reps, 3, |s| {
+            let b = &mut all[next()];
+            gpu.unary(UnaryOp::Neg, &b.x, &mut b.y, s).map(|_| ())
+        })?;
         let neg_gbps = gbps(2 * n as u64 * size, neg_ms);
         for op in NormOp::ALL {
-            let plan = run(gpu, op, &mut bufs, rows, s)?;
+            let plan = run(gpu, op, &mut all[0], rows, s)?;
             s.synchronize()?;
-            let verified = if n <= VERIFY_MAX { Some(verify(op, &bufs, rows, plan).unwrap_or(false)) } else { None };
-            let ms = time_op(gpu, s, reps, 3, |s| run(gpu, op, &mut bufs, rows, s).map(|_| ()))?;
+            let verified = if n <= VERIFY_MAX { Some(verify(op, &all[0], rows, plan).unwrap_or(false)) } else { None };
+            let ms = time_op(gpu, s, reps, 3, |s| run(gpu, op, &mut all[next()], rows, s).map(|_| ()))?;
             let arrays = if op == NormOp::AddRms { 4 } else { 2 };
             let g = gbps(arrays * n as u64 * size, ms);
-            let chain = if n <= SMALL { Some(super::norms_run::chain16(gpu, op, &mut bufs, rows, s)?) } else { None };
+            let chain = if n <= SMALL { Some(super::norms_run::chain16(gpu, op, &mut all[0], rows, s)?) } else { None };
+            // The pipelined plan's twin, as `auto` chose before the pipeline.
+            let before = match plan.strategy.pipelined() == Some(plan.strategy) {
+                true => {
+                    let p = gpukern::NormPlan { strategy: plan.strategy.unpipelined(), ..plan };
+                    let ms = time_op(gpu, s, reps, 3, |s| {
+                        run_plan(gpu, op, &mut all[next()], rows, Some(p), s).map(|_| ())
+                    })?;
+                    Some((format!("{}/{}/{}", p.strategy.name(), p.block, p.k), ms * 1e3))
+                }
+                false => None,
+            };
             out.push(NormRow {
                 op: op.name().into(),
                 dtype: T::DTYPE.name().into(),
@@ -148,6 +184,8 @@ fn measure_dtype<T: Element>(gpu: &Gpu, s: &Stream, out: &mut Vec<NormRow>) -> g
                 torch_chain16_eager_us: None,
                 torch_chain16_graph_us: None,
                 verified,
+                before_plan: before.as_ref().map(|b| b.0.clone()),
+                before_us: before.map(|b| b.1),
             });
         }
     }
@@ -216,15 +254,16 @@ pub fn add_torch(rows: &mut [NormRow], torch: &[Value]) {
 /// The section's Markdown.
 pub fn markdown(rows: &[NormRow]) -> String {
     let mut s = String::from(
-        "| op | dtype | shape | plan | µs | GB/s | ×neg | torch eager µs | ours/torch eager | torch.compile µs | \
-         16-call µs/call | 16 PDL | 16 graph | torch 16 eager | torch 16 graph | verified |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| op | dtype | shape | plan | µs | GB/s | ×neg | before: plan | µs | torch eager µs | ours/torch eager | \
+         torch.compile µs | ours/torch.compile | 16-call µs/call | 16 PDL | 16 graph | torch 16 eager | \
+         torch 16 graph | verified |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let opt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
     for r in rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {}×{} | {} | {:.2} | {:.0} | ×{:.2} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {}×{} | {} | {:.2} | {:.0} | ×{:.2} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.op,
             r.dtype,
             r.rows,
@@ -233,9 +272,12 @@ pub fn markdown(rows: &[NormRow]) -> String {
             r.us,
             r.gbps,
             r.x_neg,
+            r.before_plan.as_deref().unwrap_or("-"),
+            opt(r.before_us),
             opt(r.torch_eager_us),
             r.torch_eager_us.map_or("-".into(), |t| format!("×{:.2}", t / r.us)),
             opt(r.torch_compiled_us),
+            r.torch_compiled_us.map_or("-".into(), |t| format!("×{:.2}", t / r.us)),
             opt(r.chain16_us),
             opt(r.chain16_pdl_us),
             opt(r.chain16_graph_us),

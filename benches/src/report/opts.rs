@@ -48,6 +48,13 @@ pub struct Opts {
     /// op × dtype × shape takes minutes of compiling).
     #[arg(long = "no-torch-compile")]
     pub no_torch_compile: bool,
+    /// Skip the norms section's plan study (every plan at six shapes).
+    #[arg(long = "no-norms-study", action = clap::ArgAction::SetFalse)]
+    pub norms_study: bool,
+    /// The norms section alone (with its torch columns under --peers): the
+    /// main sweep at 2^20 only, no other section, no other peer.
+    #[arg(long = "norms-only")]
+    pub norms_only: bool,
     /// Skip the lead sections (tuning sweep, ceiling, add_many).
     #[arg(long = "no-lead", action = clap::ArgAction::SetFalse)]
     pub lead: bool,
@@ -83,6 +90,10 @@ impl Opts {
             self.variants = Variant::ALL.to_vec();
         }
         self.variants.retain(|v| self.dtypes.contains(&v.dtype()));
+        if self.norms_only {
+            (self.cpu, self.sweep, self.studies, self.lead, self.ops) = (false, false, false, false, false);
+            (self.chains, self.norms, self.min_log2, self.max_log2) = (false, true, 20, 20);
+        }
         if self.quick {
             (self.cpu, self.sweep, self.studies, self.lead, self.ops) = (false, false, false, false, false);
             self.chains = false;

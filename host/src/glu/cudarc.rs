@@ -12,7 +12,7 @@ use super::{split_halves, GluRows};
 use crate::buffer::Element;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::interop::{input, output, CudarcInput, CudarcOutput};
+use crate::interop::{input, output, CudarcInput, CudarcOutput, Fences};
 use crate::norms::Rows;
 use crate::opts::Opts;
 use crate::raw;
@@ -34,7 +34,7 @@ impl Gpu {
         for ctx in [stream.context(), gate.cudarc_context(), up.cudarc_context(), out.cudarc_context()] {
             self.check_cudarc_context(name, ctx)?;
         }
-        let mut guards = Vec::new();
+        let mut guards = Fences::new(stream);
         let (g, u) = (input(self, gate, stream, &mut guards)?, input(self, up, stream, &mut guards)?);
         let o = output(self, out, stream, &mut guards)?;
         if g.len() != u.len() || g.len() != o.len() {
@@ -59,7 +59,7 @@ impl Gpu {
             self.check_cudarc_context(name, ctx)?;
         }
         let shape = GluRows::split(op, rows)?;
-        let mut guards = Vec::new();
+        let mut guards = Fences::new(stream);
         let (xv, o) = (input(self, x, stream, &mut guards)?, output(self, out, stream, &mut guards)?);
         let (g, u) = split_halves(op, xv, shape)?;
         let queue = raw::Queue::untracked(stream.cu_stream());

@@ -25,12 +25,29 @@ pub enum NormStrategy {
     /// shared memory, and the row is read once. Same order (and bits) as the
     /// split with the same block and `k` (2, 4 or 8).
     Cluster,
+    /// sm_90: [`NormStrategy::Block`]'s work (a block per row, the row in
+    /// registers, same order and bits) in persistent blocks that walk the
+    /// rows, each row brought into shared memory by `cp.async.bulk` through
+    /// a ring of stages, so the next rows load while a block reduces and
+    /// writes one (`kernels_gpu::norms::pipe_kernel`). Needs 16-byte aligned
+    /// operands and pitches; otherwise the block plan runs (and is returned).
+    Pipe,
+    /// sm_90: [`NormStrategy::Warp`]'s work (a warp per row, `block / 32`
+    /// rows per block, same order and bits) pipelined as [`NormStrategy::Pipe`]:
+    /// a stage holds a block's rows.
+    PipeWarp,
 }
 
 impl NormStrategy {
     /// Every strategy.
-    pub const ALL: [NormStrategy; 4] =
-        [NormStrategy::Warp, NormStrategy::Block, NormStrategy::Split, NormStrategy::Cluster];
+    pub const ALL: [NormStrategy; 6] = [
+        NormStrategy::Warp,
+        NormStrategy::Block,
+        NormStrategy::Split,
+        NormStrategy::Cluster,
+        NormStrategy::Pipe,
+        NormStrategy::PipeWarp,
+    ];
     /// Lower-case name.
     pub const fn name(self) -> &'static str {
         match self {
@@ -38,6 +55,33 @@ impl NormStrategy {
             NormStrategy::Block => "block",
             NormStrategy::Split => "split",
             NormStrategy::Cluster => "cluster",
+            NormStrategy::Pipe => "pipe",
+            NormStrategy::PipeWarp => "pipewarp",
+        }
+    }
+
+    /// A warp per row (`block / 32` rows per block).
+    pub const fn warp_rows(self) -> bool {
+        matches!(self, NormStrategy::Warp | NormStrategy::PipeWarp)
+    }
+
+    /// The pipelined strategy of the same group ([`NormStrategy::Pipe`] for
+    /// a block, [`NormStrategy::PipeWarp`] for a warp), if any.
+    pub const fn pipelined(self) -> Option<NormStrategy> {
+        match self {
+            NormStrategy::Block | NormStrategy::Pipe => Some(NormStrategy::Pipe),
+            NormStrategy::Warp | NormStrategy::PipeWarp => Some(NormStrategy::PipeWarp),
+            _ => None,
+        }
+    }
+
+    /// The strategy that loads rows from global memory with the same group
+    /// and order (the pipelined ones' fallback; the others are their own).
+    pub const fn unpipelined(self) -> NormStrategy {
+        match self {
+            NormStrategy::Pipe => NormStrategy::Block,
+            NormStrategy::PipeWarp => NormStrategy::Warp,
+            s => s,
         }
     }
 }
@@ -147,13 +191,44 @@ impl NormPlan {
         cands.into_iter().find(|p| launchable(*p)).unwrap_or(fallback)
     }
 
+    /// [`NormPlan::auto_within`]'s plan for rows of `cols`, or its
+    /// pipelined twin ([`NormStrategy::pipelined`]: same group, block and
+    /// `k`, so the same order and bits) where `launchable` accepts it (on
+    /// sm_90, with the operands aligned and a ring slot in the block's
+    /// shared memory: the device's own figures) and there are at least
+    /// [`NormPlan::PIPE_MIN_GROUPS_PER_SM`] row groups per SM of the
+    /// device's `sms`: fewer, and a persistent block has no next row to
+    /// load while it reduces one, so the pipeline buys nothing (and the
+    /// pipelined kernels have no PDL twin, which the small shapes use).
+    pub fn auto_rows(
+        dtype: Dtype,
+        rows: usize,
+        cols: usize,
+        sms: u32,
+        launchable: impl Fn(NormPlan) -> bool,
+    ) -> NormPlan {
+        let p = Self::auto_within(dtype, cols, &launchable);
+        let Some(strategy) = p.strategy.pipelined() else { return p };
+        let twin = NormPlan { strategy, ..p };
+        let per_group = if p.strategy.warp_rows() { (p.block / 32).max(1) as usize } else { 1 };
+        let enough = rows.div_ceil(per_group) >= Self::PIPE_MIN_GROUPS_PER_SM * sms as usize;
+        if enough && launchable(twin) {
+            twin
+        } else {
+            p
+        }
+    }
+
+    /// Row groups per SM from which [`NormPlan::auto_rows`] pipelines.
+    pub const PIPE_MIN_GROUPS_PER_SM: usize = 2;
+
     /// The order this plan gives rows of `cols` elements of `dtype`. Total
     /// for any plan and length: a segment is at least 1 element and, past
     /// `u32::MAX`, saturates there (no such plan or row passes
     /// [`NormPlan::check`]; a wrapped or zero segment would divide by zero).
     pub fn order(self, dtype: Dtype, cols: usize) -> NormOrder {
         let lanes = chunk_lanes(dtype);
-        let group = if self.strategy == NormStrategy::Warp { 32 } else { self.block };
+        let group = if self.strategy.warp_rows() { 32 } else { self.block };
         let seg = match self.strategy {
             NormStrategy::Split | NormStrategy::Cluster => {
                 (self.block as u64 * self.k as u64).saturating_mul(lanes.into())
@@ -178,7 +253,7 @@ impl NormPlan {
         let o = self.order(dtype, cols);
         let holds = o.group as usize * self.k as usize * o.lanes as usize;
         let fits = match self.strategy {
-            NormStrategy::Warp | NormStrategy::Block => cols <= holds,
+            NormStrategy::Warp | NormStrategy::Block | NormStrategy::Pipe | NormStrategy::PipeWarp => cols <= holds,
             NormStrategy::Split => cols.div_ceil(holds) <= 65535,
             NormStrategy::Cluster => {
                 // Not `as u32`: a huge row would wrap into the range.
@@ -285,6 +360,26 @@ mod tests {
         let c = NormPlan { strategy: NormStrategy::Cluster, block: 256, k: 4 };
         let holds = 256 * 4 * chunk_lanes(Dtype::F32) as usize;
         assert!(c.check("t", Dtype::F32, holds * ((1 << 32) + 4)).is_err());
+    }
+
+    #[test]
+    fn auto_pipelines_many_rows_where_it_can() {
+        let p = NormPlan::auto_rows(Dtype::Bf16, 16384, 4096, 132, |_| true);
+        assert_eq!(p, NormPlan { strategy: NormStrategy::Pipe, block: 256, k: 2 });
+        let block = NormPlan { strategy: NormStrategy::Block, ..p };
+        assert_eq!(p.order(Dtype::Bf16, 4096), block.order(Dtype::Bf16, 4096), "the twin's order");
+        assert_eq!(NormPlan::auto_rows(Dtype::Bf16, 8, 4096, 132, |_| true), block, "too few rows");
+        let refused = NormPlan::auto_rows(Dtype::Bf16, 16384, 4096, 132, |p| p.strategy != NormStrategy::Pipe);
+        assert_eq!(refused, block);
+        let warp = NormPlan::auto_rows(Dtype::F32, 1 << 20, 256, 132, |_| true);
+        assert_eq!(warp, NormPlan { strategy: NormStrategy::PipeWarp, block: 256, k: 2 });
+        assert_eq!(warp.order(Dtype::F32, 256).group, 32);
+        // Groups of 8 rows (a warp each): 2 per SM of 132 needs 264 groups.
+        assert_eq!(NormPlan::auto_rows(Dtype::F32, 8 * 263, 256, 132, |_| true).strategy, NormStrategy::Warp);
+        assert_eq!(NormPlan::auto_rows(Dtype::F32, 64, 262144, 132, |_| true).strategy, NormStrategy::Cluster);
+        for s in NormStrategy::ALL {
+            assert_eq!(s.pipelined().map(|p| p.unpipelined().pipelined()), s.pipelined().map(Some));
+        }
     }
 
     #[test]

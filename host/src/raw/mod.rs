@@ -34,6 +34,7 @@ mod map;
 mod math;
 mod norms;
 mod order;
+mod pipeline;
 mod studies;
 mod user;
 
@@ -52,6 +53,7 @@ pub(crate) use map::*;
 pub(crate) use math::*;
 pub(crate) use norms::*;
 pub(crate) use order::{reads, writes, Queue, Track, Use};
+pub(crate) use pipeline::*;
 pub(crate) use studies::*;
 pub(crate) use user::*;
 

@@ -24,6 +24,15 @@ pub(crate) struct NormLaunch {
     pub segs: u32,
     /// A cluster kernel (sm_90 module), launched as clusters of `segs` blocks.
     pub cluster: bool,
+    /// A pipelined kernel (sm_90 module, `kernels_gpu::norms::pipe_kernel`):
+    /// a persistent grid of `grid_x` blocks with `shared_bytes` of dynamic
+    /// shared memory (its ring; at least one slot), 128-bit accesses.
+    pub pipe: bool,
+    /// Blocks along x: the row groups, or a pipelined plan's persistent grid
+    /// (at most the row groups).
+    pub grid_x: u32,
+    /// Dynamic shared memory per block (0 but for a pipelined kernel).
+    pub shared_bytes: u32,
     /// Elements per segment.
     pub seg: u32,
     /// `FLAG_WARP`, `FLAG_VEC`, `FLAG_ALT` (no mode bits: set here).
@@ -114,6 +123,23 @@ pub(crate) fn check_norm(l: &NormLaunch, family: kernels_gpu::norms::Family, io:
     if l.rows == 0 || l.cols == 0 {
         return Err(shape(n, "rows and cols must be at least 1".into()));
     }
+    let groups = l.rows.div_ceil(l.rows_per_block.max(1));
+    if l.grid_x == 0 || l.grid_x > groups || (!l.pipe && l.grid_x != groups) {
+        return Err(shape(n, format!("a grid of {} blocks for {groups} row groups", l.grid_x)));
+    }
+    if l.pipe {
+        use kernels_gpu::norms::{pipe_slot_bytes, FLAG_ALT, FLAG_VEC};
+        let slot = pipe_slot_bytes(l.lanes, l.cols, l.rows_per_block, l.flags & FLAG_ALT != 0);
+        let ring = gpukern_device::ring::ring_shared_bytes(slot.min(u32::MAX as u64) as u32, 1);
+        if l.cluster || l.segs != 1 || l.flags & FLAG_VEC == 0 || slot > u32::MAX as u64 {
+            return Err(shape(n, "a pipelined launch needs one segment and 128-bit accesses".into()));
+        }
+        if (l.shared_bytes as u64) < ring {
+            return Err(shape(n, format!("{} bytes of shared memory hold no ring slot of {slot}", l.shared_bytes)));
+        }
+    } else if l.shared_bytes != 0 {
+        return Err(shape(n, "dynamic shared memory for a kernel that uses none".into()));
+    }
     if l.block == 0 || !l.block.is_multiple_of(32) || l.block > 1024 {
         return Err(Error::BlockSize { kernel: n, block: l.block, max: 1024 });
     }
@@ -186,8 +212,7 @@ pub(crate) unsafe fn launch_norm<T, R: DevRead<T>, W: DevWrite<T>>(
     let ins = [Some(io.x), io.r, io.w, io.b].map(|v| v.and_then(|v| reads(v)));
     queue.order(&[ins[0], ins[1], ins[2], ins[3], writes(&*io.y), io.h.as_deref().and_then(|h| writes(h))])?;
     let stream: cu::CUstream = queue.handle();
-    let grid = (l.rows.div_ceil(l.rows_per_block), l.segs, 1);
-    let g = Geometry3 { grid, block: (l.block, 1, 1), shared_bytes: 0 };
+    let g = Geometry3 { grid: (l.grid_x, l.segs, 1), block: (l.block, 1, 1), shared_bytes: l.shared_bytes };
     let addr = |v: Option<&R>| v.map_or(0, |v| v.addr());
     let (px, pr, pw, pb) = (io.x.addr(), addr(io.r), addr(io.w), addr(io.b));
     let (py, ph) = (io.y.addr(), io.h.as_ref().map_or(0, |h| h.addr()));
@@ -222,7 +247,10 @@ pub(crate) unsafe fn launch_norm<T, R: DevRead<T>, W: DevWrite<T>>(
             // memory.
             return unsafe { launch_clustered(l.func, g, l.segs, stream, &mut params, pdl) };
         }
-        // SAFETY: the parameter list of every norm kernel, in order. The
+        // SAFETY: the parameter list of every norm kernel, in order (a
+        // pipelined kernel's too: persistent blocks over the same rows, with
+        // the dynamic shared memory of at least one ring slot checked above,
+        // the bulk copies reading only x and r inside the rows). The
         // kernel touches x, r at row·x_pitch + c and y, h at row·y_pitch + c
         // for row < rows, c < cols (inside the spans checked above), w and b
         // at c < cols, part at (row·segs + s)·PART_WORDS + 0..2 in the split
@@ -267,6 +295,9 @@ mod tests {
             rows_per_block: 1,
             segs: 1,
             cluster: false,
+            pipe: false,
+            grid_x: 3,
+            shared_bytes: 0,
             seg: 100,
             flags: FLAG_VEC,
             rows: 3,
@@ -315,5 +346,13 @@ mod tests {
         let long = NormSpans { x: (0x1000, 400), y: (0x8000, 400), w: None, ..s };
         check_norm(&NormLaunch { segs: 2, seg: 68, ..seventeen }, Family::Softmax, &long, 4).unwrap();
         assert!(bad(&seventeen, Family::Softmax, &long), "a cluster of 17");
+        // The grid and a pipelined launch's ring.
+        assert!(bad(&NormLaunch { grid_x: 2, ..l }, Family::Rms, &s), "a grid short of the rows");
+        let pipe = NormLaunch { pipe: true, grid_x: 2, shared_bytes: 128 + 512, ..l };
+        check_norm(&pipe, Family::Rms, &s, 4).unwrap();
+        assert!(bad(&NormLaunch { grid_x: 4, ..pipe }, Family::Rms, &s), "a grid past the rows");
+        assert!(bad(&NormLaunch { shared_bytes: 128 + 256, ..pipe }, Family::Rms, &s), "no room for a slot");
+        assert!(bad(&NormLaunch { flags: 0, ..pipe }, Family::Rms, &s), "element accesses");
+        assert!(bad(&NormLaunch { shared_bytes: 640, ..l }, Family::Rms, &s), "shared memory unasked for");
     }
 }

@@ -194,8 +194,8 @@ fn compare<T: Element>(what: &str, got: &[T], want: &[T], c: &Case, pitch: usize
 }
 
 /// The plans worth checking for rows of `cols` of `dtype`: the automatic one,
-/// a warp, a block of each kind, splits into many short segments, and
-/// clusters (sm_90) of 2 to 16 blocks.
+/// a warp, a block of each kind, splits into many short segments,
+/// clusters (sm_90) of 2 to 16 blocks, and the pipelined plans (sm_90).
 pub fn plans(dtype: Dtype, cols: usize) -> Vec<Option<NormPlan>> {
     let mut p = vec![None];
     let cands = [
@@ -208,6 +208,12 @@ pub fn plans(dtype: Dtype, cols: usize) -> Vec<Option<NormPlan>> {
         NormPlan { strategy: NormStrategy::Split, block: 96, k: 4 },
         NormPlan { strategy: NormStrategy::Cluster, block: 32, k: 2 },
         NormPlan { strategy: NormStrategy::Cluster, block: 64, k: 4 },
+        // Pipelined (sm_90, aligned operands; else their block or warp plan
+        // runs, and is what the replay follows).
+        NormPlan { strategy: NormStrategy::Pipe, block: 128, k: 2 },
+        NormPlan { strategy: NormStrategy::Pipe, block: 256, k: 8 },
+        NormPlan { strategy: NormStrategy::PipeWarp, block: 64, k: 1 },
+        NormPlan { strategy: NormStrategy::PipeWarp, block: 256, k: 8 },
     ];
     p.extend(cands.into_iter().filter(|c| c.check("plans", dtype, cols).is_ok()).map(Some));
     p
