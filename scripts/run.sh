@@ -182,15 +182,15 @@ sanitize)
     # graphs, in gpu_norms_pdl).
     # gpu_exhaustive: its activation tests (2^16 inputs, the converged fallback's
     # vote); the 2^32-pair tests are skipped above.
-    run_tool memcheck 270 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors gpukern-foreign gpukern-gpu_cudarc_order gpukern-gpu_safety custom-kernels-app-reset gpukern-gpu_hopper gpukern-gpu_ops gpukern-gpu_block gpukern-gpu_math gpukern-gpu_pdl gpukern-gpu_norms gpukern-gpu_norms_pdl gpukern-gpu_order gpukern-gpu_copies gpukern-gpu_exhaustive custom-kernels-app-gpu custom-kernels-app-typed custom-kernels-app-pdl custom-kernels-app-graph" --leak-check full --padding 512
+    run_tool memcheck 270 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors gpukern-foreign gpukern-gpu_cudarc_order gpukern-gpu_safety custom-kernels-app-reset gpukern-gpu_glu gpukern-gpu_pipeline gpukern-gpu_hopper gpukern-gpu_ops gpukern-gpu_block gpukern-gpu_math gpukern-gpu_pdl gpukern-gpu_norms gpukern-gpu_norms_pdl gpukern-gpu_order gpukern-gpu_copies gpukern-gpu_exhaustive custom-kernels-app-gpu custom-kernels-app-typed custom-kernels-app-pdl custom-kernels-app-graph" --leak-check full --padding 512
     # initcheck does not see the global writes of the bulk-copy engine: every
     # byte a cp.async.bulk shared->global store wrote reads as uninitialized to it.
     export GPUKERN_NO_BULK_STORE=1
     TOOL_NOTE="the add_*_bulk_st kernels (written back by cp.async.bulk) are left out: initcheck does not track the copy engine's global writes" \
         run_tool initcheck 110 "gpukern-gpu_add gpukern-gpu_studies gpukern-gpu_hopper gpukern-gpu_ops custom-kernels-app-gpu"
     unset GPUKERN_NO_BULK_STORE
-    run_tool racecheck 110 "gpukern-gpu_studies gpukern-gpu_hopper gpukern-gpu_block gpukern-gpu_pdl gpukern-gpu_norms gpukern-gpu_norms_pdl custom-kernels-app-typed custom-kernels-app-pdl custom-kernels-app-graph"
-    run_tool synccheck 60 "gpukern-gpu_studies gpukern-gpu_hopper gpukern-gpu_block gpukern-gpu_pdl gpukern-gpu_norms gpukern-gpu_norms_pdl gpukern-gpu_exhaustive custom-kernels-app-typed custom-kernels-app-pdl custom-kernels-app-graph"
+    run_tool racecheck 110 "gpukern-gpu_pipeline gpukern-gpu_studies gpukern-gpu_hopper gpukern-gpu_block gpukern-gpu_pdl gpukern-gpu_norms gpukern-gpu_norms_pdl custom-kernels-app-typed custom-kernels-app-pdl custom-kernels-app-graph"
+    run_tool synccheck 60 "gpukern-gpu_pipeline gpukern-gpu_studies gpukern-gpu_hopper gpukern-gpu_block gpukern-gpu_pdl gpukern-gpu_norms gpukern-gpu_norms_pdl gpukern-gpu_exhaustive custom-kernels-app-typed custom-kernels-app-pdl custom-kernels-app-graph"
     json+=", \"command\": \"compute-sanitizer --tool T [--leak-check full --padding 512] [--report-api-errors no for gpukern-errors and the example's gpu, typed and graph tests, whose tests provoke API errors on purpose or probe a module for optional globals] --error-exitcode 1 <test binary> --include-ignored --test-threads 1 ${skips[*]} (GPUKERN_SANITIZE=1)\"}"
     echo "$json" | tee "$out/sanitizer.json"
     exit $rc
