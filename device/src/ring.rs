@@ -3,8 +3,8 @@
 //! the block works on item `j`, the copies of items `j + 1 … j + stages - 1`
 //! are already in flight, so HBM stays busy through the block's reductions
 //! and stores. One `mbarrier` per slot with a transaction count: the leader
-//! arrives once with the bytes it is about to copy ([`Ring::expect`]), issues
-//! the copies ([`Ring::load`]), and the phase completes when they have landed.
+//! arrives once with the bytes it is about to copy (`Ring::expect`), issues
+//! the copies (`Ring::load`), and the phase completes when they have landed.
 //!
 //! # Layout and phases
 //! Dynamic shared memory is `[barriers: RING_BARRIER_BYTES][slot 0][slot 1]…`,
@@ -12,12 +12,12 @@
 //! stages`, and its fill is phase `j / stages` of that slot's barrier, so the
 //! parity a wait needs follows from `j` alone (no state to carry). A slot is
 //! refilled only after every thread has read it and passed a block barrier
-//! ([`Ring::walk`] does this), which is also what makes the refill's writes
+//! (`Ring::walk` does this), which is also what makes the refill's writes
 //! (by the async proxy) safe after the threads' ordinary reads.
 //!
 //! The host sizes the launch with [`ring_shared_bytes`]; the kernel recovers
 //! the stage count from the launch's dynamic shared memory ([`ring_stages`]),
-//! so the two cannot disagree. Only the sm_90 build has [`Ring`].
+//! so the two cannot disagree. Only the sm_90 build has `Ring`.
 
 /// Bytes in front of the slots for the barriers (8 bytes each), so that slots
 /// start 128-byte aligned.
@@ -208,7 +208,7 @@ mod device {
         ///
         /// # Safety
         /// [`Ring::stages`] ≥ 1 (the launch gave room for a slot); `fill(j)`
-        /// arms item `j` ([`Ring::expect`]) and issues exactly that many bytes
+        /// arms item `j` (`Ring::expect`) and issues exactly that many bytes
         /// of [`Ring::load`] for it, under their contracts; `read` only reads
         /// item `j`'s slot (its landed bytes), and neither `finish` nor
         /// anything else touches the ring's memory.
