@@ -143,19 +143,15 @@ impl Gpu {
                 let kernel = Kernel::new(f, &ctx);
                 // The bulk kernels size their shared memory at launch; let them
                 // use all a block may have, not only the default 48 KiB. (Not
-                // the norms' cluster kernels: their static shared memory plus
-                // that much would exceed the block's limit, which the driver
-                // refuses; they use no dynamic shared memory. Nor the norms'
-                // bf16 kernels, nor any norm kernel's PDL twin, for the same
-                // reason.)
+                // the norms' cluster, sm_90 bf16 and PDL kernels: their static
+                // shared memory plus that much would exceed the block's limit,
+                // which the driver refuses; they use no dynamic shared memory.)
                 let mut norms = kernels_gpu::norms::cluster_kernel_names()
                     .chain(kernels_gpu::norms::sm90_kernel_names())
                     .chain(kernels_gpu::norms::pdl_kernel_names());
                 let checks = [kernels_gpu::pipeline::RING_COPY, kernels_gpu::pipeline::CLUSTER_FOLD];
                 if kernels_gpu::norms::pipe_kernel_names().chain(checks).any(|n| n == name) {
-                    // The rings (pipelined norms, the building blocks'
-                    // checks): all the block may have beside their static
-                    // shared memory.
+                    // The rings (pipelined norms, their checks): all beside their static shared memory.
                     let fixed = kernel.resources()?.shared_bytes;
                     kernel.set_max_dynamic_shared(shared_optin.saturating_sub(fixed))?;
                 } else if !norms.any(|n| n == name) {

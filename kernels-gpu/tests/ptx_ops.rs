@@ -191,3 +191,19 @@ fn approximate_instructions_only_in_the_16_bit_activations() {
         }
     }
 }
+
+#[test]
+fn load_hint_kernels_use_non_coherent_128_bit_loads() {
+    // Packs per thread of the add kernels (ptx.rs's `W`).
+    const W: usize = 2;
+    for (name, l2) in [("add_f32x4_nc", false), ("add_f16x8_nc", false), ("add_bf16x8_nc", false)].into_iter().chain([
+        ("add_f32x4_l2", true),
+        ("add_f16x8_l2", true),
+        ("add_bf16x8_l2", true),
+    ]) {
+        let b = if l2 { body_in(PTX90, name) } else { body(name) };
+        let want = if l2 { "ld.global.nc.L2::256B.v4.u32" } else { "ld.global.nc.v4.u32" };
+        assert_eq!(b.iter().filter(|l| l.contains(want)).count(), 2 * W, "{name}: two hinted 128-bit loads");
+        assert_eq!(b.iter().filter(|l| l.starts_with("st.global.v4")).count(), W, "{name}: one 128-bit store");
+    }
+}
