@@ -135,7 +135,7 @@ pub fn foreach<T: ReferenceAdd>(gpu: &Gpu, tensors: usize, elements: usize, stre
     let plans = outs
         .into_iter()
         .enumerate()
-        .map(|(set, out)| gpu.add_many_plan(triples(&a, &b, out, set, tensors, elements)?))
+        .map(|(set, out)| gpukern::AddManyPlan::new(gpu, triples(&a, &b, out, set, tensors, elements)?))
         .collect::<gpukern::Result<Vec<_>>>()
         .map_err(e)?;
     let plan = per_add(gpu, stream, tensors, reps, |i, s| plans[i % sets].launch(s))?;

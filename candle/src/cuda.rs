@@ -10,6 +10,7 @@
 //! device's primary context, so the addresses mean the same in both (the
 //! interop checks it).
 
+use gpukern::CudarcExt;
 use std::ops::Range;
 use std::sync::{Mutex, OnceLock, PoisonError};
 

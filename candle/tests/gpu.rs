@@ -25,9 +25,9 @@ fn host<T: WithDType>(t: &Tensor) -> Vec<T> {
 /// gpukern's own op on the same data (its host API: fresh aligned buffers).
 fn gpukern_own<T: Element>(gpu: &gpukern::Gpu, kind: OpKind, scales: (f32, f32), a: &[T], b: &[T]) -> Vec<T> {
     match kind {
-        OpKind::Unary(op) => gpu.unary_host(op, a),
-        OpKind::Binary(op) => gpu.binary_host(op, a, b),
-        OpKind::Axpby => gpu.axpby_host(scales.0, a, scales.1, b),
+        OpKind::Unary(op) => gpukern::blocking::unary(&gpu, op, a),
+        OpKind::Binary(op) => gpukern::blocking::binary(&gpu, op, a, b),
+        OpKind::Axpby => gpukern::blocking::axpby(&gpu, scales.0, a, scales.1, b),
     }
     .unwrap()
 }

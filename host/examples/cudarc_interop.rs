@@ -8,6 +8,7 @@
 
 use cudarc::driver::{CudaContext, DevicePtr};
 use gpukern::half::f16;
+use gpukern::CudarcExt;
 use gpukern::{reference, BinaryOp, Dtype, Gpu, OpKind, Opts, UnaryOp};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -9,20 +9,9 @@ use std::sync::Arc;
 use crate::buffer::{AsView, AsViewMut, DeviceVec, Pod, View, ViewMut};
 use crate::context::Shared;
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, Stream};
+use crate::gpu::Stream;
 use crate::pinned::{HostDst, HostSrc, PinnedVec};
 use crate::raw;
-
-impl Gpu {
-    /// `len` zeroed elements of page-locked host memory, for asynchronous
-    /// copies at the bus's full rate ([`PinnedVec`]).
-    ///
-    /// Errors: the host cannot allocate ([`Error::HostOutOfMemory`]) or the
-    /// driver cannot page-lock the memory.
-    pub fn alloc_pinned<T: Pod>(&self, len: usize) -> Result<PinnedVec<T>> {
-        PinnedVec::alloc(self.shared.clone(), len)
-    }
-}
 
 impl<T: Pod> DeviceVec<T> {
     /// Copies all of `src` into this buffer, queued on `stream`, destination

@@ -50,9 +50,45 @@ impl Gpu {
     }
 
     /// `a + b` of host slices.
-    #[deprecated(note = "use gpu.binary_host(BinaryOp::Add, a, b)")]
+    #[deprecated(note = "use gpukern::blocking::binary(&gpu, BinaryOp::Add, a, b)")]
     pub fn add_host<T: Element>(&self, a: &[T], b: &[T]) -> Result<Vec<T>> {
-        self.binary_host(BinaryOp::Add, a, b)
+        crate::blocking::binary(self, BinaryOp::Add, a, b)
+    }
+
+    /// `op(a, b)` of host slices.
+    #[deprecated(note = "use gpukern::blocking::binary(&gpu, op, a, b)")]
+    pub fn binary_host<T: Element>(&self, op: BinaryOp, a: &[T], b: &[T]) -> Result<Vec<T>> {
+        crate::blocking::binary(self, op, a, b)
+    }
+
+    /// `op(a)` of a host slice.
+    #[deprecated(note = "use gpukern::blocking::unary(&gpu, op, a)")]
+    pub fn unary_host<T: Element>(&self, op: UnaryOp, a: &[T]) -> Result<Vec<T>> {
+        crate::blocking::unary(self, op, a)
+    }
+
+    /// `alpha·a + beta·b` of host slices.
+    #[deprecated(note = "use gpukern::blocking::axpby(&gpu, alpha, a, beta, b)")]
+    pub fn axpby_host<T: Element>(&self, alpha: f32, a: &[T], beta: f32, b: &[T]) -> Result<Vec<T>> {
+        crate::blocking::axpby(self, alpha, a, beta, b)
+    }
+
+    /// Number of CUDA devices.
+    #[deprecated(note = "use gpukern::device_count()")]
+    pub fn device_count() -> Result<usize> {
+        crate::gpu::device_count()
+    }
+
+    /// Page-locked host memory.
+    #[deprecated(note = "use PinnedVec::new(&gpu, len)")]
+    pub fn alloc_pinned<T: crate::buffer::Pod>(&self, len: usize) -> Result<crate::PinnedVec<T>> {
+        crate::PinnedVec::new(self, len)
+    }
+
+    /// A foreach add with its table uploaded once.
+    #[deprecated(note = "use AddManyPlan::new(&gpu, ops)")]
+    pub fn add_many_plan<'a, T: Element>(&self, ops: Vec<crate::Triple<'a, T>>) -> Result<crate::AddManyPlan<'a>> {
+        crate::AddManyPlan::new(self, ops)
     }
 
     /// The add variant the automatic add runs.

@@ -1,4 +1,4 @@
-//! The gated activations ([`Gpu::glu`], [`Gpu::glu_split`]): `out =
+//! The gated activations ([`Gpu::glu`]): `out =
 //! act(gate) · up` for `act` ∈ [`GluOp`] (SiLU, GELU, GELU's tanh form), in
 //! f32, f16 and bf16: `act` is the activation's f32 function (the one the
 //! f32 activation kernels apply), and `act(gate) · up` is rounded once to the
@@ -6,22 +6,22 @@
 //! `glu_one` gives the same bits on the CPU. One read of each operand, one
 //! write: a SwiGLU is one kernel instead of `silu` then `mul`.
 //!
-//! [`Gpu::glu_split`] reads rows `[gate | up]` of one tensor (a fused
+//! [`GluIn::Split`] reads rows `[gate | up]` of one tensor (a fused
 //! gate-and-up projection's output, row length `2·cols`) through the pitch,
 //! with no copy.
 //!
 //! ```no_run
-//! use gpukern::{half::bf16, Gpu, GluOp, Rows};
+//! use gpukern::{half::bf16, Gpu, GluIn, GluOp, Rows};
 //! let gpu = Gpu::new(0)?;
 //! let s = gpu.stream()?;
 //! let (rows, d) = (4, 11008);
 //! let x = gpu.upload(&vec![bf16::from_f32(0.5); rows * 2 * d])?; // [gate | up] rows
 //! let mut y = gpu.alloc::<bf16>(rows * d)?;
 //! let layout = Rows { rows, cols: d, x_pitch: 2 * d, y_pitch: d };
-//! gpu.glu_split(GluOp::Silu, &x, &mut y, layout, &s)?;
+//! gpu.glu(GluOp::Silu, GluIn::split(&x, layout), &mut y, &s)?;
 //! let (g, u) = (gpu.upload(&vec![bf16::ONE; 8])?, gpu.upload(&vec![bf16::ONE; 8])?);
 //! let mut z = gpu.alloc::<bf16>(8)?;
-//! gpu.glu(GluOp::Gelu, &g, &u, &mut z, &s)?;
+//! gpu.glu(GluOp::Gelu, GluIn::pair(&g, &u), &mut z, &s)?;
 //! # Ok::<(), gpukern::Error>(())
 //! ```
 
@@ -77,23 +77,61 @@ impl GluRows {
     }
 }
 
+/// What a gated activation reads: two operands element by element, or the
+/// rows `[gate | up]` of one (a fused gate-and-up projection's output).
+pub enum GluIn<'a, T: Element> {
+    /// `gate` and `up`, each as long as the output.
+    Pair {
+        /// The activation's input.
+        gate: View<'a, T>,
+        /// The factor.
+        up: View<'a, T>,
+    },
+    /// `rows.rows` rows, `rows.cols` outputs each: input row `i` at
+    /// `x[i·rows.x_pitch ..]` holds the gate's `cols` elements then the up
+    /// projection's, output row `i` at `out[i·rows.y_pitch ..]`. The halves
+    /// are read in place (no copy); the 128-bit kernels need 16-byte aligned
+    /// rows (`cols` and both pitches whole packs: multiples of 4 f32 or 8
+    /// f16/bf16).
+    Split {
+        /// The `[gate | up]` rows.
+        x: View<'a, T>,
+        /// The row layout (`x_pitch` at least `2·cols` with more than one row).
+        rows: Rows,
+    },
+}
+
+impl<'a, T: Element> GluIn<'a, T> {
+    /// [`GluIn::Pair`] from any read operand (`&DeviceVec`, `View`, …).
+    pub fn pair(gate: impl AsView<'a, T>, up: impl AsView<'a, T>) -> Self {
+        GluIn::Pair { gate: gate.into_view(), up: up.into_view() }
+    }
+
+    /// [`GluIn::Split`] from any read operand.
+    pub fn split(x: impl AsView<'a, T>, rows: Rows) -> Self {
+        GluIn::Split { x: x.into_view(), rows }
+    }
+}
+
 impl Gpu {
-    /// Queues `out = act(gate) · up` element by element on `stream`, with the
-    /// automatic choice: 128-bit packs on 16-byte aligned operands (bf16 on
-    /// sm_90: the kernel with `cvt.rn.bf16.f32`; its PDL twin where the
-    /// stream's [`Pdl`] setting says so), else the scalar kernel.
+    /// Queues `out = act(gate) · up` on `stream`, with the automatic choice:
+    /// 128-bit packs on 16-byte aligned operands (bf16 on sm_90: the kernel
+    /// with `cvt.rn.bf16.f32`; its PDL twin where the stream's [`Pdl`]
+    /// setting says so), else the scalar kernel.
     ///
-    /// Errors (nothing queued): lengths differ; buffers or stream of another
-    /// `Gpu`. Empty: nothing queued.
+    /// Errors (nothing queued): a [`GluIn::Pair`] whose lengths differ from
+    /// each other or the output's; a [`GluIn::Split`] whose `x_pitch` is
+    /// below `2·cols` or `y_pitch` below `cols` (with more than one row), with
+    /// `rows` at or above 2^32, or a view shorter than its rows; buffers or
+    /// stream of another `Gpu`. Empty: nothing queued.
     pub fn glu<'a, T: Element>(
         &self,
         op: GluOp,
-        gate: impl AsView<'a, T>,
-        up: impl AsView<'a, T>,
+        input: GluIn<'a, T>,
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
-        self.glu_opts(op, gate, up, out, stream, &Opts::auto()).map(|_| ())
+        self.glu_opts(op, input, out, stream, &Opts::auto()).map(|_| ())
     }
 
     /// [`Gpu::glu`] with options (an explicit pattern, launch shape or PDL
@@ -103,57 +141,27 @@ impl Gpu {
     pub fn glu_opts<'a, T: Element>(
         &self,
         op: GluOp,
-        gate: impl AsView<'a, T>,
-        up: impl AsView<'a, T>,
+        input: GluIn<'a, T>,
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
         opts: &Opts,
     ) -> Result<Plan> {
         self.check_stream_owned(op.name(), stream)?;
-        let (gate, up, out) = (gate.into_view(), up.into_view(), out.into_view_mut());
-        if gate.len() != up.len() || gate.len() != out.len() {
-            return Err(Error::LengthMismatch { kernel: op.name(), a: gate.len(), b: up.len(), out: out.len() });
-        }
-        let (pdl, shape) = (opts.pdl.unwrap_or(stream.pdl()), GluRows::flat(out.len()));
-        self.glu_on(op, gate, up, out, shape, opts, pdl, stream.raw())
-    }
-
-    /// Queues `out = act(gate) · up` over rows `[gate | up]` of `x`:
-    /// `rows.rows` rows, `rows.cols` outputs each; input row `i` at
-    /// `x[i·rows.x_pitch ..]` holds the gate's `cols` elements then the up
-    /// projection's, output row `i` at `out[i·rows.y_pitch ..]`. The halves
-    /// are read in place (no copy). Automatic choice as [`Gpu::glu`]; the
-    /// 128-bit kernels need 16-byte aligned rows (`cols` and both pitches
-    /// whole packs: multiples of 4 f32 or 8 f16/bf16).
-    ///
-    /// Errors (nothing queued): `x_pitch` below `2·cols` or `y_pitch` below
-    /// `cols` (with more than one row); `rows` at or above 2^32; a view
-    /// shorter than its rows; buffers or stream of another `Gpu`.
-    pub fn glu_split<'a, T: Element>(
-        &self,
-        op: GluOp,
-        x: impl AsView<'a, T>,
-        out: impl AsViewMut<'a, T>,
-        rows: Rows,
-        stream: &Stream,
-    ) -> Result<()> {
-        self.glu_split_opts(op, x, out, rows, stream, &Opts::auto()).map(|_| ())
-    }
-
-    /// [`Gpu::glu_split`] with options (as [`Gpu::glu_opts`]).
-    pub fn glu_split_opts<'a, T: Element>(
-        &self,
-        op: GluOp,
-        x: impl AsView<'a, T>,
-        out: impl AsViewMut<'a, T>,
-        rows: Rows,
-        stream: &Stream,
-        opts: &Opts,
-    ) -> Result<Plan> {
-        self.check_stream_owned(op.name(), stream)?;
-        let (x, out) = (x.into_view(), out.into_view_mut());
-        let shape = GluRows::split(op, rows)?;
-        let (gate, up) = split_halves(op, x, shape)?;
+        let out = out.into_view_mut();
+        let (gate, up, shape) = match input {
+            GluIn::Pair { gate, up } => {
+                if gate.len() != up.len() || gate.len() != out.len() {
+                    let (a, b, out) = (gate.len(), up.len(), out.len());
+                    return Err(Error::LengthMismatch { kernel: op.name(), a, b, out });
+                }
+                (gate, up, GluRows::flat(out.len()))
+            }
+            GluIn::Split { x, rows } => {
+                let shape = GluRows::split(op, rows)?;
+                let (gate, up) = split_halves(op, x, shape)?;
+                (gate, up, shape)
+            }
+        };
         let pdl = opts.pdl.unwrap_or(stream.pdl());
         self.glu_on(op, gate, up, out, shape, opts, pdl, stream.raw())
     }

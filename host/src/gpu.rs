@@ -87,13 +87,20 @@ impl std::fmt::Debug for Gpu {
     }
 }
 
-impl Gpu {
-    /// Number of CUDA devices, or [`Error::NoDevice`] when there is no driver/device.
-    pub fn device_count() -> Result<usize> {
-        raw::init()?;
-        raw::device_count()
-    }
+/// Number of CUDA devices, or [`Error::NoDevice`] when there is no driver or
+/// device.
+///
+/// ```no_run
+/// let n = gpukern::device_count()?;
+/// let gpus = (0..n).map(gpukern::Gpu::new).collect::<gpukern::Result<Vec<_>>>()?;
+/// # Ok::<(), gpukern::Error>(())
+/// ```
+pub fn device_count() -> Result<usize> {
+    raw::init()?;
+    raw::device_count()
+}
 
+impl Gpu {
     /// Opens GPU `index` with the embedded PTX and resolves every kernel.
     pub fn new(index: usize) -> Result<Gpu> {
         Self::open(index, Arc::from(PTX))
@@ -117,7 +124,7 @@ impl Gpu {
 
     /// [`Gpu::new`] and [`Gpu::with_ptx`]: `ptx` is trusted to be the library's.
     fn open(index: usize, ptx: Arc<str>) -> Result<Gpu> {
-        let count = Self::device_count()?;
+        let count = device_count()?;
         if index >= count {
             return Err(Error::NoDevice(format!("no CUDA device with index {index}; {count} present")));
         }
@@ -281,26 +288,6 @@ impl Gpu {
     pub fn mem_info(&self) -> Result<(usize, usize)> {
         let _live = self.shared.bind()?;
         raw::mem_info()
-    }
-
-    /// Test support: (allocations, bytes) of device memory this process holds
-    /// through this crate now, every `Gpu` together (the leak test counts
-    /// these rather than the device's free memory, which other processes move).
-    #[cfg(feature = "test-hooks")]
-    pub fn live_allocations() -> (usize, usize) {
-        raw::live_allocations()
-    }
-
-    /// Test support: launches a kernel that dereferences null, to check that faults
-    /// come back as [`Error::KernelFault`] at the next synchronisation. The context
-    /// is unusable afterwards.
-    #[cfg(feature = "test-hooks")]
-    pub fn launch_faulting_kernel(&self, stream: &Stream) -> Result<()> {
-        let _live = self.shared.bind()?;
-        // SAFETY: the kernel is the one `ADD_F32` names, resolved by that name from
-        // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
-        // table fixes its parameter list as this launch passes it).
-        unsafe { raw::launch_faulting(self.shared.func(kernels_gpu::add::ADD_F32.name)?, stream.raw()) }
     }
 }
 

@@ -148,7 +148,7 @@ impl Gpu {
     /// must be of this device's primary context ([`Error::ForeignContext`]
     /// otherwise, nothing launched). What it launches: [`Gpu::plan`] with
     /// `Opts::auto()` (the automatic choice, [`crate::Pdl::Auto`]).
-    pub fn binary_cudarc<T: Element>(
+    pub(crate) fn cudarc_binary<T: Element>(
         &self,
         op: BinaryOp,
         a: &impl CudarcInput<T>,
@@ -160,7 +160,7 @@ impl Gpu {
     }
 
     /// `out = op(a)` on cudarc buffers.
-    pub fn unary_cudarc<T: Element, A: CudarcInput<T>>(
+    pub(crate) fn cudarc_unary<T: Element, A: CudarcInput<T>>(
         &self,
         op: UnaryOp,
         a: &A,
@@ -175,7 +175,7 @@ impl Gpu {
     /// another library's stream (candle's) puts it before its first event, so
     /// that the events time the GPU's work while the host queues the calls.
     /// It touches no memory. Errors: [`Error::ForeignContext`].
-    pub fn spin_cudarc(&self, stream: &CudaStream, ns: u64) -> Result<()> {
+    pub(crate) fn cudarc_spin(&self, stream: &CudaStream, ns: u64) -> Result<()> {
         self.check_cudarc_context("spin", stream.context())?;
         // The stream is of this Gpu's context (checked above); the borrow
         // keeps it alive for the call.
@@ -183,7 +183,7 @@ impl Gpu {
     }
 
     /// `out = alpha·a + beta·b` on cudarc buffers.
-    pub fn axpby_cudarc<T: Element>(
+    pub(crate) fn cudarc_axpby<T: Element>(
         &self,
         alpha: f32,
         a: &impl CudarcInput<T>,

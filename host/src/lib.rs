@@ -10,7 +10,7 @@
 //! let gpu = Gpu::new(0)?;
 //! let a: Vec<f16> = (0..1000).map(|i| f16::from_f32(i as f32 * 0.5)).collect();
 //! let b: Vec<f16> = (0..1000).map(|i| f16::from_f32(1.0 - i as f32)).collect();
-//! let c = gpu.binary_host(BinaryOp::Add, &a, &b)?;
+//! let c = gpukern::blocking::binary(&gpu, BinaryOp::Add, &a, &b)?;
 //! assert_eq!(reference::first_mismatch(&c, &reference::add(&a, &b)), None);
 //! # Ok::<(), gpukern::Error>(())
 //! ```
@@ -71,6 +71,7 @@
 //! ```
 
 mod add;
+pub mod blocking;
 mod buffer;
 mod built;
 pub use built::BuiltPtx;
@@ -93,12 +94,17 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod glu;
+pub use glu::GluIn;
 mod gpu;
 mod graph;
 mod owners;
 mod pinned;
 pub use graph::AddGraph;
 pub use pinned::{HostDst, HostMut, HostRef, HostSrc, PinnedVec};
+#[cfg(feature = "cudarc")]
+mod cudarc_ext;
+#[cfg(feature = "cudarc")]
+pub use cudarc_ext::CudarcExt;
 #[cfg(feature = "cudarc")]
 mod interop;
 #[cfg(feature = "cudarc")]
@@ -125,6 +131,9 @@ mod signature;
 #[doc = include_str!("surface.md")]
 pub mod surface {}
 mod studies;
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub mod test_hooks;
 mod tuning;
 mod typed;
 mod user_launch;
@@ -133,7 +142,7 @@ mod variant;
 pub use buffer::{AsView, AsViewMut, DeviceVec, Element, Pod, View, ViewMut};
 pub use custom::{CustomBinary, CustomUnary};
 pub use error::{AssertFailure, DriverError, Error, Result};
-pub use gpu::{kernel_names, sm90_kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX, PTX_SM90};
+pub use gpu::{device_count, kernel_names, sm90_kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX, PTX_SM90};
 pub use half;
 pub use kernels_gpu::glu::GluOp;
 pub use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp};

@@ -41,7 +41,7 @@ impl Gpu {
     }
 }
 
-/// A foreach add whose table is already on the device; see [`Gpu::add_many_plan`].
+/// A foreach add whose table is already on the device; made by [`AddManyPlan::new`].
 pub struct AddManyPlan<'a> {
     table: raw::ManyTable<'a>,
     name: &'static str,
@@ -53,6 +53,27 @@ pub struct AddManyPlan<'a> {
 }
 
 impl<'a> AddManyPlan<'a> {
+    /// As [`Gpu::add_many`] on `gpu`, but the table is uploaded once now: the plan's
+    /// [`AddManyPlan::launch`] is a single kernel launch with no copy, and can
+    /// be captured in a CUDA graph ([`AddManyPlan::graph`]). The plan borrows
+    /// the operands for as long as it exists.
+    pub fn new<T: Element>(gpu: &Gpu, ops: Vec<Triple<'a, T>>) -> Result<AddManyPlan<'a>> {
+        let (name, _) = many_kernel(T::DTYPE, false);
+        let operands = gpu.many_operands(name, &ops)?;
+        let _live = gpu.shared.bind()?;
+        let table = raw::many_table(&gpu.shared.ctx, &operands)?;
+        let elements = ops.iter().map(|t| t.0.len()).sum();
+        Ok(AddManyPlan {
+            table,
+            name,
+            dtype: T::DTYPE,
+            elements,
+            gpu: gpu.clone(),
+            len: ops.len(),
+            _outputs: std::marker::PhantomData,
+        })
+    }
+
     /// Queues the whole list (one kernel launch, no copy) on `stream`, with
     /// PDL where the stream's setting says so.
     pub fn launch(&self, stream: &Stream) -> Result<()> {
@@ -127,28 +148,7 @@ impl Gpu {
         unsafe { raw::launch_many(k, &operands, stream.raw()) }
     }
 
-    /// As [`Gpu::add_many`], but the table is uploaded once now: the plan's
-    /// [`AddManyPlan::launch`] is a single kernel launch with no copy, and can
-    /// be captured in a CUDA graph ([`AddManyPlan::graph`]). The plan borrows
-    /// the operands for as long as it exists.
-    pub fn add_many_plan<'a, T: Element>(&self, ops: Vec<Triple<'a, T>>) -> Result<AddManyPlan<'a>> {
-        let (name, _) = many_kernel(T::DTYPE, false);
-        let operands = self.many_operands(name, &ops)?;
-        let _live = self.shared.bind()?;
-        let table = raw::many_table(&self.shared.ctx, &operands)?;
-        let elements = ops.iter().map(|t| t.0.len()).sum();
-        Ok(AddManyPlan {
-            table,
-            name,
-            dtype: T::DTYPE,
-            elements,
-            gpu: self.clone(),
-            len: ops.len(),
-            _outputs: std::marker::PhantomData,
-        })
-    }
-
-    fn many_operands<'a, T: Element>(
+    pub(crate) fn many_operands<'a, T: Element>(
         &self,
         name: &'static str,
         ops: &[Triple<'a, T>],

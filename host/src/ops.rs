@@ -142,21 +142,6 @@ impl Gpu {
         self.run(kind, ops, stream, opts).map(|_| ())
     }
 
-    /// Blocking convenience: `op(a, b)` of two host slices, computed on the GPU.
-    pub fn binary_host<T: Element>(&self, op: BinaryOp, a: &[T], b: &[T]) -> Result<Vec<T>> {
-        self.map_host(OpKind::Binary(op), a, Some(b), None)
-    }
-
-    /// Blocking convenience: `op(a)` of a host slice.
-    pub fn unary_host<T: Element>(&self, op: UnaryOp, a: &[T]) -> Result<Vec<T>> {
-        self.map_host(OpKind::Unary(op), a, None, None)
-    }
-
-    /// Blocking convenience: `alpha·a + beta·b` of two host slices.
-    pub fn axpby_host<T: Element>(&self, alpha: f32, a: &[T], beta: f32, b: &[T]) -> Result<Vec<T>> {
-        self.map_host(OpKind::Axpby, a, Some(b), Some((alpha, beta)))
-    }
-
     /// One call: the automatic choice or an explicit pattern, on `stream`.
     fn run<T: Element>(&self, kind: OpKind, ops: Operands<'_, T>, stream: &Stream, opts: &Opts) -> Result<Plan> {
         match opts.pattern {
@@ -219,7 +204,9 @@ impl Gpu {
         Ok(k)
     }
 
-    fn map_host<T: Element>(
+    /// The blocking form ([`crate::blocking`]): upload, the automatic
+    /// choice on a new stream, wait, download.
+    pub(crate) fn map_host<T: Element>(
         &self,
         kind: OpKind,
         a: &[T],

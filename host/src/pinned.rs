@@ -17,7 +17,7 @@ use crate::raw;
 /// Copies into it ([`PinnedVec::copy_from`]) are only queued; reading
 /// it ([`PinnedVec::as_slice`]) waits for them, and writing it
 /// ([`PinnedVec::as_mut_slice`]) waits for the copies that read it too. Freed
-/// on drop, after the copies that use it. Made by [`crate::Gpu::alloc_pinned`],
+/// on drop, after the copies that use it. Made by [`PinnedVec::new`],
 /// zeroed.
 ///
 /// Once a reset of the device has begun ([`crate::Gpu::reset`]), copies
@@ -34,6 +34,26 @@ pub struct PinnedVec<T: Pod> {
 }
 
 impl<T: Pod> PinnedVec<T> {
+    /// `len` zeroed elements of page-locked host memory, registered with
+    /// `gpu`'s context, for asynchronous copies at the bus's full rate.
+    ///
+    /// Errors: the host cannot allocate ([`crate::Error::HostOutOfMemory`])
+    /// or the driver cannot page-lock the memory.
+    ///
+    /// ```no_run
+    /// use gpukern::{Gpu, PinnedVec};
+    /// let gpu = Gpu::new(0)?;
+    /// let s = gpu.stream()?;
+    /// let d = gpu.upload(&[1.0f32, 2.0, 3.0])?;
+    /// let mut host = PinnedVec::<f32>::new(&gpu, 3)?;
+    /// host.copy_from(&d, &s)?; // queued: returns at once
+    /// assert_eq!(host.as_slice()?, &[1.0, 2.0, 3.0]); // waits for the copy
+    /// # Ok::<(), gpukern::Error>(())
+    /// ```
+    pub fn new(gpu: &crate::Gpu, len: usize) -> Result<Self> {
+        Self::alloc(gpu.shared.clone(), len)
+    }
+
     pub(crate) fn alloc(gpu: Arc<Shared>, len: usize) -> Result<Self> {
         let bytes = len.checked_mul(std::mem::size_of::<T>());
         let bytes = bytes.ok_or(crate::Error::HostOutOfMemory { bytes: usize::MAX })?;

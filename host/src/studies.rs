@@ -30,7 +30,7 @@ impl std::ops::Deref for Studies<'_> {
 
 impl Gpu {
     /// The spin kernel's one launch path ([`Studies::spin`], and
-    /// `Gpu::spin_cudarc` with the `cudarc` feature), on a queue of this
+    /// `CudarcExt::spin_cudarc` with the `cudarc` feature), on a queue of this
     /// Gpu's context.
     pub(crate) fn spin_on(&self, queue: raw::Queue<'_>, ns: u64) -> Result<()> {
         let _live = self.shared.bind()?;

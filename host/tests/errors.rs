@@ -16,7 +16,7 @@ fn missing_device_is_a_clear_error() {
         }
         Err(other) => panic!("expected NoDevice, got {other}"),
         Ok(_) => {
-            let count = Gpu::device_count().unwrap();
+            let count = gpukern::device_count().unwrap();
             let e = Gpu::new(count + 7).unwrap_err();
             assert!(matches!(e, Error::NoDevice(_)), "{e:?}");
             assert!(e.to_string().contains(&format!("index {}", count + 7)), "{e}");
@@ -74,7 +74,7 @@ fn argument_errors_name_the_variant_and_values() {
         "host to device copy: the source has 3 elements, the destination 100; they must be equal"
     );
 
-    let e = gpu.binary_host(gpukern::BinaryOp::Add, &[f16::ONE; 3], &[f16::ONE; 4]).unwrap_err();
+    let e = gpukern::blocking::binary(&gpu, gpukern::BinaryOp::Add, &[f16::ONE; 3], &[f16::ONE; 4]).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { a: 3, b: 4, .. }), "{e:?}");
 
     let other = Gpu::new(0).unwrap();
@@ -162,7 +162,7 @@ fn kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly() {
     let stream = gpu.stream().unwrap();
     let keep = gpu.upload(&[1.0f32; 1024]).unwrap();
     let (old_src, mut old_dst) = (gpu.upload(&[2.0f32; 64]).unwrap(), gpu.alloc::<f32>(64).unwrap());
-    gpu.launch_faulting_kernel(&stream).unwrap();
+    gpukern::test_hooks::launch_faulting_kernel(&gpu, &stream).unwrap();
     let e = stream.synchronize().unwrap_err();
     assert!(matches!(e, Error::KernelFault { kernel: None, .. }), "{e:?}");
     assert!(e.to_string().starts_with("a kernel faulted: CUDA_ERROR_"), "{e}");
@@ -192,7 +192,7 @@ fn kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly() {
         Ok(fresh) => {
             let a: Vec<f32> = (0..4099).map(|i| i as f32 * 0.25 - 7.0).collect();
             let b: Vec<f32> = (0..4099).map(|i| 1.0 / (i as f32 + 1.0)).collect();
-            let c = fresh.binary_host(gpukern::BinaryOp::Add, &a, &b).unwrap();
+            let c = gpukern::blocking::binary(&fresh, gpukern::BinaryOp::Add, &a, &b).unwrap();
             assert_eq!(gpukern::reference::first_mismatch(&c, &gpukern::reference::add(&a, &b)), None);
             println!("RESET recovered the device");
         }
@@ -206,7 +206,7 @@ fn kernel_fault_surfaces_at_sync_and_later_calls_fail_cleanly() {
 }
 
 /// 1,000 allocate/launch/free cycles free every allocation they make. Counts
-/// this process's own allocations (`Gpu::live_allocations`, test-hooks), not
+/// this process's own allocations (`gpukern::test_hooks::live_allocations`), not
 /// the device's free memory, which any other process on the GPU moves.
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -221,11 +221,15 @@ fn alloc_launch_free_cycles_do_not_leak() {
     let (s1, s2) = (gpu.stream().unwrap(), gpu.stream().unwrap());
     let n = 65_536;
     let run = |i: usize| {
-        let held = Gpu::live_allocations();
+        let held = gpukern::test_hooks::live_allocations();
         let a = gpu.upload(&vec![f16::ONE; n]).unwrap();
         let mut c = gpu.alloc::<f16>(n).unwrap();
         let bytes = 2 * n * std::mem::size_of::<f16>();
-        assert_eq!(Gpu::live_allocations(), (held.0 + 2, held.1 + bytes), "cycle {i}: two buffers counted");
+        assert_eq!(
+            gpukern::test_hooks::live_allocations(),
+            (held.0 + 2, held.1 + bytes),
+            "cycle {i}: two buffers counted"
+        );
         gpu.binary(gpukern::BinaryOp::Add, &a, &a, &mut c, &s1).unwrap();
         // Every other cycle the sum is read on a second stream, and both are
         // dropped with work queued: the frees wait for it.
@@ -239,12 +243,16 @@ fn alloc_launch_free_cycles_do_not_leak() {
     for i in 0..20 {
         run(i);
     }
-    let before = Gpu::live_allocations();
+    let before = gpukern::test_hooks::live_allocations();
     for i in 0..1000 {
         run(i);
     }
     s2.synchronize().unwrap();
-    assert_eq!(Gpu::live_allocations(), before, "allocations left behind by 1,000 cycles (count, bytes)");
+    assert_eq!(
+        gpukern::test_hooks::live_allocations(),
+        before,
+        "allocations left behind by 1,000 cycles (count, bytes)"
+    );
     println!("LEAK-CHILD-OK");
 }
 

@@ -6,6 +6,7 @@
 mod common;
 
 use common::gpu;
+use gpukern::CudarcExt;
 use gpukern::{BinaryOp, Error, Gpu, LaunchShape, UnaryOp, Variant};
 
 /// What the type system cannot see is checked at run time: a copy or a graph

@@ -292,7 +292,7 @@ fn readme_example_adds_two_f16_vectors() {
     let gpu = gpukern::Gpu::new(0).unwrap();
     let a: Vec<f16> = (0..1000).map(|i| f16::from_f32(i as f32 * 0.5)).collect();
     let b: Vec<f16> = (0..1000).map(|i| f16::from_f32(1.0 - i as f32)).collect();
-    let c = gpu.binary_host(gpukern::BinaryOp::Add, &a, &b).unwrap();
+    let c = gpukern::blocking::binary(&gpu, gpukern::BinaryOp::Add, &a, &b).unwrap();
     assert_eq!(reference::first_mismatch(&c, &reference::add(&a, &b)), None);
     assert_eq!(c[10], f16::from_f32(-4.0));
 }

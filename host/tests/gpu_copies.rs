@@ -63,7 +63,7 @@ fn host_to_device_from_slices_vecs_and_pinned() {
             d.slice_mut(CANARY + off..CANARY + off + n).unwrap().copy_from(&v, &stream).unwrap();
             check_band(&d, off, want, "host to device, Vec");
 
-            let mut p = gpu.alloc_pinned::<f32>(n).unwrap();
+            let mut p = gpukern::PinnedVec::<f32>::new(&gpu, n).unwrap();
             p.as_mut_slice().unwrap().copy_from_slice(want);
             let mut d = band(&gpu, off, n);
             d.slice_mut(CANARY + off..CANARY + off + n).unwrap().copy_from(&p, &stream).unwrap();
@@ -97,7 +97,7 @@ fn device_to_host_into_slices_vecs_and_pinned() {
             v.copy_from(src, &stream).unwrap();
             assert_eq!(same_bits(&v, want), None, "Vec, n = {n}, offset {off}");
 
-            let mut p = gpu.alloc_pinned::<f32>(n).unwrap();
+            let mut p = gpukern::PinnedVec::<f32>::new(&gpu, n).unwrap();
             p.copy_from(src, &stream).unwrap();
             assert_eq!(same_bits(p.as_slice().unwrap(), want), None, "pinned, n = {n}, offset {off}");
             common::record("gpu_copies", "device to host, Vec and pinned", n, true);
@@ -135,7 +135,7 @@ fn pinned_access_waits_for_queued_copies() {
         let want = values(n, 4);
         let d = gpu.upload(&want).unwrap();
 
-        let mut p = gpu.alloc_pinned::<f32>(n).unwrap();
+        let mut p = gpukern::PinnedVec::<f32>::new(&gpu, n).unwrap();
         gpu.studies().spin(&s1, SPIN_NS).unwrap();
         p.copy_from(&d, &s1).unwrap();
         assert_eq!(same_bits(p.as_slice().unwrap(), &want), None, "read after a queued copy in, n = {n}");
@@ -177,14 +177,14 @@ fn copy_errors_name_the_direction_and_queue_nothing() {
     );
     let e = d.copy_from(&[1.0f32; 49][..], &stream).unwrap_err();
     assert!(matches!(e, Error::CopyLength { direction: "host to device", src: 49, dst: 50 }), "{e:?}");
-    let mut p = gpu.alloc_pinned::<f32>(52).unwrap();
+    let mut p = gpukern::PinnedVec::<f32>::new(&gpu, 52).unwrap();
     let e = p.copy_from(&d, &stream).unwrap_err();
     assert!(matches!(e, Error::CopyLength { direction: "device to host", src: 50, dst: 52 }), "{e:?}");
     assert!(d.to_vec().unwrap().iter().all(|v| v.to_bits() == POISONS[1]), "a refused copy wrote");
 
     // Memory of another Gpu handle is refused, pinned memory included.
     let other = Gpu::new(0).unwrap();
-    let q = other.alloc_pinned::<f32>(50).unwrap();
+    let q = gpukern::PinnedVec::<f32>::new(&other, 50).unwrap();
     let e = d.copy_from(&q, &stream).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { .. }), "{e:?}");
     common::record("gpu_copies", "errors", 50, true);

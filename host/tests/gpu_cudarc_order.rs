@@ -8,6 +8,7 @@
 
 mod common;
 
+use gpukern::CudarcExt;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};

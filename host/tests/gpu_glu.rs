@@ -11,7 +11,7 @@ mod common;
 use common::{gpu, record, specials, POISONS};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
-use gpukern::{Dtype, Error, GluOp, Gpu, OpPattern, Opts, Pdl, Rows};
+use gpukern::{Dtype, Error, GluIn, GluOp, Gpu, OpPattern, Opts, Pdl, Rows};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
 use rand::{Rng, SeedableRng};
@@ -73,7 +73,7 @@ fn run<T: ReferenceOps>(gpu: &Gpu, c: &Case) -> Result<(), String> {
         let want = match c.split {
             None => {
                 let up = db.slice(c.offsets[1]..).map_err(|e| e.to_string())?;
-                gpu.glu_opts(c.op, gate, up, out, &s, &opts).map_err(|e| e.to_string())?;
+                gpu.glu_opts(c.op, GluIn::pair(gate, up), out, &s, &opts).map_err(|e| e.to_string())?;
                 let mut w = before.clone();
                 let r = reference::glu(c.op, &a[c.offsets[0]..], &b[c.offsets[1]..]);
                 w[o..o + out_len].copy_from_slice(&r);
@@ -81,7 +81,7 @@ fn run<T: ReferenceOps>(gpu: &Gpu, c: &Case) -> Result<(), String> {
             }
             Some((xp, yp)) => {
                 let rows = Rows { rows: c.rows, cols: c.n, x_pitch: xp, y_pitch: yp };
-                gpu.glu_split_opts(c.op, gate, out, rows, &s, &opts).map_err(|e| e.to_string())?;
+                gpu.glu_opts(c.op, GluIn::split(gate, rows), out, &s, &opts).map_err(|e| e.to_string())?;
                 let mut w = before.clone();
                 let r = reference::glu_split(c.op, &a[c.offsets[0]..], &before[o..o + out_len], rows);
                 w[o..o + out_len].copy_from_slice(&r);
@@ -199,46 +199,45 @@ fn glu_plans_and_errors_write_nothing() {
     out.fill_bits(POISONS[0].into()).unwrap();
     let untouched = |out: &gpukern::DeviceVec<f32>| out.to_vec().unwrap().iter().all(|x| x.to_bits() == POISONS[0]);
     let op = GluOp::Silu;
-    let e = gpu.glu(op, g.slice(..63).unwrap(), &u, &mut out, &s).unwrap_err();
+    let e = gpu.glu(op, GluIn::pair(g.slice(..63).unwrap(), &u), &mut out, &s).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { kernel: "glu_silu", a: 63, b: 64, out: 64 }), "{e}");
     let e = gpu.glu_opts(
         op,
-        g.slice(1..).unwrap(),
-        u.slice(1..).unwrap(),
+        GluIn::pair(g.slice(1..).unwrap(), u.slice(1..).unwrap()),
         out.slice_mut(1..).unwrap(),
         &s,
         &Opts::auto().pattern(OpPattern::Pack),
     );
     assert!(matches!(e, Err(Error::Misaligned { .. })), "{e:?}");
-    let e = gpu.glu_opts(op, &g, &u, &mut out, &s, &Opts::auto().pattern(OpPattern::PackSm90));
+    let e = gpu.glu_opts(op, GluIn::pair(&g, &u), &mut out, &s, &Opts::auto().pattern(OpPattern::PackSm90));
     assert!(matches!(e, Err(Error::Shape { .. })), "no sm_90 kernel for f32: {e:?}");
     let rows = |rows, cols, x_pitch, y_pitch| Rows { rows, cols, x_pitch, y_pitch };
-    let e = gpu.glu_split(op, &g, &mut out, rows(2, 8, 15, 8), &s).unwrap_err();
+    let e = gpu.glu(op, GluIn::split(&g, rows(2, 8, 15, 8)), &mut out, &s).unwrap_err();
     assert!(e.to_string().contains("[gate | up]"), "{e}");
-    let e = gpu.glu_split(op, &g, &mut out, rows(5, 8, 16, 8), &s).unwrap_err();
+    let e = gpu.glu(op, GluIn::split(&g, rows(5, 8, 16, 8)), &mut out, &s).unwrap_err();
     assert!(e.to_string().contains("x has 64 elements"), "{e}");
-    let e = gpu.glu_split(op, &g, &mut out, rows(2, 8, 16, 7), &s).unwrap_err();
+    let e = gpu.glu(op, GluIn::split(&g, rows(2, 8, 16, 7)), &mut out, &s).unwrap_err();
     assert!(matches!(e, Error::Shape { .. }), "{e}");
-    let e = gpu.glu_split(op, &g, out.slice_mut(..20).unwrap(), rows(2, 8, 16, 16), &s).unwrap_err();
+    let e = gpu.glu(op, GluIn::split(&g, rows(2, 8, 16, 16)), out.slice_mut(..20).unwrap(), &s).unwrap_err();
     assert!(e.to_string().contains("out has 20 elements"), "{e}");
     s.synchronize().unwrap();
     assert!(untouched(&out));
     // Empty: nothing queued, nothing written.
-    gpu.glu_split(op, &g, &mut out, rows(0, 8, 16, 8), &s).unwrap();
-    gpu.glu(op, g.slice(..0).unwrap(), u.slice(..0).unwrap(), out.slice_mut(..0).unwrap(), &s).unwrap();
+    gpu.glu(op, GluIn::split(&g, rows(0, 8, 16, 8)), &mut out, &s).unwrap();
+    gpu.glu(op, GluIn::pair(g.slice(..0).unwrap(), u.slice(..0).unwrap()), out.slice_mut(..0).unwrap(), &s).unwrap();
     s.synchronize().unwrap();
     assert!(untouched(&out));
     // What the automatic choice runs.
     let b = gpu.upload(&[bf16::ONE; 64]).unwrap();
     let mut ob = gpu.alloc::<bf16>(64).unwrap();
     let plain = gpu.stream_with(Pdl::Off).unwrap();
-    let p = gpu.glu_opts(op, &b, &b, &mut ob, &plain, &Opts::auto()).unwrap();
+    let p = gpu.glu_opts(op, GluIn::pair(&b, &b), &mut ob, &plain, &Opts::auto()).unwrap();
     let sm90 = gpu.info().has_sm90();
     assert_eq!(p.kernel, if sm90 { "glu_silu_bf16x8_sm90" } else { "glu_silu_bf16x8" });
-    let p = gpu.glu_opts(op, &b, &b, &mut ob, &s, &Opts::auto().pdl(Pdl::On)).unwrap();
+    let p = gpu.glu_opts(op, GluIn::pair(&b, &b), &mut ob, &s, &Opts::auto().pdl(Pdl::On)).unwrap();
     assert_eq!((p.pdl, p.kernel), if sm90 { (true, "glu_silu_bf16x8_sm90_pdl") } else { (false, "glu_silu_bf16x8") });
-    let p =
-        gpu.glu_opts(op, b.slice(1..).unwrap(), b.slice(1..).unwrap(), ob.slice_mut(1..).unwrap(), &s, &Opts::auto());
+    let odd = GluIn::pair(b.slice(1..).unwrap(), b.slice(1..).unwrap());
+    let p = gpu.glu_opts(op, odd, ob.slice_mut(1..).unwrap(), &s, &Opts::auto());
     assert_eq!(p.unwrap().kernel, "glu_silu_bf16");
     s.synchronize().unwrap();
     assert_eq!(ob.to_vec().unwrap()[5], reference::glu_one(op, bf16::ONE, bf16::ONE));
@@ -324,8 +323,8 @@ fn glu_fused_timing() {
         let add = median(&mut |s| gpu.binary(gpukern::BinaryOp::Add, &g, &u, &mut out, s));
         let bytes = 3.0 * (n * std::mem::size_of::<T>()) as f64;
         for op in GluOp::ALL {
-            let fused = median(&mut |s| gpu.glu(op, &g, &u, &mut out, s));
-            let split = median(&mut |s| gpu.glu_split(op, &x, &mut out, layout, s));
+            let fused = median(&mut |s| gpu.glu(op, GluIn::pair(&g, &u), &mut out, s));
+            let split = median(&mut |s| gpu.glu(op, GluIn::split(&x, layout), &mut out, s));
             let act = op.activation();
             let two = median(&mut |s| {
                 gpu.unary(act, &g, &mut tmp, s)?;

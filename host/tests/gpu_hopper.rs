@@ -227,7 +227,7 @@ fn many_lists<T: ReferenceAdd>() {
             if round % 2 == 0 {
                 gpu.add_many(ops, &stream).unwrap();
             } else {
-                let plan = gpu.add_many_plan(ops).unwrap();
+                let plan = gpukern::AddManyPlan::new(&gpu, ops).unwrap();
                 assert_eq!(plan.len(), tensors);
                 let graph = plan.graph(2).unwrap();
                 graph.launch(&stream).unwrap();

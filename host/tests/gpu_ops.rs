@@ -8,6 +8,7 @@ mod common;
 use common::{canaries_hold, gpu, inputs, record, Data, CANARY, POISONS, SIZES};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
+use gpukern::CudarcExt;
 use gpukern::{BinaryOp, Dtype, Error, LaunchShape, OpKind, OpPattern, UnaryOp};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -239,7 +240,7 @@ fn bad_operands_are_errors() {
     let neg = OpKind::Unary(UnaryOp::Neg);
     let e = gpu.apply(neg, &a, Some(b.view()), &mut out, (0.0, 0.0), &stream, &auto).unwrap_err();
     assert!(matches!(e, Error::WrongOperands { kernel: "neg", .. }), "a unary kind with b: {e:?}");
-    let e = gpu.binary_host(BinaryOp::Div, &[1.0f32; 3], &[1.0f32; 4]).unwrap_err();
+    let e = gpukern::blocking::binary(&gpu, BinaryOp::Div, &[1.0f32; 3], &[1.0f32; 4]).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
     let bad_cfg = LaunchShape { block: 0, ..cfg };
     let bad = gpukern::Opts::auto().pattern(OpPattern::Scalar).shape(bad_cfg);
@@ -254,9 +255,9 @@ fn bad_operands_are_errors() {
     stream.synchronize().unwrap();
     assert_eq!(out.to_vec().unwrap(), vec![7.0f32; 64]);
     // The host conveniences compute.
-    assert_eq!(gpu.binary_host(BinaryOp::Div, &[1.0f32, 3.0], &[4.0, 2.0]).unwrap(), vec![0.25, 1.5]);
-    assert_eq!(gpu.unary_host(UnaryOp::Relu, &[-1.0f32, 2.0]).unwrap(), vec![0.0, 2.0]);
-    assert_eq!(gpu.axpby_host(2.0, &[1.0f32], -1.0, &[0.5]).unwrap(), vec![1.5]);
+    assert_eq!(gpukern::blocking::binary(&gpu, BinaryOp::Div, &[1.0f32, 3.0], &[4.0, 2.0]).unwrap(), vec![0.25, 1.5]);
+    assert_eq!(gpukern::blocking::unary(&gpu, UnaryOp::Relu, &[-1.0f32, 2.0]).unwrap(), vec![0.0, 2.0]);
+    assert_eq!(gpukern::blocking::axpby(&gpu, 2.0, &[1.0f32], -1.0, &[0.5]).unwrap(), vec![1.5]);
 }
 
 /// n = 2^32 + 2^20 for one binary, one unary and axpby per dtype (and bf16's

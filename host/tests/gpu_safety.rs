@@ -52,8 +52,9 @@ fn pinned_memory_a_copy_may_still_write_is_never_freed_or_read() {
     let src = gpu.upload(&vec![f32::from_bits(0x3c3c_3c3c); n]).unwrap();
     let (s1, s2) = (gpu.stream().unwrap(), gpu.stream().unwrap());
     // Allocated first: page-locking may wait for the device.
-    let (mut kept, mut dropped) = (gpu.alloc_pinned::<f32>(n).unwrap(), gpu.alloc_pinned::<f32>(n).unwrap());
-    let mut untouched = gpu.alloc_pinned::<f32>(4).unwrap();
+    let (mut kept, mut dropped) =
+        (gpukern::PinnedVec::<f32>::new(&gpu, n).unwrap(), gpukern::PinnedVec::<f32>::new(&gpu, n).unwrap());
+    let mut untouched = gpukern::PinnedVec::<f32>::new(&gpu, 4).unwrap();
     untouched.as_mut_slice().unwrap().copy_from_slice(&[1.0, 2.0, 3.0, 4.0]);
     // s1: the copies wait behind a spin of 300 ms.
     gpu.studies().spin(&s1, 300_000_000).unwrap();
@@ -108,7 +109,7 @@ fn a_racing_thread_sees_only_ok_or_device_reset() {
         let racing = t.spawn(|| {
             while !stop.load(Ordering::Acquire) {
                 let mut round = || -> Option<()> {
-                    let mut p = ok_or_reset("alloc_pinned", gpu.alloc_pinned::<f32>(n))?;
+                    let mut p = ok_or_reset("alloc_pinned", gpukern::PinnedVec::<f32>::new(&gpu, n))?;
                     ok_or_reset("copy_to_host", p.copy_from(&x, &stream))?;
                     let first = ok_or_reset("as_slice", p.as_slice().map(|s| s[0]))?;
                     assert_eq!(first, 1.5);

@@ -61,7 +61,7 @@ fn at(gpu: &Gpu, s: &Stream, n: usize) -> gpukern::Result<Vec<CopyRow>> {
     let mut d = gpu.alloc::<f32>(n)?;
     let mut e = gpu.alloc::<f32>(n)?;
     let mut host = vec![0.0f32; n];
-    let mut pinned = gpu.alloc_pinned::<f32>(n)?;
+    let mut pinned = gpukern::PinnedVec::<f32>::new(gpu, n)?;
     pinned.as_mut_slice()?.copy_from_slice(&data);
     let mut rows = Vec::new();
 

@@ -43,9 +43,8 @@ const SPIN_NS_PER_CALL: u64 = 50_000;
 #[cfg(feature = "cuda")]
 fn spin(dev: &Device, ns: u64) -> Result<()> {
     match dev {
-        Device::Cuda(d) => {
-            gpukern_candle::gpu(d)?.spin_cudarc(&d.cuda_stream(), ns).map_err(|e| candle_core::Error::Cuda(Box::new(e)))
-        }
+        Device::Cuda(d) => gpukern::CudarcExt::spin_cudarc(gpukern_candle::gpu(d)?, &d.cuda_stream(), ns)
+            .map_err(|e| candle_core::Error::Cuda(Box::new(e))),
         _ => Ok(()),
     }
 }

@@ -1,4 +1,4 @@
-//! [`Gpu::glu_cudarc`] and [`Gpu::glu_split_cudarc`]: the gated activations
+//! [`crate::CudarcExt::glu_cudarc`] and [`crate::CudarcExt::glu_split_cudarc`]: the gated activations
 //! on cudarc's buffers and stream (feature `cudarc`), for libraries built on
 //! cudarc (candle). As the element-wise interop: the operands are cudarc's
 //! own buffer types (sealed [`CudarcInput`] / [`CudarcOutput`]), every
@@ -22,7 +22,7 @@ impl Gpu {
     /// automatic choice ([`crate::Pdl::Auto`]): no copy, no synchronisation.
     /// The stream and every buffer must be of this device's primary context
     /// ([`Error::ForeignContext`] otherwise, nothing queued).
-    pub fn glu_cudarc<T: Element>(
+    pub(crate) fn cudarc_glu<T: Element>(
         &self,
         op: GluOp,
         gate: &impl CudarcInput<T>,
@@ -45,8 +45,9 @@ impl Gpu {
         self.glu_on(op, g, u, o, shape, &Opts::auto(), crate::Pdl::Auto, queue).map(|_| ())
     }
 
-    /// [`Gpu::glu_split`] on cudarc buffers (as [`Gpu::glu_cudarc`]).
-    pub fn glu_split_cudarc<T: Element>(
+    /// [`Gpu::glu`] with [`crate::GluIn::Split`] on cudarc buffers (as
+    /// [`crate::CudarcExt::glu_cudarc`]).
+    pub(crate) fn cudarc_glu_split<T: Element>(
         &self,
         op: GluOp,
         x: &impl CudarcInput<T>,

@@ -1,6 +1,7 @@
 // A type of one's own with cudarc's (safe) traits, claiming 64 MiB at an
 // address nobody allocated: it must not be accepted as an interop operand.
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
+use gpukern::CudarcExt;
 use std::sync::Arc;
 
 struct Forged(Arc<CudaStream>);

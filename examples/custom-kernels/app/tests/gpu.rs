@@ -146,7 +146,7 @@ fn a_faulting_user_kernel_is_named_and_reset_recovers() {
         // This process goes on: the child's fault did not reach it.
         let gpu = Gpu::new(0).unwrap();
         let a: Vec<f32> = (0..1 << 16).map(|i| i as f32 * 0.5).collect();
-        let c = gpu.binary_host(gpukern::BinaryOp::Add, &a, &a).unwrap();
+        let c = gpukern::blocking::binary(&gpu, gpukern::BinaryOp::Add, &a, &a).unwrap();
         let ok = c.iter().zip(&a).all(|(c, a)| c.to_bits() == (a + a).to_bits());
         record("after a child's fault, add in the parent", 1 << 16, ok);
         assert!(ok);
@@ -175,7 +175,7 @@ fn a_faulting_user_kernel_is_named_and_reset_recovers() {
     println!("RESET recovered the device");
     let a: Vec<f32> = (0..1 << 16).map(|i| i as f32 * 0.5).collect();
     let b: Vec<f32> = (0..1 << 16).map(|i| 3.0 - i as f32).collect();
-    let c = gpu.binary_host(gpukern::BinaryOp::Add, &a, &b).unwrap();
+    let c = gpukern::blocking::binary(&gpu, gpukern::BinaryOp::Add, &a, &b).unwrap();
     assert!(c.iter().zip(a.iter().zip(&b)).all(|(c, (a, b))| c.to_bits() == (a + b).to_bits()));
     // User modules load again on the new handle and run correctly.
     let module = load(&gpu).unwrap();

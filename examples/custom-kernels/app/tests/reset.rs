@@ -49,7 +49,7 @@ fn custom_ops_racing_a_reset_are_done_or_refused() {
                     let (pattern, cfg) = (CustomPattern::Pack, LaunchShape::default());
                     ok_or_reset("run_with", silu.run_with(pattern, cfg, &a, &mut out, [0.0; 2], &stream))?;
                     ok_or_reset("binary run", relu.run(&a, &b, &mut out, [1.0, 1.0], &stream))?;
-                    let mut p = ok_or_reset("alloc_pinned", gpu.alloc_pinned::<f32>(n))?;
+                    let mut p = ok_or_reset("alloc_pinned", gpukern::PinnedVec::<f32>::new(&gpu, n))?;
                     ok_or_reset("copy_to_host", p.copy_from(&out, &stream))?;
                     // relu(0.5 - 1) = 0.
                     assert_eq!(ok_or_reset("as_slice", p.as_slice().map(|s| s[n - 1]))?, 0.0);
