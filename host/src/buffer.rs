@@ -41,6 +41,14 @@ pub(crate) fn bounds(range: impl RangeBounds<usize>, len: usize) -> Result<(usiz
 /// earlier work on it queued on another, so no kernel reads what another
 /// stream may still write, or writes what it may still read. `Send + Sync`: any thread may use it, and
 /// the owning [`crate::Gpu`]'s context is made current for each operation.
+///
+/// ```no_run
+/// # fn f(gpu: &gpukern::Gpu) -> gpukern::Result<()> {
+/// let (x, mut y) = (gpu.upload(&[1.0f32, -2.0])?, gpu.alloc::<f32>(2)?);
+/// gpu.unary(gpukern::UnaryOp::Neg, &x, &mut y, &gpu.stream()?)?;
+/// assert_eq!(y.to_vec()?, [-1.0, 2.0]); // ordered after the kernel
+/// # Ok(()) }
+/// ```
 pub struct DeviceVec<T: Pod> {
     /// Freed on drop (while the context is live).
     _mem: raw::DeviceAlloc,
@@ -60,60 +68,49 @@ impl<T: Pod> DeviceVec<T> {
         let mem = raw::alloc(&gpu.ctx, bytes).map_err(|e| gpu.fault_of(e))?;
         Ok(Self { addr: mem.addr(), _mem: mem, len, gpu, _t: PhantomData })
     }
-
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.len
     }
-
     /// True when the buffer holds no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
-
     /// Device address of the first element.
     pub fn device_addr(&self) -> u64 {
         self.addr
     }
-
     /// The whole buffer, read-only.
     pub fn view(&self) -> View<'_, T> {
         View { addr: self.addr, len: self.len, gpu: &self.gpu, track: Some(self._mem.track()), _t: PhantomData }
     }
-
     /// The whole buffer, writable.
     pub fn view_mut(&mut self) -> ViewMut<'_, T> {
         ViewMut { addr: self.addr, len: self.len, gpu: &self.gpu, track: Some(self._mem.track()), _t: PhantomData }
     }
-
     /// A read-only sub-range, e.g. `buf.slice(3..)` (an unaligned start is allowed).
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<View<'_, T>> {
         self.view().slice(range)
     }
-
     /// A writable sub-range.
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<ViewMut<'_, T>> {
         self.view_mut().into_slice(range)
     }
-
     /// Copies the whole buffer to a new host vector (waits for the copy).
     pub fn to_vec(&self) -> Result<Vec<T>> {
         self.view().to_vec()
     }
-
     /// Overwrites the whole buffer from a host slice of the same length,
     /// waiting for the copy (as `<[T]>::copy_from_slice`); on a stream:
     /// [`DeviceVec::copy_from`].
     pub fn copy_from_slice(&mut self, src: &[T]) -> Result<()> {
         self.view_mut().copy_from_slice(src)
     }
-
     /// Sets every element to the bit pattern `bits` (e.g. a poison value):
     /// see [`ViewMut::fill_bits`].
     pub fn fill_bits(&mut self, bits: u64) -> Result<()> {
         self.view_mut().fill_bits(bits)
     }
-
     /// Sets every element to `value`: see [`ViewMut::fill`].
     pub fn fill(&mut self, value: T) -> Result<()> {
         self.view_mut().fill(value)
@@ -127,6 +124,13 @@ impl<T: Pod> std::fmt::Debug for DeviceVec<T> {
 }
 
 /// A read-only range of device memory borrowed from a [`DeviceVec`].
+///
+/// ```no_run
+/// # use gpukern::{DeviceVec as D, Gpu, Stream}; fn f(gpu: &Gpu, x: &D<f32>, y: &mut D<f32>, s: &Stream) -> gpukern::Result<()> {
+/// let tail = x.slice(1..)?; // a View of all but the first element
+/// gpu.unary(gpukern::UnaryOp::Abs, tail, y.slice_mut(..tail.len())?, s)?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy)]
 pub struct View<'a, T: Pod> {
     addr: u64,
@@ -170,6 +174,15 @@ impl<'a, T: Pod> View<'a, T> {
 }
 
 /// A writable range of device memory borrowed exclusively from a [`DeviceVec`].
+///
+/// ```no_run
+/// # fn f(gpu: &gpukern::Gpu, x: &gpukern::DeviceVec<f32>, s: &gpukern::Stream) -> gpukern::Result<()> {
+/// let mut y = gpu.alloc::<f32>(x.len())?;
+/// let (mut lo, hi) = y.view_mut().into_split_at(x.len() / 2)?; // disjoint halves
+/// gpu.unary(gpukern::UnaryOp::Neg, x.slice(..lo.len())?, &mut lo, s)?;
+/// gpu.unary(gpukern::UnaryOp::Relu, x.slice(lo.len()..)?, hi, s)?;
+/// # Ok(()) }
+/// ```
 pub struct ViewMut<'a, T: Pod> {
     addr: u64,
     len: usize,

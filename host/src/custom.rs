@@ -82,8 +82,23 @@ macro_rules! custom_handle {
 }
 custom_handle! {
     /// A one-input operation of a user module on `T`: `out = op(a)`.
+    ///
+    /// ```no_run
+    /// # use gpukern::{DeviceVec as D, Module, Stream}; fn f(m: &Module, x: &D<f32>, y: &mut D<f32>, s: &Stream) -> gpukern::Result<()> {
+    /// // `m`: `gpu.load_module(built)?` of a kernel crate that declares `my_silu` unary for f32
+    /// let silu = m.unary::<f32>("my_silu")?;
+    /// silu.run(x, y, [0.0, 0.0], s)?; // the params reach its `Params::from_params`
+    /// # Ok(()) }
+    /// ```
     CustomUnary, "[a, out]";
     /// A two-input operation of a user module on `T`: `out = op(a, b)`.
+    ///
+    /// ```no_run
+    /// # use gpukern::{DeviceVec as D, Module, Stream}; fn f(m: &Module, a: &D<f32>, b: &D<f32>, y: &mut D<f32>, s: &Stream) -> gpukern::Result<()> {
+    /// let lerp = m.binary::<f32>("my_lerp")?; // declared binary for f32 in `m`'s crate
+    /// lerp.run(a, b, y, [0.25, 0.0], s)?; // `[0.25, 0.0]`: the operation's params
+    /// # Ok(()) }
+    /// ```
     CustomBinary, "[a, b, out]";
 }
 

@@ -29,78 +29,178 @@ impl std::error::Error for DriverError {}
 pub enum Error {
     /// a, b and out do not have the same number of elements.
     #[error("{kernel}: length mismatch: a has {a} elements, b has {b}, out has {out}")]
-    LengthMismatch { kernel: &'static str, a: usize, b: usize, out: usize },
+    LengthMismatch {
+        /// The kernel or operation that refused the call.
+        kernel: &'static str,
+        /// Elements of `a`.
+        a: usize,
+        /// Elements of `b`.
+        b: usize,
+        /// Elements of `out`.
+        out: usize,
+    },
 
     /// A one-input operation's `a` and `out` differ in length.
     #[error("{kernel}: length mismatch: a has {a} elements, out has {out}")]
-    UnaryLengthMismatch { kernel: &'static str, a: usize, out: usize },
+    UnaryLengthMismatch {
+        /// The kernel or operation that refused the call.
+        kernel: &'static str,
+        /// Elements of `a`.
+        a: usize,
+        /// Elements of `out`.
+        out: usize,
+    },
 
     /// The operands given do not fit the operation (a `b` for a unary
     /// operation, none for a binary one).
     #[error("{kernel}: wrong operands: {detail}")]
-    WrongOperands { kernel: &'static str, detail: &'static str },
+    WrongOperands {
+        /// The kernel or operation that refused the call.
+        kernel: &'static str,
+        /// What was wrong with the operands.
+        detail: &'static str,
+    },
 
     /// An operand's device address does not meet the variant's alignment.
     #[error(
         "{kernel}: operand `{operand}` at device address {addr:#x} is {offset} bytes past a \
          {required}-byte boundary; this kernel needs {required}-byte aligned operands"
     )]
-    Misaligned { kernel: &'static str, operand: &'static str, addr: u64, offset: u64, required: usize },
+    Misaligned {
+        /// The kernel that needs the alignment.
+        kernel: &'static str,
+        /// The misaligned operand's name.
+        operand: &'static str,
+        /// Its device address.
+        addr: u64,
+        /// Bytes past the last `required`-byte boundary (`addr % required`).
+        offset: u64,
+        /// The alignment the kernel needs, in bytes.
+        required: usize,
+    },
 
     /// The variant's dtype is not the element type of the buffers.
     #[error("{kernel}: works on {expected} data, but the buffers hold {got}")]
-    DtypeMismatch { kernel: &'static str, expected: &'static str, got: &'static str },
+    DtypeMismatch {
+        /// The variant's kernel.
+        kernel: &'static str,
+        /// The dtype the kernel works on (`Dtype::name`, e.g. `"f16"`).
+        expected: &'static str,
+        /// The buffers' element type.
+        got: &'static str,
+    },
 
     /// Operands or stream come from a different [`crate::Gpu`] handle.
     #[error("{kernel}: the {what} {} to another Gpu handle; use buffers and streams of the Gpu that launches", if what.ends_with('s') { "belong" } else { "belongs" })]
-    ForeignHandle { kernel: &'static str, what: &'static str },
+    ForeignHandle {
+        /// The operation that refused the call.
+        kernel: &'static str,
+        /// The foreign handle (`"stream"`, `"buffers"`, `"module"`).
+        what: &'static str,
+    },
 
     /// A graph operation names a slot another [`crate::GraphBuilder`]
     /// registered (of the same `Gpu` or not).
     #[error("{kernel}: a slot of another graph builder; record with slots this builder's `input`/`output` returned")]
-    ForeignSlot { kernel: &'static str },
+    ForeignSlot {
+        /// The graph operation that was being recorded.
+        kernel: &'static str,
+    },
 
     /// A foreign stream (cudarc's) lives in another CUDA context or device than
     /// this `Gpu`, whose kernels and addresses belong to the device's primary context.
     #[error(
         "{kernel}: the stream belongs to another CUDA context or device than this Gpu (device {device}'s primary context); use a stream of that context, e.g. cudarc's CudaContext::new({device})"
     )]
-    ForeignContext { kernel: &'static str, device: usize },
+    ForeignContext {
+        /// The operation that refused the call.
+        kernel: &'static str,
+        /// This `Gpu`'s device ordinal.
+        device: usize,
+    },
 
     /// Threads per block outside 1..=max.
     #[error("{kernel}: block size {block} is out of range (1..={max} threads)")]
-    BlockSize { kernel: &'static str, block: u32, max: u32 },
+    BlockSize {
+        /// The kernel to launch.
+        kernel: &'static str,
+        /// The threads per block asked for.
+        block: u32,
+        /// The most threads per block this kernel can launch with.
+        max: u32,
+    },
 
     /// Grid cap of zero or above the hardware limit.
     #[error("{kernel}: grid limit {max_grid} is out of range (1..={limit} blocks)")]
-    GridLimit { kernel: &'static str, max_grid: u32, limit: u32 },
+    GridLimit {
+        /// The kernel to launch.
+        kernel: &'static str,
+        /// The grid cap asked for, in blocks.
+        max_grid: u32,
+        /// The hardware's limit, in blocks.
+        limit: u32,
+    },
 
     /// The kernel needs a newer GPU than this one (e.g. the bulk-copy variants
     /// need compute capability 9.0).
     #[error("{kernel}: needs compute capability {needs}, this device has {has}")]
-    Unsupported { kernel: &'static str, needs: &'static str, has: String },
+    Unsupported {
+        /// The kernel or plan that needs the newer GPU.
+        kernel: &'static str,
+        /// The compute capability it needs, e.g. `"9.0"`.
+        needs: &'static str,
+        /// This device's compute capability, e.g. `"8.0"`.
+        has: String,
+    },
 
     /// Operand sizes do not fit the kernel's shape parameters.
     #[error("{kernel}: {detail}")]
-    Shape { kernel: &'static str, detail: String },
+    Shape {
+        /// The kernel or operation that refused the call.
+        kernel: &'static str,
+        /// Which sizes do not fit, and why.
+        detail: String,
+    },
 
     /// A sub-view's range does not lie inside its buffer.
     #[error("view {start}..{end} is out of bounds for a buffer of {len} elements")]
-    OutOfBounds { start: usize, end: usize, len: usize },
+    OutOfBounds {
+        /// The range's first element.
+        start: usize,
+        /// One past the range's last element.
+        end: usize,
+        /// Elements in the buffer.
+        len: usize,
+    },
 
     /// A fill's bit pattern is wider than the element it fills (`bytes`
     /// each): patterns are of the element's width, never truncated.
     #[error("fill_bits: the pattern {bits:#x} does not fit an element of {bytes} bytes; give the element's bits (for a value of the element type: fill)")]
-    FillBits { bits: u64, bytes: usize },
+    FillBits {
+        /// The pattern given.
+        bits: u64,
+        /// Bytes per element.
+        bytes: usize,
+    },
 
     /// A copy's source and destination differ in length (`direction`: host
     /// to device, device to host, device to device).
     #[error("{direction} copy: the source has {src} elements, the destination {dst}; they must be equal")]
-    CopyLength { direction: &'static str, src: usize, dst: usize },
+    CopyLength {
+        /// `"host to device"`, `"device to host"` or `"device to device"`.
+        direction: &'static str,
+        /// Elements in the source.
+        src: usize,
+        /// Elements in the destination.
+        dst: usize,
+    },
 
     /// The host could not allocate (page-locked memory for a `PinnedVec`).
     #[error("out of host memory allocating {bytes} bytes")]
-    HostOutOfMemory { bytes: usize },
+    HostOutOfMemory {
+        /// The size asked for, in bytes.
+        bytes: usize,
+    },
 
     /// No usable CUDA device or driver.
     #[error("no CUDA device: {0}")]
@@ -112,11 +212,21 @@ pub enum Error {
 
     /// The PTX module lacks a kernel the library needs.
     #[error("kernel `{kernel}` is missing from the PTX module: {source}")]
-    MissingKernel { kernel: &'static str, source: DriverError },
+    MissingKernel {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// What `cuModuleGetFunction` returned.
+        source: DriverError,
+    },
 
     /// The device could not allocate.
     #[error("out of device memory allocating {bytes} bytes: {source}")]
-    OutOfMemory { bytes: usize, source: DriverError },
+    OutOfMemory {
+        /// The size asked for, in bytes.
+        bytes: usize,
+        /// What the allocation returned.
+        source: DriverError,
+    },
 
     /// A kernel faulted; reported by the first synchronisation after it, and
     /// by every later allocation, copy, fill or element-wise launch of this
@@ -125,7 +235,12 @@ pub enum Error {
     /// queued on this `Gpu`, when there was one. The context is unusable
     /// afterwards until [`crate::Gpu::reset`].
     #[error("a kernel faulted{}: {source}; the context is unusable now: see Gpu::reset", kernel.as_ref().map(|k| format!(" (last user kernel queued: `{k}`)")).unwrap_or_default())]
-    KernelFault { kernel: Option<String>, source: DriverError },
+    KernelFault {
+        /// The last kernel of a user module queued on this `Gpu`, if any.
+        kernel: Option<String>,
+        /// The fault, as the driver reported it.
+        source: DriverError,
+    },
 
     /// A `gpu_assert!` failed in a kernel (`gpukern_device::debug`): its
     /// message, file and line, and the first failing thread, read from the
@@ -139,19 +254,35 @@ pub enum Error {
     /// failed launch as fatal to the process). Seen on driver 580 (CUDA 13.0):
     /// the reset succeeds and every later context call returns the fault.
     #[error("the device cannot be recovered in this process: {source}; the CUDA driver keeps this fault until the process exits: restart it, or run kernels that may fault in a child process")]
-    DeviceLost { source: DriverError },
+    DeviceLost {
+        /// What the driver returns since the reset.
+        source: DriverError,
+    },
 
     /// The handle belongs to a context that [`crate::Gpu::reset`] destroyed.
     #[error("{what}: its device was reset (Gpu::reset); use the Gpu that reset returned and new buffers")]
-    DeviceReset { what: &'static str },
+    DeviceReset {
+        /// The stale handle, e.g. `"Gpu"`.
+        what: &'static str,
+    },
 
     /// A user module's operation is missing or does not match its manifest.
     #[error("custom op `{kernel}`: {detail}")]
-    CustomOp { kernel: String, detail: String },
+    CustomOp {
+        /// The operation's name in the module.
+        kernel: String,
+        /// What is missing or does not match.
+        detail: String,
+    },
 
     /// Any other driver call that failed; `context` says which.
     #[error("{context}: {source}")]
-    Driver { context: &'static str, source: DriverError },
+    Driver {
+        /// The driver call, e.g. `"cuMemcpyHtoDAsync"`.
+        context: &'static str,
+        /// What it returned.
+        source: DriverError,
+    },
 }
 
 /// Result with this crate's [`Error`].

@@ -35,8 +35,11 @@ impl Default for BulkConfig {
 /// where those sweeps ran, on sm_90.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AutoPlan {
+    /// The kernel.
     pub variant: Variant,
+    /// Threads per block.
     pub block: u32,
+    /// The tiling; used by the bulk-copy variants only.
     pub bulk: BulkConfig,
 }
 

@@ -10,20 +10,6 @@
 //! device and the kernel, the dynamic shared memory against what a block may
 //! have, and that every buffer and the stream belong to the module's `Gpu`.
 //!
-//! ```no_run
-//! use gpukern::sig::{input, output, InArg, KernelSig, OutArg, Param};
-//! use gpukern::{DeviceVec, Launch, Stream, TypedKernel};
-//! # enum Scale {}
-//! # impl KernelSig for Scale {
-//! #     const NAME: &'static str = "scale";
-//! #     const PARAMS: &'static [Param] = &[input::<f32>(), output::<f32>()];
-//! #     type Params = (InArg<f32>, OutArg<f32>);
-//! # }
-//! fn run(k: &TypedKernel<Scale>, x: &DeviceVec<f32>, y: &mut DeviceVec<f32>, l: Launch, s: &Stream) {
-//!     k.launch(l, (x.view(), y.view_mut()), s).unwrap();
-//! }
-//! ```
-//!
 //! An output cannot alias an input: this does not compile.
 //!
 //! ```compile_fail,E0502
@@ -231,6 +217,20 @@ pub(crate) use param_tuples;
 param_tuples!(host_args);
 
 /// A typed kernel of a [`Module`], resolved and checked once.
+///
+/// ```no_run
+/// # use gpukern::sig::{input, output, InArg, KernelSig, OutArg, Param};
+/// # enum Scale {} impl KernelSig for Scale {
+/// #     const NAME: &'static str = "scale";
+/// #     const PARAMS: &'static [Param] = &[input::<f32>(), output::<f32>()];
+/// #     type Params = (InArg<f32>, OutArg<f32>);
+/// # }
+/// # use gpukern::{DeviceVec as D, Module, Stream}; fn f(m: &Module, x: &D<f32>, y: &mut D<f32>, s: &Stream) -> gpukern::Result<()> {
+/// let k = m.kernel::<Scale>()?; // `Scale`: the signature type `#[kernel]` made
+/// let l = gpukern::Launch { grid: (x.len().div_ceil(256) as u32, 1, 1), block: (256, 1, 1), shared_bytes: 0 };
+/// k.launch(l, (x.view(), y.view_mut()), s)?; // the argument types follow `Scale`
+/// # Ok(()) }
+/// ```
 pub struct TypedKernel<K: KernelSig> {
     pub(crate) module: Module,
     name: Name,
