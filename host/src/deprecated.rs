@@ -5,13 +5,13 @@
 use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp};
 use kernels_gpu::Dtype;
 
-use crate::buffer::{AsView, AsViewMut, Element};
+use crate::device::gpu::{Gpu, KernelResources, Stream};
+use crate::device::pdl::Pdl;
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelResources, Stream};
-use crate::opts::Opts;
-use crate::pdl::Pdl;
-use crate::tuning::AutoPlan;
-use crate::variant::{LaunchShape, Variant};
+use crate::launch::opts::Opts;
+use crate::launch::tuning::AutoPlan;
+use crate::launch::variant::{LaunchShape, Variant};
+use crate::memory::buffer::{AsView, AsViewMut, Element};
 
 /// The launch settings' old name.
 #[deprecated(note = "use LaunchShape (same fields)")]
@@ -52,36 +52,36 @@ impl Gpu {
     /// `a + b` of host slices.
     #[deprecated(note = "use gpukern::blocking::binary(&gpu, BinaryOp::Add, a, b)")]
     pub fn add_host<T: Element>(&self, a: &[T], b: &[T]) -> Result<Vec<T>> {
-        crate::blocking::binary(self, BinaryOp::Add, a, b)
+        crate::ops::blocking::binary(self, BinaryOp::Add, a, b)
     }
 
     /// `op(a, b)` of host slices.
     #[deprecated(note = "use gpukern::blocking::binary(&gpu, op, a, b)")]
     pub fn binary_host<T: Element>(&self, op: BinaryOp, a: &[T], b: &[T]) -> Result<Vec<T>> {
-        crate::blocking::binary(self, op, a, b)
+        crate::ops::blocking::binary(self, op, a, b)
     }
 
     /// `op(a)` of a host slice.
     #[deprecated(note = "use gpukern::blocking::unary(&gpu, op, a)")]
     pub fn unary_host<T: Element>(&self, op: UnaryOp, a: &[T]) -> Result<Vec<T>> {
-        crate::blocking::unary(self, op, a)
+        crate::ops::blocking::unary(self, op, a)
     }
 
     /// `alpha·a + beta·b` of host slices.
     #[deprecated(note = "use gpukern::blocking::axpby(&gpu, alpha, a, beta, b)")]
     pub fn axpby_host<T: Element>(&self, alpha: f32, a: &[T], beta: f32, b: &[T]) -> Result<Vec<T>> {
-        crate::blocking::axpby(self, alpha, a, beta, b)
+        crate::ops::blocking::axpby(self, alpha, a, beta, b)
     }
 
     /// Number of CUDA devices.
     #[deprecated(note = "use gpukern::device_count()")]
     pub fn device_count() -> Result<usize> {
-        crate::gpu::device_count()
+        crate::device::gpu::device_count()
     }
 
     /// Page-locked host memory.
     #[deprecated(note = "use PinnedVec::new(&gpu, len)")]
-    pub fn alloc_pinned<T: crate::buffer::Pod>(&self, len: usize) -> Result<crate::PinnedVec<T>> {
+    pub fn alloc_pinned<T: crate::memory::buffer::Pod>(&self, len: usize) -> Result<crate::PinnedVec<T>> {
         crate::PinnedVec::new(self, len)
     }
 

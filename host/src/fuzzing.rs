@@ -17,7 +17,7 @@ pub fn entry_params(ptx: &str, name: &str) -> Result<Option<Vec<u32>>, String> {
 
 /// `pdl::waits_first`: the entry waits before it touches memory.
 pub fn waits_first(ptx: &str, name: &str) -> bool {
-    crate::pdl::waits_first(ptx, name)
+    crate::device::pdl::waits_first(ptx, name)
 }
 
 /// `signature::check_signature`: a typed kernel's manifest and entry against
@@ -27,7 +27,7 @@ pub fn check_signature(
     params: &[Param],
     entry: Result<Option<Vec<u32>>, String>,
 ) -> Result<(), String> {
-    crate::signature::check_signature(manifest, params, &[], entry)
+    crate::user::signature::check_signature(manifest, params, &[], entry)
 }
 
 /// One slot as the graph builder records it: its builder, byte address,
@@ -42,6 +42,6 @@ pub struct SlotParts {
 
 /// `capture::check_record` for builder `id` on `f32` slots.
 pub fn check_record(id: u64, kind: OpKind, a: SlotParts, b: Option<SlotParts>, out: SlotParts) -> crate::Result<()> {
-    let s = |p: SlotParts| crate::capture::fuzz_slot::<f32>(p.builder, p.addr, p.len, p.writable);
-    crate::capture::check_record(id, kind.name(), s(a), b.map(s), s(out))
+    let s = |p: SlotParts| crate::graph::capture::fuzz_slot::<f32>(p.builder, p.addr, p.len, p.writable);
+    crate::graph::capture::check_record(id, kind.name(), s(a), b.map(s), s(out))
 }

@@ -70,88 +70,53 @@
 //! fn load(gpu: &gpukern::Gpu, ptx: &str) { let _ = gpu.load_module(ptx); }
 //! ```
 
-mod add;
-pub mod blocking;
-mod buffer;
-mod built;
-pub use built::BuiltPtx;
-mod capture;
-pub use capture::{Graph, GraphBuilder, Slot};
-mod capture_norms;
-pub use capture_norms::NormSlots;
-mod capture_user;
-pub use capture_user::{GraphArg, GraphArgs, GraphSlots};
-mod context;
-mod copy;
-pub use copy::{CopySrc, HostCopyFrom};
-mod custom;
 mod deprecated;
-#[allow(deprecated)]
-pub use deprecated::LaunchConfig;
-mod element;
+mod device;
 mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-mod glu;
-pub use glu::GluIn;
-mod gpu;
 mod graph;
-mod owners;
-mod pinned;
-pub use graph::AddGraph;
-pub use pinned::{HostDst, HostMut, HostRef, HostSrc, PinnedVec};
-#[cfg(feature = "cudarc")]
-mod cudarc_ext;
-#[cfg(feature = "cudarc")]
-pub use cudarc_ext::CudarcExt;
 #[cfg(feature = "cudarc")]
 mod interop;
-#[cfg(feature = "cudarc")]
-pub use interop::{CudarcInput, CudarcOutput};
-mod many;
-mod math;
-mod module;
-mod names;
+mod launch;
+mod memory;
 mod norms;
-#[cfg(feature = "cudarc")]
-pub use norms::CudarcNorm;
-pub use norms::{Norm, NormOp, NormOptions, NormOrder, NormPlan, NormStrategy, Rows, MAX_COLS};
-mod operands;
 mod ops;
-mod opts;
-pub use opts::{Opts, Plan};
-mod pdl;
 mod pipeline_checks;
-pub use pdl::Pdl;
 mod ptx_text;
 mod raw;
 pub mod reference;
-mod signature;
+mod studies;
 #[doc = include_str!("surface.md")]
 pub mod surface {}
-mod studies;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub mod test_hooks;
-mod tuning;
-mod typed;
-mod user_launch;
-mod variant;
+mod user;
 
-pub use buffer::{AsView, AsViewMut, DeviceVec, Element, Pod, View, ViewMut};
-pub use custom::{CustomBinary, CustomUnary};
+#[allow(deprecated)]
+pub use deprecated::LaunchConfig;
+pub use device::Pdl;
+pub use device::{
+    device_count, kernel_names, sm90_kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX, PTX_SM90,
+};
 pub use error::{AssertFailure, DriverError, Error, Result};
-pub use gpu::{device_count, kernel_names, sm90_kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX, PTX_SM90};
+pub use graph::{AddGraph, Graph, GraphArg, GraphArgs, GraphBuilder, GraphSlots, NormSlots, Slot};
 pub use half;
+#[cfg(feature = "cudarc")]
+pub use interop::{CudarcExt, CudarcInput, CudarcNorm, CudarcOutput};
 pub use kernels_gpu::glu::GluOp;
 pub use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp};
 pub use kernels_gpu::Dtype;
-pub use many::{AddManyPlan, Triple};
-pub use module::{CustomPattern, Module};
+pub use launch::{AutoPlan, BulkConfig, LaunchShape, Opts, Plan, Variant};
+pub use memory::{AsView, AsViewMut, CopySrc, DeviceVec, Element, HostCopyFrom, Pod, View, ViewMut};
+pub use memory::{HostDst, HostMut, HostRef, HostSrc, PinnedVec};
+pub use norms::{Norm, NormOp, NormOptions, NormOrder, NormPlan, NormStrategy, Rows, MAX_COLS};
+pub use ops::{blocking, AddManyPlan, GluIn, Triple};
 pub use studies::{CountVariant, MatmulVariant, Studies, TransposeVariant};
-pub use tuning::{AutoPlan, BulkConfig};
-pub use typed::{ArgSlots, HostArg, HostArgs, HostElem, ParamList, ParamOf, TypedKernel};
+pub use user::{Arg, ArgSlots, BuiltPtx, CustomBinary, CustomPattern, CustomUnary, HostArg, HostArgs, HostElem};
+pub use user::{Launch, Module, ParamList, ParamOf, TypedKernel};
 
 /// The signature types of typed kernels (`#[gpukern_macros::kernel]`), from
 /// `gpukern_device::kernel`: what a kernel crate's signature type is made of.
@@ -160,8 +125,6 @@ pub mod sig {
         input, output, scalar, Bf16Bits, F16Bits, InArg, KernelElem, KernelSig, OutArg, Param, ParamKind, Scalar,
     };
 }
-pub use user_launch::{Arg, Launch};
-pub use variant::{LaunchShape, Variant};
 
 /// The book (`docs/src`), compiled as doctests so that its code follows the
 /// API: each chapter is the doc comment of an item that exists only when

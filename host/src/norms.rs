@@ -21,20 +21,16 @@
 //! # Ok::<(), gpukern::Error>(())
 //! ```
 
-#[cfg(feature = "cudarc")]
-mod cudarc;
 mod launch;
 mod plan;
-#[cfg(feature = "cudarc")]
-pub use cudarc::CudarcNorm;
 pub use plan::{NormOrder, NormPlan, NormStrategy};
 
 use kernels_gpu::norms::Family;
 
-use crate::buffer::{AsView, AsViewMut, Element, View, ViewMut};
+use crate::device::gpu::{Gpu, Stream};
+use crate::device::pdl::Pdl;
 use crate::error::Result;
-use crate::gpu::{Gpu, Stream};
-use crate::pdl::Pdl;
+use crate::memory::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::raw::{self, NormIo, NormSpans};
 
 /// The operation and the operands beside `x` and `y` it reads or writes.

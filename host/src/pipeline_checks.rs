@@ -5,9 +5,9 @@
 
 use kernels_gpu::pipeline::{CLUSTER_FOLD, RING_COPY};
 
-use crate::buffer::{View, ViewMut};
+use crate::device::gpu::Stream;
 use crate::error::{Error, Result};
-use crate::gpu::Stream;
+use crate::memory::buffer::{View, ViewMut};
 use crate::raw;
 use crate::studies::Studies;
 

@@ -1,8 +1,8 @@
 //! Test support (feature `test-hooks`, hidden from the docs): what the
 //! library's own tests need and users do not. Not part of the API.
 
+use crate::device::gpu::{Gpu, Stream};
 use crate::error::Result;
-use crate::gpu::{Gpu, Stream};
 use crate::raw;
 
 /// (allocations, bytes) of device memory this process holds through this

@@ -11,10 +11,10 @@ use kernels_gpu::norms::{
 use kernels_gpu::Dtype;
 
 use super::{NormOp, NormOptions, NormPlan, NormStrategy, Rows, MAX_COLS};
-use crate::buffer::Element;
+use crate::device::gpu::Gpu;
+use crate::device::pdl::Pdl;
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
-use crate::pdl::Pdl;
+use crate::memory::buffer::Element;
 use crate::raw::{self, NormLaunch, NormSpans};
 
 /// A pipelined plan's ring on this device ([`Gpu::norm_pipe_room`]).

@@ -14,7 +14,7 @@
 
 use half::{bf16, f16};
 
-use crate::buffer::Element;
+use crate::memory::buffer::Element;
 
 mod act16;
 mod glu;

@@ -10,7 +10,7 @@ use kernels_gpu::norms::order::{self, max_det, softmax_shift, softmax_term, sq_s
 use kernels_gpu::norms::Family;
 use kernels_gpu::Dtype;
 
-use crate::buffer::Element;
+use crate::memory::buffer::Element;
 use crate::norms::{NormOp, NormOrder, Rows};
 
 /// An operation and its host operands (as [`crate::Norm`]; `h` is returned).

@@ -129,7 +129,7 @@ pub fn map<T: ReferenceOps>(kind: OpKind, a: &[T], b: Option<&[T]>, scales: (f32
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::Element;
+    use crate::memory::buffer::Element;
     use rand::{Rng, SeedableRng};
 
     /// The device's lane rules for the narrow formats (hardware f16 through
