@@ -73,9 +73,9 @@ fn measure_dtype<T: Lane>(
         })?;
         // What the timed calls launched (the plan of the same call).
         let kernel = if inputs == 1 {
-            silu.plan(n, &[a.device_addr(), out.device_addr()], stream.pdl()).kernel
+            gpu.plan(gpukern::Call::custom_unary(&silu, &a, &out), stream, &gpukern::Opts::auto())?.kernel
         } else {
-            relu.plan(n, &[a.device_addr(), b.device_addr(), out.device_addr()], stream.pdl()).kernel
+            gpu.plan(gpukern::Call::custom_binary(&relu, &a, &b, &out), stream, &gpukern::Opts::auto())?.kernel
         };
         stream.synchronize()?;
         let got = out.slice(..check.min(n))?.to_vec()?;

@@ -165,7 +165,7 @@ fn launch<T: gpukern::Element>(
         }
     };
     let addrs: Vec<u64> = [Some(a.addr()), b.map(|b| b.addr()), Some(out.addr())].into_iter().flatten().collect();
-    let plan = gpu.plan(kind, T::DTYPE, n, &addrs, &opts)?;
+    let plan = gpu.plan(gpukern::Call::elementwise(kind, T::DTYPE, n, &addrs), s, &opts)?;
     gpu.apply(kind, a, b, out, SCALES, s, &opts)?;
     Ok(plan.kernel)
 }

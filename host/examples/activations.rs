@@ -19,8 +19,7 @@ fn run<T: ReferenceOps>(gpu: &Gpu, n: usize) -> gpukern::Result<()> {
             (0..n).map(|i| T::round_from((lo + (hi - lo) * (i % 65_521) as f32 / 65_521.0) as f64)).collect();
         let a = gpu.upload(&host)?;
         // What the call launches, asked apart from it.
-        let addrs = [a.device_addr(), out.device_addr()];
-        let kernel = gpu.plan(OpKind::Unary(op), T::DTYPE, n, &addrs, &Opts::auto().pdl(stream.pdl()))?.kernel;
+        let kernel = gpu.plan(gpukern::Call::unary(op, &a, &out), &stream, &Opts::auto())?.kernel;
         gpu.unary(op, &a, &mut out, &stream)?;
         stream.synchronize()?;
         let got = out.slice(..4096)?.to_vec()?;

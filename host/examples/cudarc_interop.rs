@@ -9,7 +9,7 @@
 use cudarc::driver::{CudaContext, DevicePtr};
 use gpukern::half::f16;
 use gpukern::CudarcExt;
-use gpukern::{reference, BinaryOp, Dtype, Gpu, OpKind, Opts, UnaryOp};
+use gpukern::{reference, BinaryOp, Call, Dtype, Gpu, OpKind, Opts, UnaryOp};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // cudarc and gpukern both open device 0's primary context.
@@ -28,11 +28,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // prod = a * b, then out = relu(prod), both queued on cudarc's stream.
     gpu.binary_cudarc(BinaryOp::Mul, &da, &db, &mut prod, &stream)?;
     gpu.unary_cudarc(UnaryOp::Relu, &prod, &mut out, &stream)?;
-    // What ran: the plan of each call (cudarc's addresses, the automatic choice).
+    // What ran: the plan of each call (cudarc's addresses, the automatic
+    // choice: a cudarc call plans as on a new stream, `Pdl::Auto`).
+    let s = gpu.stream()?;
     let addr = |s: &cudarc::driver::CudaSlice<f16>| s.device_ptr(&stream).0;
     let (pa, pb, pp, po) = (addr(&da), addr(&db), addr(&prod), addr(&out));
-    let k1 = gpu.plan(OpKind::Binary(BinaryOp::Mul), Dtype::F16, n, &[pa, pb, pp], &Opts::auto())?.kernel;
-    let k2 = gpu.plan(OpKind::Unary(UnaryOp::Relu), Dtype::F16, n, &[pp, po], &Opts::auto())?.kernel;
+    let mul = Call::elementwise(OpKind::Binary(BinaryOp::Mul), Dtype::F16, n, &[pa, pb, pp]);
+    let k1 = gpu.plan(mul, &s, &Opts::auto())?.kernel;
+    let k2 =
+        gpu.plan(Call::elementwise(OpKind::Unary(UnaryOp::Relu), Dtype::F16, n, &[pp, po]), &s, &Opts::auto())?.kernel;
     let got: Vec<f16> = stream.clone_dtoh(&out)?;
 
     let products: Vec<f16> = a.iter().zip(&b).map(|(&x, &y)| reference::binary_one(BinaryOp::Mul, x, y)).collect();

@@ -92,7 +92,7 @@ impl Gpu {
     }
 
     /// The add variant the automatic add runs.
-    #[deprecated(note = "use gpu.plan(OpKind::Binary(BinaryOp::Add), dtype, n, addrs, &Opts::auto())")]
+    #[deprecated(note = "use gpu.plan(Call::binary(BinaryOp::Add, &a, &b, &out), &stream, &Opts::auto())")]
     pub fn auto_choice(&self, dtype: Dtype, n: usize, addrs: &[u64]) -> Variant {
         if addrs.iter().all(|x| x % 16 == 0) {
             AutoPlan::new(dtype, n, self.info().has_sm90()).variant
@@ -102,9 +102,9 @@ impl Gpu {
     }
 
     /// The kernel the automatic choice runs, on a stream without PDL.
-    #[deprecated(note = "use gpu.plan(kind, dtype, n, addrs, &Opts::auto().pdl(Pdl::Off))?.kernel")]
+    #[deprecated(note = "use gpu.plan(Call::elementwise(kind, dtype, n, addrs), &stream, &Opts::auto())?.kernel")]
     pub fn op_choice(&self, kind: OpKind, dtype: Dtype, n: usize, addrs: &[u64]) -> Result<&'static str> {
-        self.plan(kind, dtype, n, addrs, &Opts::auto().pdl(Pdl::Off)).map(|p| p.kernel)
+        self.plan_op(kind, dtype, n, addrs, &Opts::auto(), Pdl::Off).map(|p| p.kernel)
     }
 
     /// `out = op(a, b)` with a pattern and a launch shape.

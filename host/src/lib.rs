@@ -113,7 +113,7 @@ pub use launch::{AutoPlan, BulkConfig, LaunchShape, Opts, Plan, Variant};
 pub use memory::{AsView, AsViewMut, CopySrc, DeviceVec, Element, HostCopyFrom, Pod, View, ViewMut};
 pub use memory::{HostDst, HostMut, HostRef, HostSrc, PinnedVec};
 pub use norms::{Norm, NormOp, NormOptions, NormOrder, NormPlan, NormStrategy, Rows, MAX_COLS};
-pub use ops::{blocking, AddManyPlan, GluIn, Triple};
+pub use ops::{blocking, AddManyPlan, Call, GluIn, Triple};
 pub use studies::{CountVariant, MatmulVariant, Studies, TransposeVariant};
 pub use user::{Arg, ArgSlots, BuiltPtx, CustomBinary, CustomPattern, CustomUnary, HostArg, HostArgs, HostElem};
 pub use user::{Launch, Module, ParamList, ParamOf, TypedKernel};

@@ -335,9 +335,8 @@ fn check_auto<T: ReferenceAdd>(gpu: &gpukern::Gpu, stream: &gpukern::Stream, n: 
     let mut c = gpu.alloc::<T>(n).unwrap();
     // The plan of the call, asked apart (the stream's PDL setting included):
     // its kernel, or the kernel whose PDL twin runs.
-    let (add, addrs) =
-        (gpukern::OpKind::Binary(gpukern::BinaryOp::Add), [da.device_addr(), db.device_addr(), c.device_addr()]);
-    let plan = gpu.plan(add, T::DTYPE, n, &addrs, &gpukern::Opts::auto().pdl(stream.pdl())).unwrap();
+    let add = gpukern::Call::binary(gpukern::BinaryOp::Add, &da, &db, &c);
+    let plan = gpu.plan(add, stream, &gpukern::Opts::auto()).unwrap();
     gpu.binary(gpukern::BinaryOp::Add, &da, &db, &mut c, stream).unwrap();
     stream.synchronize().unwrap();
     assert_eq!(reference::first_mismatch(&c.to_vec().unwrap(), &reference::add(&a, &b)), None);

@@ -40,8 +40,8 @@ fn launch<T: gpukern::Element>(
             // The plan the call makes, asked apart (the stream's PDL setting included).
             let addrs: Vec<u64> =
                 [Some(a.addr()), b.map(|b| b.addr()), Some(out.addr())].into_iter().flatten().collect();
-            let opts = gpukern::Opts::auto().pdl(stream.pdl());
-            let plan = gpu().plan(kind, T::DTYPE, a.len(), &addrs, &opts)?;
+            let opts = gpukern::Opts::auto();
+            let plan = gpu().plan(gpukern::Call::elementwise(kind, T::DTYPE, a.len(), &addrs), stream, &opts)?;
             gpu().apply(kind, a, b, out, scales, stream, &opts).map(|_| Some(plan.kernel))
         }
         How::Explicit(p, cfg) => {
@@ -194,8 +194,9 @@ fn auto_choice_is_bit_exact_at_every_alignment() {
                 let hw = dtype == Dtype::Bf16 && gpu().info().has_sm90();
                 let pack = if hw { OpPattern::PackSm90 } else { OpPattern::Pack };
                 let want_pack = kernels_gpu_name(kind, dtype, pack);
-                let plain = gpukern::Opts::auto().pdl(gpukern::Pdl::Off);
-                let plan = |addrs: &[u64]| gpu().plan(kind, dtype, 1 << 20, addrs, &plain).unwrap().kernel;
+                let (plain, s) = (gpukern::Opts::auto().pdl(gpukern::Pdl::Off), gpu().stream().unwrap());
+                let call = |addrs: &[u64]| gpukern::Call::elementwise(kind, dtype, 1 << 20, addrs);
+                let plan = |addrs: &[u64]| gpu().plan(call(addrs), &s, &plain).unwrap().kernel;
                 assert_eq!(plan(&[0, 16, 32]), want_pack);
                 let want_scalar = kernels_gpu_name(kind, dtype, OpPattern::Scalar);
                 assert_eq!(plan(&[0, 4, 32]), want_scalar);
@@ -374,7 +375,8 @@ fn cudarc_buffers_on_a_cudarc_stream() {
         let addr = |s: &cudarc::driver::CudaSlice<bf16>| cudarc::driver::DevicePtr::device_ptr(s, &stream).0;
         let addrs =
             if kind.inputs() == 2 { vec![addr(&da), addr(&db), addr(&out)] } else { vec![addr(&da), addr(&out)] };
-        let k = gpu.plan(kind, gpukern::Dtype::Bf16, n, &addrs, &gpukern::Opts::auto()).unwrap().kernel;
+        let call = gpukern::Call::elementwise(kind, gpukern::Dtype::Bf16, n, &addrs);
+        let k = gpu.plan(call, &gpu.stream().unwrap(), &gpukern::Opts::auto()).unwrap().kernel;
         let got: Vec<bf16> = stream.clone_dtoh(&out).unwrap();
         let want = reference::map(kind, &a, (kind.inputs() == 2).then_some(&b[..]), scales);
         let ok = reference::first_mismatch(&got, &want).is_none();

@@ -74,8 +74,8 @@ pub fn sweep_dtype<T: ReferenceAdd>(
         let (auto_ms, best_ms) =
             w.time_pair(gpu, Pick::Auto, Pick::Variant(best_v), cfg, n, reps_for(bytes), &stream).map_err(e)?;
         let addrs = [w.a.device_addr(), w.b.device_addr(), w.out.device_addr()];
-        let add = gpukern::OpKind::Binary(gpukern::BinaryOp::Add);
-        let chosen = gpu.plan(add, dtype, n, &addrs, &gpukern::Opts::auto().pdl(stream.pdl())).map_err(e)?;
+        let add = gpukern::Call::elementwise(gpukern::OpKind::Binary(gpukern::BinaryOp::Add), dtype, n, &addrs);
+        let chosen = gpu.plan(add, &stream, &gpukern::Opts::auto()).map_err(e)?;
         c.auto_rows.push(AutoRow {
             dtype: dtype.name().into(),
             n,

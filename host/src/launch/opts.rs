@@ -1,12 +1,11 @@
 //! The options of one element-wise call ([`Opts`]) and what the call
 //! launches ([`Plan`]). Every option defaults to the automatic choice.
 
-use kernels_gpu::ops::{BinaryOp, OpKernel, OpKind, OpPattern};
+use kernels_gpu::ops::{OpKernel, OpKind, OpPattern};
 use kernels_gpu::Dtype;
 
 use crate::device::gpu::Gpu;
 use crate::device::pdl::Pdl;
-use crate::error::Result;
 use crate::launch::operands::{split_for, AutoSplit};
 use crate::launch::variant::LaunchShape;
 
@@ -98,33 +97,6 @@ impl Gpu {
         }
         let k = crate::device::pdl::twin(kind, dtype)?;
         pdl.pays(self.info(), n, k.lanes()).then_some(k)
-    }
-
-    /// What a call of `kind` with `opts` launches for `n` elements of `dtype`
-    /// at operand addresses `addrs` (`[a, b, out]`, or `[a, out]`): the same
-    /// decision the call makes, as kernel names, the PDL twin included when
-    /// it would run (`opts.pdl`; `None` here means [`Pdl::Auto`], a new
-    /// stream's setting).
-    ///
-    /// Errors when an explicit pattern has no kernel for `dtype` or needs a
-    /// newer device.
-    pub fn plan(&self, kind: OpKind, dtype: Dtype, n: usize, addrs: &[u64], opts: &Opts) -> Result<Plan> {
-        if let Some(p) = opts.pattern {
-            return Ok(Plan::one(self.op_kernel_here(kind, dtype, p)?.name));
-        }
-        let (pdl, user) = (opts.pdl.unwrap_or_default(), opts.shape.is_some());
-        if kind == OpKind::Binary(BinaryOp::Add) {
-            return Ok(self.add_plan(dtype, n, addrs, pdl, user));
-        }
-        Ok(match self.op_decide(kind, dtype, n, addrs, pdl, user) {
-            OpChoice::Twin(k) => Plan { kernel: k.name, head: None, pdl: true },
-            OpChoice::Split(AutoSplit::Pack) => Plan::one(self.auto_pack(kind, dtype).name),
-            OpChoice::Split(AutoSplit::Peel(head)) => {
-                let head = Some((self.auto_scalar(kind, dtype).name, head));
-                Plan { kernel: self.auto_pack(kind, dtype).name, head, pdl: false }
-            }
-            OpChoice::Split(AutoSplit::Scalar) => Plan::one(self.auto_scalar(kind, dtype).name),
-        })
     }
 
     /// The automatic choice's decision for a built-in operation other than

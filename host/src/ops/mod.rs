@@ -9,6 +9,8 @@ pub(crate) mod elementwise;
 pub(crate) mod glu;
 pub(crate) mod many;
 pub(crate) mod math;
+pub(crate) mod plan;
 
 pub use glu::GluIn;
 pub use many::{AddManyPlan, Triple};
+pub use plan::Call;

@@ -57,10 +57,9 @@ macro_rules! custom_handle {
             }
 
             #[doc = concat!("What [`Self::run`] launches for `n` elements at operand addresses `addrs` (`", $addrs, "`)")]
-            /// on a stream whose setting is `pdl`: the kernel that does the
-            /// bulk of the work (the PDL twin when it runs), an unaligned
-            /// head's scalar kernel, as [`crate::Gpu::plan`] says for the
-            /// library's.
+            /// on a stream whose setting is `pdl`.
+            #[deprecated(note = "use gpu.plan(Call::custom_unary(&op, &a, &out), &stream, &Opts::auto()) (or custom_binary)")]
+            #[doc(hidden)]
             pub fn plan(&self, n: usize, addrs: &[u64], pdl: Pdl) -> Plan {
                 self.op.plan(n, addrs, pdl)
             }
@@ -122,7 +121,8 @@ impl<T: Element> CustomUnary<T> {
     }
 
     /// Queues `out = op(a)` with the automatic choice; `params` reach the
-    /// operation's `Params::from_params`. What it launches: [`Self::plan`].
+    /// operation's `Params::from_params`. What it launches: [`crate::Gpu::plan`]
+    /// with [`crate::Call::custom_unary`].
     /// `n = 0` is a no-op. Errors (nothing is
     /// launched): lengths differ; buffers or stream of another `Gpu`.
     pub fn run<'a>(

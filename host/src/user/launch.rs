@@ -46,6 +46,13 @@ pub struct Launch {
     pub shared_bytes: u32,
 }
 
+/// The threads a launch starts (grid × block, saturating): what PDL's
+/// `pays` weighs for a typed kernel.
+pub(crate) fn threads_of(l: &Launch) -> usize {
+    let dims = [l.grid.0, l.grid.1, l.grid.2, l.block.0, l.block.1, l.block.2];
+    dims.iter().fold(1usize, |t, &d| t.saturating_mul(d as usize))
+}
+
 impl Module {
     /// Checks a raw launch's geometry and stream before the unsafe part.
     pub(crate) fn check_launch(&self, name: &str, l: &Launch, stream: &Stream) -> Result<RawFn> {

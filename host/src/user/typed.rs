@@ -377,9 +377,7 @@ impl<K: KernelSig> TypedKernel<K> {
         gpu.shared.note_user_kernel(self.name);
         let g = raw::Geometry3 { grid: l.grid, block: l.block, shared_bytes: l.shared_bytes };
         // PDL by the caller's setting, sized by the launch's threads.
-        let dims = [l.grid.0, l.grid.1, l.grid.2, l.block.0, l.block.1, l.block.2];
-        let threads = dims.iter().fold(1usize, |t, &d| t.saturating_mul(d as usize));
-        let pdl = self.pdl && pdl.pays(gpu.info(), threads, 1);
+        let pdl = self.pdl && pdl.pays(gpu.info(), crate::user::launch::threads_of(&l), 1);
         let too_many = || Error::Shape { kernel: K::NAME, detail: "more slots than a kernel takes".into() };
         let slots = out.slots.get_mut(..out.len).ok_or_else(too_many)?;
         // SAFETY: launch_typed's contract, by the checks above and at load:

@@ -84,13 +84,15 @@ fn handles_check_the_manifest_and_the_operands() {
     let mut out = gpu.alloc::<f32>(64).unwrap();
     // The plan of a call: the pack kernel on aligned operands (its PDL twin
     // where PDL is on and the device has it), the scalar one on misaligned.
-    let addrs = [a.device_addr(), out.device_addr()];
-    let plan = silu.plan(64, &addrs, gpukern::Pdl::Off);
+    // `gpu.plan` answers for a user operation as for the library's.
+    use gpukern::{Call, Opts, Pdl};
+    let plan = gpu.plan(Call::custom_unary(&silu, &a, &out), &stream, &Opts::auto().pdl(Pdl::Off)).unwrap();
     assert_eq!((plan.kernel, plan.head, plan.pdl), ("silu_f32x4", None, false));
-    let plan = silu.plan(64, &addrs, gpukern::Pdl::On);
+    let plan = gpu.plan(Call::custom_unary(&silu, &a, &out), &stream, &Opts::auto().pdl(Pdl::On)).unwrap();
     let sm90 = gpu.info().has_sm90();
     assert_eq!((plan.kernel, plan.pdl), (if sm90 { "silu_f32x4_pdl" } else { "silu_f32x4" }, sm90));
-    assert_eq!(silu.plan(60, &[addrs[0] + 4, addrs[1]], gpukern::Pdl::On).kernel, "silu_f32");
+    let odd = Call::custom_unary(&silu, a.slice(1..61).unwrap(), out.slice(..60).unwrap());
+    assert_eq!(gpu.plan(odd, &stream, &Opts::auto().pdl(Pdl::On)).unwrap().kernel, "silu_f32");
     let e = silu.run(&a, out.slice_mut(..60).unwrap(), [0.0; 2], &stream).unwrap_err();
     assert!(matches!(e, Error::UnaryLengthMismatch { a: 64, out: 60, .. }), "{e:?}");
     let cfg = gpukern::LaunchShape::default();
