@@ -6,8 +6,11 @@ use kernels_gpu::ops::{BinaryOp, OpKind, OpPattern, UnaryOp};
 use kernels_gpu::Dtype;
 
 use crate::buffer::{AsView, AsViewMut, Element};
+use crate::capture::Slot;
 use crate::error::Result;
 use crate::gpu::{Gpu, KernelResources, Stream};
+use crate::norm_plan::NormPlan;
+use crate::norms::Norm;
 use crate::opts::Opts;
 use crate::pdl::Pdl;
 use crate::tuning::AutoPlan;
@@ -16,6 +19,36 @@ use crate::variant::{LaunchShape, Variant};
 /// The launch settings' old name.
 #[deprecated(note = "use LaunchShape (same fields)")]
 pub type LaunchConfig = LaunchShape;
+
+/// A norm's old options; [`Opts`] carries them now (`From` converts).
+#[deprecated(note = "use Opts: Opts::auto().norm_plan(plan).pattern(OpPattern::Scalar).pdl(pdl), passed as &opts")]
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct NormOptions {
+    /// [`Opts::norm_plan`]'s plan.
+    pub plan: Option<NormPlan>,
+    /// `pattern: Some(OpPattern::Scalar)`.
+    pub scalar: bool,
+    /// [`Opts::pdl`]'s setting.
+    pub pdl: Option<Pdl>,
+}
+
+#[allow(deprecated)]
+impl From<NormOptions> for Opts {
+    fn from(o: NormOptions) -> Opts {
+        let opts = Opts { norm_plan: o.plan, pdl: o.pdl, ..Opts::auto() };
+        if o.scalar {
+            opts.pattern(OpPattern::Scalar)
+        } else {
+            opts
+        }
+    }
+}
+
+/// The graph's old norm operand type: [`Norm`] of [`Slot`]s.
+#[deprecated(note = "use Norm<Slot<T>> (Norm::rms(w, eps), …)")]
+#[doc(hidden)]
+pub type NormSlots<T> = Norm<Slot<T>>;
 
 /// Options of the old `_with` forms: a pattern and a launch shape.
 fn with(pattern: OpPattern, shape: LaunchShape) -> Opts {

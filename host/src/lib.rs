@@ -77,7 +77,6 @@ pub use built::BuiltPtx;
 mod capture;
 pub use capture::{Graph, GraphBuilder, Slot};
 mod capture_norms;
-pub use capture_norms::NormSlots;
 mod capture_user;
 pub use capture_user::{GraphArg, GraphArgs, GraphSlots};
 mod context;
@@ -86,7 +85,7 @@ pub use copy::{CopySrc, HostCopyFrom};
 mod custom;
 mod deprecated;
 #[allow(deprecated)]
-pub use deprecated::LaunchConfig;
+pub use deprecated::{LaunchConfig, NormOptions, NormSlots};
 mod element;
 mod error;
 #[cfg(feature = "fuzzing")]
@@ -107,10 +106,12 @@ mod many;
 mod math;
 mod module;
 mod names;
+mod norm_plan;
+pub use norm_plan::{NormOp, NormOrder, NormPlan, NormStrategy};
 mod norms;
 #[cfg(feature = "cudarc")]
 pub use norms::CudarcNorm;
-pub use norms::{Norm, NormOp, NormOptions, NormOrder, NormPlan, NormStrategy, Rows, MAX_COLS};
+pub use norms::{Norm, Rows, MAX_COLS};
 mod operands;
 mod ops;
 mod opts;
