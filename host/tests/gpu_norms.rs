@@ -263,7 +263,7 @@ fn norms_on_cudarc_buffers_and_stream() {
     let mut dh = stream.alloc_zeros::<bf16>(rows * cols).unwrap();
     let shape = Rows::contiguous(rows, cols);
     let window = dx.slice(off..);
-    let op: CudarcNorm<bf16> = Norm::rms(&dw, 1e-6);
+    let op: CudarcNorm<'_, bf16> = Norm::rms(&dw, 1e-6);
     let plan = gpu.norm_cudarc(op, &window, &mut dy, shape, &Opts::auto(), &stream).unwrap();
     let got: Vec<bf16> = stream.clone_dtoh(&dy).unwrap();
     let want = rn::norm(Norm::rms(&w[..], 1e-6), &x[off..], shape, plan.order(Dtype::Bf16, cols));
@@ -284,7 +284,7 @@ fn norms_on_cudarc_buffers_and_stream() {
     let e = gpu.norm_cudarc(Norm::Softmax, &dx, &mut dz, Rows::contiguous(1, cols), &Opts::auto(), &other_stream);
     assert!(matches!(e, Err(Error::ForeignContext { .. })), "{e:?}");
     let foreign_w = other_stream.clone_htod(&w).unwrap();
-    let op: CudarcNorm<bf16> = Norm::rms(&foreign_w, 1e-6);
+    let op: CudarcNorm<'_, bf16> = Norm::rms(&foreign_w, 1e-6);
     let e = gpu.norm_cudarc(op, &dx, &mut dz, Rows::contiguous(1, cols), &Opts::auto(), &stream);
     assert!(matches!(e, Err(Error::ForeignContext { .. })), "{e:?}");
     let zeros: Vec<bf16> = stream.clone_dtoh(&dz).unwrap();
