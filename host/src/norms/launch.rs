@@ -124,7 +124,7 @@ impl Gpu {
         pdl: Pdl,
     ) -> Result<Prepared> {
         let name = op.name();
-        let (chosen_plan, scalar) = norm_settings(op, opts)?;
+        let (given, scalar) = norm_settings(op, opts)?;
         let (family, alt) = op.family();
         let kernel_of = |p: NormPlan| self.norm_kernel_name(family, T::DTYPE, p);
         // A plan whose kernel cannot be asked is not chosen (the explicit
@@ -170,7 +170,7 @@ impl Gpu {
         let launchable = |p: NormPlan| p.block <= max_block(p) && placeable(p) && pipe_fits(p);
         let chosen = |p: NormPlan| launchable(p) && pays(p);
         let sms = self.info().sm_count;
-        let plan = chosen_plan.unwrap_or_else(|| NormPlan::auto_rows(T::DTYPE, rows.rows, rows.cols, sms, chosen));
+        let plan = given.unwrap_or_else(|| NormPlan::auto_rows(T::DTYPE, rows.rows, rows.cols, sms, chosen));
         // A pipelined plan that cannot run here runs as the plan of the same
         // order that loads from global memory (same bits), and says so.
         let plan = if pipe_fits(plan) { plan } else { NormPlan { strategy: plan.strategy.unpipelined(), ..plan } };
