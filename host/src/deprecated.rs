@@ -181,3 +181,19 @@ impl Gpu {
         self.studies().spin(stream, ns)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(deprecated)]
+    fn old_norm_options_convert_to_opts() {
+        use crate::norm_plan::NormStrategy;
+        let plan = NormPlan { strategy: NormStrategy::Warp, block: 256, k: 1 };
+        let old = NormOptions { plan: Some(plan), scalar: true, pdl: Some(Pdl::On) };
+        let new = Opts::auto().norm_plan(plan).pattern(OpPattern::Scalar).pdl(Pdl::On);
+        assert_eq!(Opts::from(old), new);
+        assert_eq!(Opts::from(NormOptions::default()), Opts::auto());
+    }
+}

@@ -308,18 +308,6 @@ mod tests {
     }
 
     #[test]
-    #[allow(deprecated)]
-    fn old_norm_options_convert_to_opts() {
-        use crate::deprecated::NormOptions;
-        use crate::pdl::Pdl;
-        let plan = NormPlan { strategy: NormStrategy::Warp, block: 256, k: 1 };
-        let old = NormOptions { plan: Some(plan), scalar: true, pdl: Some(Pdl::On) };
-        let new = Opts::auto().norm_plan(plan).pattern(OpPattern::Scalar).pdl(Pdl::On);
-        assert_eq!(Opts::from(old), new);
-        assert_eq!(Opts::from(NormOptions::default()), Opts::auto());
-    }
-
-    #[test]
     fn one_norm_type_maps_between_paths() {
         let w = [1.0f32, 2.0];
         let host: Norm<&[f32], ()> = Norm::add_rms(&w[..1], (), &w[..], 0.5);
