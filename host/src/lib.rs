@@ -21,6 +21,9 @@
 //! * [`Gpu::binary`], [`Gpu::unary`], [`Gpu::axpby`]: the element-wise
 //!   operations with the automatic choice; `*_opts` with [`Opts`]; what a
 //!   call launches: [`Gpu::plan`].
+//! * [`Gpu::norm`]: RMSNorm, LayerNorm, softmax, with the same [`Opts`];
+//!   their operands are one type, [`Norm`], on a stream, in a graph, on
+//!   cudarc buffers and in the CPU reference.
 //! * [`DeviceVec::copy_from`] and [`ViewMut::copy_from`] (from device or
 //!   host memory), [`PinnedVec::copy_from`] and [`HostCopyFrom`] (into host
 //!   memory): copies on a stream, destination first, `dst.copy_from(&src,
