@@ -18,7 +18,7 @@ use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::cudarc::driver::{CudaStream, CudaView, DeviceRepr};
 use candle_core::cuda_backend::CudaDType;
 use candle_core::{CudaDevice, CudaStorage, Error, Layout, Result, Shape};
-use gpukern::{CudarcNorm, Element, Gpu, NormOp, NormOptions, OpKind, Rows};
+use gpukern::{CudarcNorm, Element, Gpu, Norm, NormOp, OpKind, Opts, Rows};
 
 use crate::check::RowLayout;
 use crate::map::{by_dtype, Map};
@@ -175,25 +175,25 @@ impl RowNorm {
                 let xv = window::<T>(inputs[0].0, &(x.start..x.start + extent))?;
                 let input = |i: usize, len: usize| window::<T>(inputs[i].0, &(starts[i - 1]..starts[i - 1] + len));
                 let rows = Rows { rows: x.rows, cols, x_pitch: x.pitch, y_pitch: cols };
-                let opts = NormOptions::default();
+                let opts = &Opts::auto();
                 match m.op {
                     NormOp::AddRms => {
                         let (r, w) = (input(1, extent)?, input(2, cols)?);
                         let (mut h, mut y) = out.split_at_mut(n);
-                        let op = CudarcNorm::AddRms { residual: &r, h: &mut h, weight: &w, eps: m.eps };
+                        let op: CudarcNorm<'_, T> = Norm::add_rms(&r, &mut h, &w, m.eps);
                         gpu.norm_cudarc(op, &xv, &mut y, rows, opts, &stream)
                     }
                     NormOp::Rms => {
                         let w = input(1, cols)?;
-                        gpu.norm_cudarc(CudarcNorm::Rms { weight: &w, eps: m.eps }, &xv, &mut out, rows, opts, &stream)
+                        gpu.norm_cudarc(Norm::rms(&w, m.eps), &xv, &mut out, rows, opts, &stream)
                     }
                     NormOp::Layer => {
                         let (w, b) = (input(1, cols)?, input(2, cols)?);
-                        let op = CudarcNorm::Layer { weight: &w, bias: &b, eps: m.eps };
+                        let op: CudarcNorm<'_, T> = Norm::layer(&w, &b, m.eps);
                         gpu.norm_cudarc(op, &xv, &mut out, rows, opts, &stream)
                     }
-                    NormOp::Softmax => gpu.norm_cudarc(CudarcNorm::Softmax, &xv, &mut out, rows, opts, &stream),
-                    NormOp::LogSoftmax => gpu.norm_cudarc(CudarcNorm::LogSoftmax, &xv, &mut out, rows, opts, &stream),
+                    NormOp::Softmax => gpu.norm_cudarc(Norm::Softmax, &xv, &mut out, rows, opts, &stream),
+                    NormOp::LogSoftmax => gpu.norm_cudarc(Norm::LogSoftmax, &xv, &mut out, rows, opts, &stream),
                 }
                 .map_err(gpukern_err)?;
             }

@@ -22,8 +22,8 @@ use candle_core::backend::BackendStorage;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Result, Shape};
-use gpukern::reference::norms::{self as rn, HostNorm};
-use gpukern::{NormOp, NormPlan, Rows};
+use gpukern::reference::norms as rn;
+use gpukern::{Norm, NormOp, NormPlan, Rows};
 
 use crate::check::{self, RowLayout};
 use crate::map::{by_dtype, Dt};
@@ -100,11 +100,11 @@ impl RowNorm {
             let extent = x.extent();
             let xs = from(0, extent)?;
             let host = match m.op {
-                NormOp::Rms => HostNorm::Rms { weight: from(1, cols)?, eps: m.eps },
-                NormOp::AddRms => HostNorm::AddRms { residual: from(1, extent)?, weight: from(2, cols)?, eps: m.eps },
-                NormOp::Layer => HostNorm::Layer { weight: from(1, cols)?, bias: from(2, cols)?, eps: m.eps },
-                NormOp::Softmax => HostNorm::Softmax,
-                NormOp::LogSoftmax => HostNorm::LogSoftmax,
+                NormOp::Rms => Norm::rms(from(1, cols)?, m.eps),
+                NormOp::AddRms => Norm::add_rms(from(1, extent)?, (), from(2, cols)?, m.eps),
+                NormOp::Layer => Norm::layer(from(1, cols)?, from(2, cols)?, m.eps),
+                NormOp::Softmax => Norm::Softmax,
+                NormOp::LogSoftmax => Norm::LogSoftmax,
             };
             let rows = Rows { rows: x.rows, cols, x_pitch: x.pitch, y_pitch: cols };
             let dtype = <T as gpukern::Element>::DTYPE;

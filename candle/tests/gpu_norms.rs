@@ -9,8 +9,8 @@
 use candle_core::{DType, Device, Tensor, WithDType};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::first_mismatch;
-use gpukern::reference::norms::{self as rn, HostNorm};
-use gpukern::{Element, Norm, NormOp, NormOptions, NormPlan, Rows};
+use gpukern::reference::norms as rn;
+use gpukern::{Element, Norm, NormOp, NormPlan, Opts, Rows};
 use gpukern_candle as gc;
 
 mod common;
@@ -33,13 +33,13 @@ fn gpu_plan<T: Element>(gpu: &gpukern::Gpu, op: NormOp, cols: usize) -> NormPlan
     let (mut y, mut h) = (gpu.alloc::<T>(cols).unwrap(), gpu.alloc::<T>(cols).unwrap());
     let (w, eps) = (v.view(), 1e-5);
     let norm = match op {
-        NormOp::Rms => Norm::Rms { weight: w, eps },
-        NormOp::AddRms => Norm::AddRms { residual: v.view(), h: h.view_mut(), weight: w, eps },
-        NormOp::Layer => Norm::Layer { weight: w, bias: v.view(), eps },
+        NormOp::Rms => Norm::rms(w, eps),
+        NormOp::AddRms => Norm::add_rms(v.view(), h.view_mut(), w, eps),
+        NormOp::Layer => Norm::layer(w, v.view(), eps),
         NormOp::Softmax => Norm::Softmax,
         NormOp::LogSoftmax => Norm::LogSoftmax,
     };
-    let plan = gpu.norm(norm, &v, &mut y, Rows::contiguous(1, cols), NormOptions::default(), &s).unwrap();
+    let plan = gpu.norm(norm, &v, &mut y, Rows::contiguous(1, cols), &Opts::auto(), &s).unwrap();
     s.synchronize().unwrap();
     plan
 }
@@ -73,12 +73,12 @@ fn same_bits_as_the_cpu<T: WithDType + Element>(dev: &Device) {
                 let (want_y, want_h) = if plan == NormPlan::auto(<T as Element>::DTYPE, cols) {
                     (host::<T>(&cy), ch.map(|h| host::<T>(&h)))
                 } else {
-                    let host_op = match op {
-                        NormOp::Rms => HostNorm::Rms { weight: &hw, eps: 1e-5 },
-                        NormOp::AddRms => HostNorm::AddRms { residual: &hr, weight: &hw, eps: 1e-5 },
-                        NormOp::Layer => HostNorm::Layer { weight: &hw, bias: &hb, eps: 1e-5 },
-                        NormOp::Softmax => HostNorm::Softmax,
-                        NormOp::LogSoftmax => HostNorm::LogSoftmax,
+                    let host_op: Norm<&[T], ()> = match op {
+                        NormOp::Rms => Norm::rms(&hw, 1e-5),
+                        NormOp::AddRms => Norm::add_rms(&hr, (), &hw, 1e-5),
+                        NormOp::Layer => Norm::layer(&hw, &hb, 1e-5),
+                        NormOp::Softmax => Norm::Softmax,
+                        NormOp::LogSoftmax => Norm::LogSoftmax,
                     };
                     let out =
                         rn::norm(host_op, &hx, Rows::contiguous(rows, cols), plan.order(<T as Element>::DTYPE, cols));

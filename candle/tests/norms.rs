@@ -5,8 +5,8 @@
 use candle_core::{DType, Device, Tensor, WithDType};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::first_mismatch;
-use gpukern::reference::norms::{self as rn, HostNorm};
-use gpukern::{Element, NormOp, NormPlan, Rows};
+use gpukern::reference::norms as rn;
+use gpukern::{Element, Norm, NormOp, NormPlan, Rows};
 use gpukern_candle as gc;
 
 mod common;
@@ -20,11 +20,11 @@ fn host<T: WithDType>(t: &Tensor) -> Vec<T> {
 fn reference<T: Element>(op: NormOp, x: &[T], r: &[T], w: &[T], b: &[T], rows: usize, cols: usize) -> rn::NormOut<T> {
     let eps = 1e-5;
     let host = match op {
-        NormOp::Rms => HostNorm::Rms { weight: w, eps },
-        NormOp::AddRms => HostNorm::AddRms { residual: r, weight: w, eps },
-        NormOp::Layer => HostNorm::Layer { weight: w, bias: b, eps },
-        NormOp::Softmax => HostNorm::Softmax,
-        NormOp::LogSoftmax => HostNorm::LogSoftmax,
+        NormOp::Rms => Norm::rms(w, eps),
+        NormOp::AddRms => Norm::add_rms(r, (), w, eps),
+        NormOp::Layer => Norm::layer(w, b, eps),
+        NormOp::Softmax => Norm::Softmax,
+        NormOp::LogSoftmax => Norm::LogSoftmax,
     };
     rn::norm(host, x, Rows::contiguous(rows, cols), NormPlan::auto(T::DTYPE, cols).order(T::DTYPE, cols))
 }
@@ -72,9 +72,9 @@ fn results_are_within_the_bound_of_f64() {
     for op in [NormOp::Rms, NormOp::Softmax, NormOp::LogSoftmax] {
         let (_, y) = run_norm(op, &xt, &xt, &wt, &wt, 1e-6).unwrap();
         let hostop = match op {
-            NormOp::Rms => HostNorm::Rms { weight: &w, eps: 1e-6 },
-            NormOp::Softmax => HostNorm::Softmax,
-            _ => HostNorm::LogSoftmax,
+            NormOp::Rms => Norm::rms(&w[..], 1e-6),
+            NormOp::Softmax => Norm::Softmax,
+            _ => Norm::LogSoftmax,
         };
         let want = rn::norm_f64(hostop, &x, Rows::contiguous(rows, cols));
         let worst = host::<f32>(&y).iter().zip(&want).map(|(&g, &w)| rn::ulp_error(g, w, 1e-30)).fold(0.0, f64::max);

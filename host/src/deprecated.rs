@@ -8,14 +8,47 @@ use kernels_gpu::Dtype;
 use crate::device::gpu::{Gpu, KernelResources, Stream};
 use crate::device::pdl::Pdl;
 use crate::error::Result;
+use crate::graph::capture::Slot;
 use crate::launch::opts::Opts;
 use crate::launch::tuning::AutoPlan;
 use crate::launch::variant::{LaunchShape, Variant};
 use crate::memory::buffer::{AsView, AsViewMut, Element};
+use crate::norm_plan::NormPlan;
+use crate::norms::Norm;
 
 /// The launch settings' old name.
 #[deprecated(note = "use LaunchShape (same fields)")]
 pub type LaunchConfig = LaunchShape;
+
+/// A norm's old options; [`Opts`] carries them now (`From` converts).
+#[deprecated(note = "use Opts: Opts::auto().norm_plan(plan).pattern(OpPattern::Scalar).pdl(pdl), passed as &opts")]
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct NormOptions {
+    /// [`Opts::norm_plan`]'s plan.
+    pub plan: Option<NormPlan>,
+    /// `pattern: Some(OpPattern::Scalar)`.
+    pub scalar: bool,
+    /// [`Opts::pdl`]'s setting.
+    pub pdl: Option<Pdl>,
+}
+
+#[allow(deprecated)]
+impl From<NormOptions> for Opts {
+    fn from(o: NormOptions) -> Opts {
+        let opts = Opts { norm_plan: o.plan, pdl: o.pdl, ..Opts::auto() };
+        if o.scalar {
+            opts.pattern(OpPattern::Scalar)
+        } else {
+            opts
+        }
+    }
+}
+
+/// The graph's old norm operand type: [`Norm`] of [`Slot`]s.
+#[deprecated(note = "use Norm<Slot<T>> (Norm::rms(w, eps), …)")]
+#[doc(hidden)]
+pub type NormSlots<T> = Norm<Slot<T>>;
 
 /// Options of the old `_with` forms: a pattern and a launch shape.
 fn with(pattern: OpPattern, shape: LaunchShape) -> Opts {
@@ -182,5 +215,21 @@ impl Gpu {
     #[deprecated(note = "use gpu.studies().spin(&stream, ns)")]
     pub fn spin(&self, stream: &Stream, ns: u64) -> Result<()> {
         self.studies().spin(stream, ns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(deprecated)]
+    fn old_norm_options_convert_to_opts() {
+        use crate::norm_plan::NormStrategy;
+        let plan = NormPlan { strategy: NormStrategy::Warp, block: 256, k: 1 };
+        let old = NormOptions { plan: Some(plan), scalar: true, pdl: Some(Pdl::On) };
+        let new = Opts::auto().norm_plan(plan).pattern(OpPattern::Scalar).pdl(Pdl::On);
+        assert_eq!(Opts::from(old), new);
+        assert_eq!(Opts::from(NormOptions::default()), Opts::auto());
     }
 }

@@ -21,6 +21,9 @@
 //! * [`Gpu::binary`], [`Gpu::unary`], [`Gpu::axpby`]: the element-wise
 //!   operations with the automatic choice; `*_opts` with [`Opts`]; what a
 //!   call launches: [`Gpu::plan`].
+//! * [`Gpu::norm`]: RMSNorm, LayerNorm, softmax, with the same [`Opts`];
+//!   their operands are one type, [`Norm`], on a stream, in a graph, on
+//!   cudarc buffers and in the CPU reference.
 //! * [`DeviceVec::copy_from`] and [`ViewMut::copy_from`] (from device or
 //!   host memory), [`PinnedVec::copy_from`] and [`HostCopyFrom`] (into host
 //!   memory): copies on a stream, destination first, `dst.copy_from(&src,
@@ -81,6 +84,7 @@ mod graph;
 mod interop;
 mod launch;
 mod memory;
+mod norm_plan;
 mod norms;
 mod ops;
 mod pipeline_checks;
@@ -96,13 +100,13 @@ pub mod test_hooks;
 mod user;
 
 #[allow(deprecated)]
-pub use deprecated::LaunchConfig;
+pub use deprecated::{LaunchConfig, NormOptions, NormSlots};
 pub use device::Pdl;
 pub use device::{
     device_count, kernel_names, sm90_kernel_names, DeviceInfo, Gpu, KernelResources, Stream, PTX, PTX_SM90,
 };
 pub use error::{AssertFailure, DriverError, Error, Result};
-pub use graph::{AddGraph, Graph, GraphArg, GraphArgs, GraphBuilder, GraphSlots, NormSlots, Slot};
+pub use graph::{AddGraph, Graph, GraphArg, GraphArgs, GraphBuilder, GraphSlots, Slot};
 pub use half;
 #[cfg(feature = "cudarc")]
 pub use interop::{CudarcExt, CudarcInput, CudarcNorm, CudarcOutput};
@@ -112,7 +116,8 @@ pub use kernels_gpu::Dtype;
 pub use launch::{AutoPlan, BulkConfig, LaunchShape, Opts, Plan, Variant};
 pub use memory::{AsView, AsViewMut, CopySrc, DeviceVec, Element, HostCopyFrom, Pod, View, ViewMut};
 pub use memory::{HostDst, HostMut, HostRef, HostSrc, PinnedVec};
-pub use norms::{Norm, NormOp, NormOptions, NormOrder, NormPlan, NormStrategy, Rows, MAX_COLS};
+pub use norm_plan::{NormOp, NormOrder, NormPlan, NormStrategy};
+pub use norms::{Norm, Rows, MAX_COLS};
 pub use ops::{blocking, AddManyPlan, Call, GluIn, Triple};
 pub use studies::{CountVariant, MatmulVariant, Studies, TransposeVariant};
 pub use user::{Arg, ArgSlots, BuiltPtx, CustomBinary, CustomPattern, CustomUnary, HostArg, HostArgs, HostElem};

@@ -9,8 +9,9 @@ mod common;
 mod norms_common;
 
 use common::{gpu, record};
-use gpukern::reference::norms::{self as rn, HostNorm};
-use gpukern::{DeviceVec, Dtype, Error, Norm, NormOp, NormOptions, NormPlan, NormSlots, NormStrategy, Pdl, Rows};
+use gpukern::reference::norms as rn;
+use gpukern::CudarcExt;
+use gpukern::{DeviceVec, Dtype, Error, LaunchShape, Norm, NormOp, NormPlan, NormStrategy, OpPattern, Opts, Pdl, Rows};
 use norms_common::{plans, run_dtype, Case, Fill, POISON};
 
 const COLS: [usize; 10] = [1, 3, 8, 31, 33, 1000, 1024, 2049, 4097, 5120];
@@ -156,7 +157,7 @@ fn norms_pipelined_plans_walk_many_rows() {
                 (500, 3, NormStrategy::PipeWarp, 64, 1),
             ] {
                 let plan = NormPlan { strategy, block, k };
-                if plan.check("t", dtype, cols).is_err() {
+                if plan.check(NormOp::Rms, dtype, cols).is_err() {
                     continue;
                 }
                 let fills: &[Fill] =
@@ -193,7 +194,7 @@ fn norms_argument_errors_write_nothing() {
     let x = gpu.upload(&vec![1.0f32; 64]).unwrap();
     let w = gpu.upload(&[1.0f32; 16]).unwrap();
     let mut y = gpu.upload(&vec![f32::from_bits(POISON); 64]).unwrap();
-    let rms = |w| Norm::Rms { weight: w, eps: 1e-6 };
+    let rms = |w| Norm::rms(w, 1e-6);
     let cases: Vec<(&str, Rows, Option<NormPlan>, usize)> = vec![
         ("pitch below cols", Rows { rows: 2, cols: 16, x_pitch: 15, y_pitch: 16 }, None, 16),
         ("y pitch below cols", Rows { rows: 2, cols: 16, x_pitch: 16, y_pitch: 8 }, None, 16),
@@ -205,30 +206,37 @@ fn norms_argument_errors_write_nothing() {
     ];
     for (what, rows, plan, wlen) in cases {
         let wv = w.slice(..wlen).unwrap();
-        let r = gpu.norm(rms(wv), &x, &mut y, rows, NormOptions { plan, scalar: false, pdl: None }, &s);
+        let mut opts = Opts::auto();
+        opts.norm_plan = plan;
+        let r = gpu.norm(rms(wv), &x, &mut y, rows, &opts, &s);
         assert!(matches!(r, Err(Error::Shape { .. } | Error::BlockSize { .. })), "{what}: {r:?}");
     }
     // A plan that cannot hold the row (32 threads × 1 chunk of 4 f32 < 200).
     let small = NormPlan { strategy: NormStrategy::Warp, block: 32, k: 1 };
-    let opts = NormOptions { plan: Some(small), scalar: false, pdl: None };
-    let r = gpu.norm(Norm::Softmax, &x, &mut y, Rows::contiguous(1, 200), opts, &s);
+    let opts = Opts::auto().norm_plan(small);
+    let r = gpu.norm(Norm::Softmax, &x, &mut y, Rows::contiguous(1, 200), &opts, &s);
     assert!(matches!(&r, Err(Error::Shape { detail, .. }) if detail.contains("cannot hold")), "plan too small: {r:?}");
+    // Options a norm has no use for: a launch shape, a 128-bit pattern.
+    for opts in [Opts::auto().shape(LaunchShape::with_block(256)), Opts::auto().pattern(OpPattern::Pack)] {
+        let r = gpu.norm(Norm::Softmax, &x, &mut y, Rows::contiguous(4, 16), &opts, &s);
+        assert!(matches!(r, Err(Error::Shape { .. })), "{opts:?}: {r:?}");
+    }
     // A weight for a family without one is not an operand (softmax): fine;
     // a layer norm whose bias has the wrong length is refused.
     let r = gpu.norm(
-        Norm::Layer { weight: w.slice(..16).unwrap(), bias: w.slice(..8).unwrap(), eps: 0.0 },
+        Norm::layer(w.slice(..16).unwrap(), w.slice(..8).unwrap(), 0.0),
         &x,
         &mut y,
         Rows::contiguous(2, 16),
-        NormOptions::default(),
+        &Opts::auto(),
         &s,
     );
     assert!(matches!(r, Err(Error::Shape { .. })), "bias length: {r:?}");
     s.synchronize().unwrap();
     assert!(y.to_vec().unwrap().iter().all(|v| v.to_bits() == POISON), "an error wrote");
     // Empty: nothing queued, Ok.
-    gpu.norm(Norm::Softmax, &x, &mut y, Rows::contiguous(0, 16), NormOptions::default(), &s).unwrap();
-    gpu.norm(Norm::Softmax, &x, &mut y, Rows::contiguous(4, 0), NormOptions::default(), &s).unwrap();
+    gpu.norm(Norm::Softmax, &x, &mut y, Rows::contiguous(0, 16), &Opts::auto(), &s).unwrap();
+    gpu.norm(Norm::Softmax, &x, &mut y, Rows::contiguous(4, 0), &Opts::auto(), &s).unwrap();
     s.synchronize().unwrap();
     assert!(y.to_vec().unwrap().iter().all(|v| v.to_bits() == POISON), "an empty call wrote");
 }
@@ -242,7 +250,7 @@ fn norms_argument_errors_write_nothing() {
 fn norms_on_cudarc_buffers_and_stream() {
     use cudarc::driver::CudaContext;
     use gpukern::half::bf16;
-    use gpukern::reference::norms::{self as rn, HostNorm};
+    use gpukern::reference::norms as rn;
     use gpukern::CudarcNorm;
     let gpu = gpu();
     let ctx = CudaContext::new(0).unwrap();
@@ -256,15 +264,16 @@ fn norms_on_cudarc_buffers_and_stream() {
     let mut dh = stream.alloc_zeros::<bf16>(rows * cols).unwrap();
     let shape = Rows::contiguous(rows, cols);
     let window = dx.slice(off..);
-    let op = CudarcNorm::Rms { weight: &dw, eps: 1e-6 };
-    let plan = gpu.norm_cudarc(op, &window, &mut dy, shape, NormOptions::default(), &stream).unwrap();
+    let op: CudarcNorm<'_, bf16> = Norm::rms(&dw, 1e-6);
+    let plan = gpu.norm_cudarc(op, &window, &mut dy, shape, &Opts::auto(), &stream).unwrap();
     let got: Vec<bf16> = stream.clone_dtoh(&dy).unwrap();
-    let want = rn::norm(HostNorm::Rms { weight: &w, eps: 1e-6 }, &x[off..], shape, plan.order(Dtype::Bf16, cols));
+    let want = rn::norm(Norm::rms(&w[..], 1e-6), &x[off..], shape, plan.order(Dtype::Bf16, cols));
     assert!(got.iter().zip(&want.y).all(|(g, w)| g.to_bits() == w.to_bits()), "rms_norm differs from the CPU");
-    let op = CudarcNorm::AddRms { residual: &dr, h: &mut dh, weight: &dw, eps: 1e-5 };
-    let plan = gpu.norm_cudarc(op, &window, &mut dy, shape, NormOptions::default(), &stream).unwrap();
+    let plan = gpu
+        .norm_cudarc(Norm::add_rms(&dr, &mut dh, &dw, 1e-5), &window, &mut dy, shape, &Opts::auto(), &stream)
+        .unwrap();
     let (got_y, got_h): (Vec<bf16>, Vec<bf16>) = (stream.clone_dtoh(&dy).unwrap(), stream.clone_dtoh(&dh).unwrap());
-    let host = HostNorm::AddRms { residual: &r, weight: &w, eps: 1e-5 };
+    let host = Norm::add_rms(&r[..], (), &w[..], 1e-5);
     let want = rn::norm(host, &x[off..], shape, plan.order(Dtype::Bf16, cols));
     assert!(got_y.iter().zip(&want.y).all(|(g, w)| g.to_bits() == w.to_bits()), "add_rms_norm's y differs");
     let want_h = want.h.expect("add_rms_norm returns h");
@@ -273,18 +282,11 @@ fn norms_on_cudarc_buffers_and_stream() {
     let other = CudaContext::new_non_primary(0, 0).unwrap();
     let other_stream = other.new_stream().unwrap();
     let mut dz = stream.alloc_zeros::<bf16>(cols).unwrap();
-    let e = gpu.norm_cudarc(
-        CudarcNorm::Softmax,
-        &dx,
-        &mut dz,
-        Rows::contiguous(1, cols),
-        NormOptions::default(),
-        &other_stream,
-    );
+    let e = gpu.norm_cudarc(Norm::Softmax, &dx, &mut dz, Rows::contiguous(1, cols), &Opts::auto(), &other_stream);
     assert!(matches!(e, Err(Error::ForeignContext { .. })), "{e:?}");
     let foreign_w = other_stream.clone_htod(&w).unwrap();
-    let op = CudarcNorm::Rms { weight: &foreign_w, eps: 1e-6 };
-    let e = gpu.norm_cudarc(op, &dx, &mut dz, Rows::contiguous(1, cols), NormOptions::default(), &stream);
+    let op: CudarcNorm<'_, bf16> = Norm::rms(&foreign_w, 1e-6);
+    let e = gpu.norm_cudarc(op, &dx, &mut dz, Rows::contiguous(1, cols), &Opts::auto(), &stream);
     assert!(matches!(e, Err(Error::ForeignContext { .. })), "{e:?}");
     let zeros: Vec<bf16> = stream.clone_dtoh(&dz).unwrap();
     assert!(zeros.iter().all(|v| v.to_bits() == 0), "a refused call wrote");
@@ -309,44 +311,43 @@ fn graph_norm_refuses_misuse_at_record_time() {
     let (sx, sw) = (g.input(&x).unwrap(), g.input(&w).unwrap());
     let (sy, sh, sz) = (g.output(&mut y).unwrap(), g.output(&mut h).unwrap(), g.output(&mut z).unwrap());
     let weight = sw.slice(..cols).unwrap();
-    let rms = NormSlots::Rms { weight, eps: 1e-6 };
+    let rms = Norm::rms(weight, 1e-6);
     let shape = Rows::contiguous(rows, cols);
-    let d = NormOptions::default();
+    let d = &Opts::auto();
     // Borrow rules (check_slots).
     assert!(matches!(g.norm(rms, sx, sx, shape, d), Err(Error::WrongOperands { .. })), "an input as output");
     assert!(matches!(g.norm(rms, sy, sy, shape, d), Err(Error::WrongOperands { .. })), "y is x");
     let (y0, y1) = (sy.slice(..cols * 2).unwrap(), sy.slice(cols..cols * 3).unwrap());
-    assert!(matches!(
-        g.norm(NormSlots::Softmax, y0, y1, Rows::contiguous(2, cols), d),
-        Err(Error::WrongOperands { .. })
-    ));
-    let add = NormSlots::AddRms { residual: sx, h: sy, weight, eps: 1e-6 };
+    assert!(matches!(g.norm(Norm::Softmax, y0, y1, Rows::contiguous(2, cols), d), Err(Error::WrongOperands { .. })));
+    let add = Norm::add_rms(sx, sy, weight, 1e-6);
     assert!(matches!(g.norm(add, sx, sy, shape, d), Err(Error::WrongOperands { .. })), "h is y");
-    let add = NormSlots::AddRms { residual: sx, h: sx, weight, eps: 1e-6 };
+    let add = Norm::add_rms(sx, sx, weight, 1e-6);
     assert!(matches!(g.norm(add, sx, sy, shape, d), Err(Error::WrongOperands { .. })), "h an input");
     assert!(matches!(g.norm(rms, foreign, sy, shape, d), Err(Error::ForeignSlot { .. })), "a slot of another builder");
     // Gpu::norm's own checks.
-    let bad = NormSlots::AddRms { residual: sx, h: sh, weight: sw, eps: 1e-6 };
+    let bad = Norm::add_rms(sx, sh, sw, 1e-6);
     assert!(matches!(g.norm(bad, sx, sy, shape, d), Err(Error::Shape { .. })), "weight length");
-    let layer = NormSlots::Layer { weight, bias: sw.slice(..8).unwrap(), eps: 0.0 };
+    let layer = Norm::layer(weight, sw.slice(..8).unwrap(), 0.0);
     assert!(matches!(g.norm(layer, sx, sy, shape, d), Err(Error::Shape { .. })), "bias length");
     let pitch = Rows { rows, cols, x_pitch: cols - 1, y_pitch: cols };
     assert!(matches!(g.norm(rms, sx, sz, pitch, d), Err(Error::Shape { .. })), "pitch below cols");
     let long = Rows { rows: rows + 1, cols, x_pitch: cols, y_pitch: cols };
     assert!(matches!(g.norm(rms, sx, sz, long, d), Err(Error::Shape { .. })), "x and y too short");
     let tiny = NormPlan { strategy: NormStrategy::Warp, block: 32, k: 1 };
-    let o = NormOptions { plan: Some(tiny), ..d };
+    let o = &d.norm_plan(tiny);
     // 32 threads × 1 chunk of 4 f32 < 200.
-    let r = g.norm(NormSlots::Softmax, sx, sz, Rows::contiguous(1, 200), o);
+    let r = g.norm(Norm::Softmax, sx, sz, Rows::contiguous(1, 200), o);
     assert!(
         matches!(&r, Err(Error::Shape { detail, .. }) if detail.contains("cannot hold")),
         "a plan too small: {r:?}"
     );
-    let bad_block = NormOptions { plan: Some(NormPlan { strategy: NormStrategy::Block, block: 48, k: 1 }), ..d };
-    assert!(matches!(g.norm(NormSlots::Softmax, sx, sz, shape, bad_block), Err(Error::BlockSize { .. })));
+    let bad_block = &d.norm_plan(NormPlan { strategy: NormStrategy::Block, block: 48, k: 1 });
+    assert!(matches!(g.norm(Norm::Softmax, sx, sz, shape, bad_block), Err(Error::BlockSize { .. })));
+    let shaped = &d.shape(LaunchShape::with_block(256));
+    assert!(matches!(g.norm(Norm::Softmax, sx, sz, shape, shaped), Err(Error::Shape { .. })), "a launch shape");
     assert_eq!(g.len(), 0, "nothing recorded");
     // A good one records; its graph writes z only.
-    let plan = g.norm(NormSlots::LogSoftmax, sx, sz, shape, NormOptions { pdl: Some(Pdl::On), ..d }).unwrap();
+    let plan = g.norm(Norm::LogSoftmax, sx, sz, shape, &d.pdl(Pdl::On)).unwrap();
     assert_eq!(g.len(), 1);
     let graph = g.build().unwrap();
     graph.launch(&gpu.stream().unwrap()).unwrap();
@@ -355,6 +356,6 @@ fn graph_norm_refuses_misuse_at_record_time() {
     let poison = |v: &DeviceVec<f32>| v.to_vec().unwrap().iter().all(|e| e.to_bits() == POISON);
     assert!(poison(&y) && poison(&h), "a refused norm wrote");
     assert!(!poison(&z), "the recorded norm did not run");
-    let want = rn::norm(HostNorm::LogSoftmax, &x.to_vec().unwrap(), shape, plan.order(Dtype::F32, cols));
+    let want = rn::norm(Norm::LogSoftmax, &x.to_vec().unwrap(), shape, plan.order(Dtype::F32, cols));
     assert!(z.to_vec().unwrap().iter().zip(&want.y).all(|(g, w)| g.to_bits() == w.to_bits()), "log_softmax differs");
 }

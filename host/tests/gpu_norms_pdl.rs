@@ -13,10 +13,8 @@ mod norms_common;
 
 use common::{gpu, record};
 use gpukern::half::{bf16, f16};
-use gpukern::reference::norms::{self as rn, HostNorm};
-use gpukern::{
-    DeviceVec, Dtype, Element, Gpu, Norm, NormOp, NormOptions, NormPlan, NormSlots, NormStrategy, Pdl, Rows, UnaryOp,
-};
+use gpukern::reference::norms as rn;
+use gpukern::{DeviceVec, Dtype, Element, Gpu, Norm, NormOp, NormPlan, NormStrategy, Opts, Pdl, Rows, UnaryOp};
 use norms_common::{plans, run_dtype_bits, Case, POISON};
 
 fn base(op: NormOp, rows: usize, cols: usize) -> Case {
@@ -51,8 +49,8 @@ fn norms_pdl_twins_match_the_plain_kernels_bit_for_bit() {
                             (Ok(off), Ok(on)) => {
                                 let rows = Rows { rows: 5, cols, x_pitch: cols + gaps.0, y_pitch: cols + gaps.1 };
                                 // The twin ran where it exists (sm_90), and only there.
-                                let twin = gpu.norm_pdl(op, dtype, rows, on.0, Pdl::On);
-                                let plain = gpu.norm_pdl(op, dtype, rows, off.0, Pdl::Off);
+                                let twin = on.0.uses_pdl(&gpu, op, dtype, rows, Pdl::On);
+                                let plain = off.0.uses_pdl(&gpu, op, dtype, rows, Pdl::Off);
                                 // The pipelined kernels have no twin (see NormPlan::auto_rows).
                                 let piped = on.0.strategy.pipelined() == Some(on.0.strategy);
                                 if twin != (sm90 && !piped) || plain {
@@ -145,11 +143,14 @@ fn step<T: Element>(gpu: &Gpu, c: &mut Chain<T>, rows: usize, cols: usize, plans
     let sp = out_spans(rows, cols);
     let [w, b, res] = &c.inputs;
     let [state, t, h, y, z, sm] = &mut c.outs;
-    let o = |p: Option<NormPlan>| NormOptions { plan: p, ..Default::default() };
+    let o = |p: Option<NormPlan>| {
+        let mut o = Opts::auto();
+        o.norm_plan = p;
+        o
+    };
     gpu.unary(UnaryOp::Silu, state.slice(OFF..OFF + rows * cols).unwrap(), t.slice_mut(OFF..OFF + sp[1].1).unwrap(), s)
         .unwrap();
-    let op =
-        Norm::AddRms { residual: res.view(), h: h.slice_mut(OFF..OFF + sp[2].1).unwrap(), weight: w.view(), eps: 1e-6 };
+    let op = Norm::add_rms(res.view(), h.slice_mut(OFF..OFF + sp[2].1).unwrap(), w.view(), 1e-6);
     let rows_in = Rows { rows, cols, x_pitch: cols, y_pitch: p };
     let p0 = gpu
         .norm(
@@ -157,11 +158,11 @@ fn step<T: Element>(gpu: &Gpu, c: &mut Chain<T>, rows: usize, cols: usize, plans
             t.slice(OFF..OFF + sp[1].1).unwrap(),
             y.slice_mut(OFF..OFF + sp[3].1).unwrap(),
             rows_in,
-            o(plans[0]),
+            &o(plans[0]),
             s,
         )
         .unwrap();
-    let op = Norm::Layer { weight: w.view(), bias: b.view(), eps: 1e-5 };
+    let op = Norm::layer(w.view(), b.view(), 1e-5);
     let rows_mid = Rows { rows, cols, x_pitch: p, y_pitch: p };
     let p1 = gpu
         .norm(
@@ -169,7 +170,7 @@ fn step<T: Element>(gpu: &Gpu, c: &mut Chain<T>, rows: usize, cols: usize, plans
             y.slice(OFF..OFF + sp[3].1).unwrap(),
             z.slice_mut(OFF..OFF + sp[4].1).unwrap(),
             rows_mid,
-            o(plans[1]),
+            &o(plans[1]),
             s,
         )
         .unwrap();
@@ -180,7 +181,7 @@ fn step<T: Element>(gpu: &Gpu, c: &mut Chain<T>, rows: usize, cols: usize, plans
             z.slice(OFF..OFF + sp[4].1).unwrap(),
             sm.slice_mut(OFF..OFF + sp[5].1).unwrap(),
             rows_out,
-            o(plans[2]),
+            &o(plans[2]),
             s,
         )
         .unwrap();
@@ -211,13 +212,17 @@ fn graph<T: Element>(gpu: &Gpu, c: &mut Chain<T>, rows: usize, cols: usize, plan
     let y = g.output(y.slice_mut(OFF..OFF + sp[3].1).unwrap()).unwrap();
     let z = g.output(z.slice_mut(OFF..OFF + sp[4].1).unwrap()).unwrap();
     let sm = g.output(sm.slice_mut(OFF..OFF + sp[5].1).unwrap()).unwrap();
-    let o = |p: Option<NormPlan>| NormOptions { plan: p, ..Default::default() };
+    let o = |p: Option<NormPlan>| {
+        let mut o = Opts::auto();
+        o.norm_plan = p;
+        o
+    };
     g.unary(UnaryOp::Silu, state, t).unwrap();
-    let op = NormSlots::AddRms { residual: res, h, weight: w, eps: 1e-6 };
-    g.norm(op, t, y, Rows { rows, cols, x_pitch: cols, y_pitch: p }, o(plans[0])).unwrap();
-    let op = NormSlots::Layer { weight: w, bias: b, eps: 1e-5 };
-    g.norm(op, y, z, Rows { rows, cols, x_pitch: p, y_pitch: p }, o(plans[1])).unwrap();
-    g.norm(NormSlots::Softmax, z, sm, Rows { rows, cols, x_pitch: p, y_pitch: cols }, o(plans[2])).unwrap();
+    let op = Norm::add_rms(res, h, w, 1e-6);
+    g.norm(op, t, y, Rows { rows, cols, x_pitch: cols, y_pitch: p }, &o(plans[0])).unwrap();
+    let op = Norm::layer(w, b, 1e-5);
+    g.norm(op, y, z, Rows { rows, cols, x_pitch: p, y_pitch: p }, &o(plans[1])).unwrap();
+    g.norm(Norm::Softmax, z, sm, Rows { rows, cols, x_pitch: p, y_pitch: cols }, &o(plans[2])).unwrap();
     g.axpby(0.5, sm, 1.0, res, state).unwrap();
     assert_eq!(g.len(), 5);
     let graph = g.build().unwrap();
@@ -258,20 +263,14 @@ fn check_chain<T: Element>(c: &Chain<T>, rows: usize, cols: usize, plans: Plans)
         Ok(())
     };
     let rows_in = Rows { rows, cols, x_pitch: cols, y_pitch: p };
-    let want = rn::norm(
-        HostNorm::AddRms { residual: &res, weight: &w, eps: 1e-6 },
-        &all[1][OFF..],
-        rows_in,
-        order(0, rows_in),
-    );
+    let want = rn::norm(Norm::add_rms(&res, (), &w, 1e-6), &all[1][OFF..], rows_in, order(0, rows_in));
     same("h", &all[2], p, &want.h.expect("add_rms_norm's h"))?;
     same("y", &all[3], p, &want.y)?;
     let rows_mid = Rows { rows, cols, x_pitch: p, y_pitch: p };
-    let want =
-        rn::norm(HostNorm::Layer { weight: &w, bias: &b, eps: 1e-5 }, &all[3][OFF..], rows_mid, order(1, rows_mid));
+    let want = rn::norm(Norm::layer(&w, &b, 1e-5), &all[3][OFF..], rows_mid, order(1, rows_mid));
     same("z", &all[4], p, &want.y)?;
     let rows_out = Rows { rows, cols, x_pitch: p, y_pitch: cols };
-    let want = rn::norm(HostNorm::Softmax, &all[4][OFF..], rows_out, order(2, rows_out));
+    let want = rn::norm(Norm::Softmax, &all[4][OFF..], rows_out, order(2, rows_out));
     same("s", &all[5], cols, &want.y)
 }
 
@@ -284,7 +283,7 @@ fn chain_cases(gpu: &Gpu, dtype: Dtype) -> Vec<(usize, usize, Plans)> {
     let long = if gpu.info().has_sm90() { cluster } else { split };
     let mut v = vec![(8, 100, [Some(warp), None, Some(warp)]), (1, 4096, [None; 3]), (8, 4096, [None; 3])];
     v.push((3, 5000, [Some(split), Some(long), None]));
-    v.retain(|(_, cols, plans)| plans.iter().flatten().all(|p| p.check("chain", dtype, *cols).is_ok()));
+    v.retain(|(_, cols, plans)| plans.iter().flatten().all(|p| p.check(NormOp::Rms, dtype, *cols).is_ok()));
     v
 }
 

@@ -8,8 +8,7 @@ mod common;
 use common::{canaries_hold, gpu, inputs, record, Data, CANARY, POISONS, SIZES};
 use gpukern::half::{bf16, f16};
 use gpukern::reference::{self, ReferenceOps};
-use gpukern::CudarcExt;
-use gpukern::{BinaryOp, Dtype, Error, LaunchShape, OpKind, OpPattern, UnaryOp};
+use gpukern::{BinaryOp, Call, CudarcExt, Dtype, Error, LaunchShape, OpKind, OpPattern, Opts, UnaryOp};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
@@ -40,12 +39,11 @@ fn launch<T: gpukern::Element>(
             // The plan the call makes, asked apart (the stream's PDL setting included).
             let addrs: Vec<u64> =
                 [Some(a.addr()), b.map(|b| b.addr()), Some(out.addr())].into_iter().flatten().collect();
-            let opts = gpukern::Opts::auto();
-            let plan = gpu().plan(gpukern::Call::elementwise(kind, T::DTYPE, a.len(), &addrs), stream, &opts)?;
-            gpu().apply(kind, a, b, out, scales, stream, &opts).map(|_| Some(plan.kernel))
+            let plan = gpu().plan(Call::elementwise(kind, T::DTYPE, a.len(), &addrs), stream, &Opts::auto())?;
+            gpu().apply(kind, a, b, out, scales, stream, &Opts::auto()).map(|_| Some(plan.kernel))
         }
         How::Explicit(p, cfg) => {
-            let opts = gpukern::Opts::auto().pattern(p).shape(cfg);
+            let opts = Opts::auto().pattern(p).shape(cfg);
             gpu().apply(kind, a, b, out, scales, stream, &opts).map(|_| None)
         }
     }
@@ -194,9 +192,9 @@ fn auto_choice_is_bit_exact_at_every_alignment() {
                 let hw = dtype == Dtype::Bf16 && gpu().info().has_sm90();
                 let pack = if hw { OpPattern::PackSm90 } else { OpPattern::Pack };
                 let want_pack = kernels_gpu_name(kind, dtype, pack);
-                let (plain, s) = (gpukern::Opts::auto().pdl(gpukern::Pdl::Off), gpu().stream().unwrap());
-                let call = |addrs: &[u64]| gpukern::Call::elementwise(kind, dtype, 1 << 20, addrs);
-                let plan = |addrs: &[u64]| gpu().plan(call(addrs), &s, &plain).unwrap().kernel;
+                let s = gpu().stream_with(gpukern::Pdl::Off).unwrap();
+                let plan = |a: &[u64]| gpu().plan(Call::elementwise(kind, dtype, 1 << 20, a), &s, &Opts::auto());
+                let plan = |addrs: &[u64]| plan(addrs).unwrap().kernel;
                 assert_eq!(plan(&[0, 16, 32]), want_pack);
                 let want_scalar = kernels_gpu_name(kind, dtype, OpPattern::Scalar);
                 assert_eq!(plan(&[0, 4, 32]), want_scalar);
@@ -220,7 +218,7 @@ fn bad_operands_are_errors() {
     let (a, b) = (gpu.upload(&[1.0f32; 64]).unwrap(), gpu.upload(&[2.0f32; 64]).unwrap());
     let mut out = gpu.upload(&[7.0f32; 64]).unwrap();
     let cfg = LaunchShape::default();
-    let pattern = |p| gpukern::Opts::auto().pattern(p).shape(cfg);
+    let pattern = |p| Opts::auto().pattern(p).shape(cfg);
     let (a1, b1) = (a.slice(1..).unwrap(), b.slice(1..).unwrap());
     let e = gpu.binary_opts(BinaryOp::Mul, a1, b1, out.slice_mut(1..).unwrap(), &stream, &pattern(OpPattern::Pack));
     let e = e.unwrap_err();
@@ -235,7 +233,7 @@ fn bad_operands_are_errors() {
     assert!(matches!(e, Error::Shape { kernel: "mul", .. }), "PackSm90 is bf16 only: {e:?}");
     // A kind chosen at run time: its second operand must match it.
     let sub = OpKind::Binary(BinaryOp::Sub);
-    let auto = gpukern::Opts::auto();
+    let auto = Opts::auto();
     let e = gpu.apply(sub, &a, None, &mut out, (0.0, 0.0), &stream, &auto).unwrap_err();
     assert!(matches!(e, Error::WrongOperands { kernel: "sub", .. }), "a binary kind without b: {e:?}");
     let neg = OpKind::Unary(UnaryOp::Neg);
@@ -244,7 +242,7 @@ fn bad_operands_are_errors() {
     let e = gpukern::blocking::binary(&gpu, BinaryOp::Div, &[1.0f32; 3], &[1.0f32; 4]).unwrap_err();
     assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
     let bad_cfg = LaunchShape { block: 0, ..cfg };
-    let bad = gpukern::Opts::auto().pattern(OpPattern::Scalar).shape(bad_cfg);
+    let bad = Opts::auto().pattern(OpPattern::Scalar).shape(bad_cfg);
     let e = gpu.binary_opts(BinaryOp::Sub, &a, &b, &mut out, &stream, &bad).unwrap_err();
     assert!(!matches!(e, Error::KernelFault { .. }), "{e:?}");
     let other = gpukern::Gpu::new(0).unwrap();
@@ -375,8 +373,8 @@ fn cudarc_buffers_on_a_cudarc_stream() {
         let addr = |s: &cudarc::driver::CudaSlice<bf16>| cudarc::driver::DevicePtr::device_ptr(s, &stream).0;
         let addrs =
             if kind.inputs() == 2 { vec![addr(&da), addr(&db), addr(&out)] } else { vec![addr(&da), addr(&out)] };
-        let call = gpukern::Call::elementwise(kind, gpukern::Dtype::Bf16, n, &addrs);
-        let k = gpu.plan(call, &gpu.stream().unwrap(), &gpukern::Opts::auto()).unwrap().kernel;
+        let call = Call::elementwise(kind, gpukern::Dtype::Bf16, n, &addrs);
+        let k = gpu.plan(call, &gpu.stream().unwrap(), &Opts::auto()).unwrap().kernel;
         let got: Vec<bf16> = stream.clone_dtoh(&out).unwrap();
         let want = reference::map(kind, &a, (kind.inputs() == 2).then_some(&b[..]), scales);
         let ok = reference::first_mismatch(&got, &want).is_none();

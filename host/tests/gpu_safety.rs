@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{gpu, in_child, run_alone};
-use gpukern::{Error, Gpu, Norm, NormOptions, NormPlan, NormStrategy, Result, Rows, UnaryOp};
+use gpukern::{Error, Gpu, Norm, NormPlan, NormStrategy, Opts, Result, Rows, UnaryOp};
 
 /// `r`'s value, `None` for a refusal by a reset; any other error fails.
 fn ok_or_reset<T>(what: &str, r: Result<T>) -> Option<T> {
@@ -226,9 +226,9 @@ fn attributes_asked_on_a_fresh_thread_are_real() {
     let (x, mut y) = (gpu.upload(&vec![1.0f32; 4 * 256]).unwrap(), gpu.alloc::<f32>(4 * 256).unwrap());
     let s = gpu.stream().unwrap();
     let plan = NormPlan { strategy: NormStrategy::Block, block: 64, k: 1 };
-    let opts = NormOptions { plan: Some(plan), scalar: false, pdl: None };
+    let opts = Opts::auto().norm_plan(plan);
     let r = std::thread::scope(|t| {
-        t.spawn(|| gpu.norm(Norm::Softmax, &x, &mut y, Rows::contiguous(4, 256), opts, &s)).join().unwrap()
+        t.spawn(|| gpu.norm(Norm::Softmax, &x, &mut y, Rows::contiguous(4, 256), &opts, &s)).join().unwrap()
     });
     assert_eq!(r.unwrap(), plan);
     s.synchronize().unwrap();

@@ -5,8 +5,8 @@
 //! agree within those bounds, a repeated replay gives the same bits).
 
 use gpukern::half::{bf16, f16};
-use gpukern::reference::norms::{self as rn, HostNorm};
-use gpukern::{Dtype, Element, NormOp, NormPlan, NormStrategy, Rows};
+use gpukern::reference::norms as rn;
+use gpukern::{Dtype, Element, Norm, NormOp, NormPlan, NormStrategy, Rows};
 use rand::{Rng, SeedableRng};
 
 /// Bound on the error in units of the last place of the output type (`y`
@@ -41,7 +41,7 @@ fn plans(dtype: Dtype, cols: usize) -> Vec<NormPlan> {
     let mut p = vec![NormPlan::auto(dtype, cols)];
     p.push(NormPlan { strategy: NormStrategy::Split, block: 32, k: 1 });
     p.push(NormPlan { strategy: NormStrategy::Split, block: 512, k: 2 });
-    p.retain(|p| p.check("t", dtype, cols).is_ok());
+    p.retain(|p| p.check(NormOp::Rms, dtype, cols).is_ok());
     p
 }
 
@@ -50,12 +50,12 @@ fn max_error<T: Element>(op: NormOp, rows: usize, cols: usize, scale: f32, seed:
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut gen = |n: usize, s: f32| -> Vec<T> { (0..n).map(|_| rn::narrow(rng.gen_range(-s..s))).collect() };
     let (x, r, w, b) = (gen(rows * cols, scale), gen(rows * cols, scale), gen(cols, 2.0), gen(cols, 2.0));
-    let hop = match op {
-        NormOp::Rms => HostNorm::Rms { weight: &w, eps: 1e-6 },
-        NormOp::AddRms => HostNorm::AddRms { residual: &r, weight: &w, eps: 1e-6 },
-        NormOp::Layer => HostNorm::Layer { weight: &w, bias: &b, eps: 1e-6 },
-        NormOp::Softmax => HostNorm::Softmax,
-        NormOp::LogSoftmax => HostNorm::LogSoftmax,
+    let hop: Norm<&[T], ()> = match op {
+        NormOp::Rms => Norm::rms(&w, 1e-6),
+        NormOp::AddRms => Norm::add_rms(&r, (), &w, 1e-6),
+        NormOp::Layer => Norm::layer(&w, &b, 1e-6),
+        NormOp::Softmax => Norm::Softmax,
+        NormOp::LogSoftmax => Norm::LogSoftmax,
     };
     let shape = Rows::contiguous(rows, cols);
     let exact = rn::norm_f64(hop, &x, shape);
@@ -107,9 +107,7 @@ fn split_and_whole_rows_agree_closely() {
     let x: Vec<f32> = (0..cols).map(|_| rng.gen_range(-3.0f32..3.0)).collect();
     let w = vec![1.0f32; cols];
     let shape = Rows::contiguous(1, cols);
-    for op in
-        [HostNorm::Rms { weight: &w, eps: 0.0 }, HostNorm::Softmax, HostNorm::Layer { weight: &w, bias: &w, eps: 0.0 }]
-    {
+    for op in [Norm::rms(&w[..], 0.0), Norm::Softmax, Norm::layer(&w[..], &w[..], 0.0)] {
         let whole = rn::norm(op, &x, shape, NormPlan::auto(Dtype::F32, cols).order(Dtype::F32, cols));
         let split = NormPlan { strategy: NormStrategy::Split, block: 32, k: 1 };
         let parts = rn::norm(op, &x, shape, split.order(Dtype::F32, cols));
@@ -122,7 +120,6 @@ fn split_and_whole_rows_agree_closely() {
 #[test]
 fn softmax_does_not_overflow_near_the_largest_values() {
     let x = [f16::MAX, f16::MAX, f16::from_f32(-65504.0), f16::from_f32(60000.0)];
-    let y =
-        rn::norm(HostNorm::Softmax, &x, Rows::contiguous(1, 4), NormPlan::auto(Dtype::F16, 4).order(Dtype::F16, 4)).y;
+    let y = rn::norm(Norm::Softmax, &x, Rows::contiguous(1, 4), NormPlan::auto(Dtype::F16, 4).order(Dtype::F16, 4)).y;
     assert_eq!(y.iter().map(|v| v.to_f32()).collect::<Vec<_>>(), [0.5, 0.5, 0.0, 0.0]);
 }

@@ -17,8 +17,8 @@
 use std::fmt::Write as _;
 
 use gpukern::half::{bf16, f16};
-use gpukern::reference::norms::{self as rn, HostNorm};
-use gpukern::{Dtype, Element, Gpu, NormOp, Rows, Stream, UnaryOp};
+use gpukern::reference::norms as rn;
+use gpukern::{Dtype, Element, Gpu, Norm, NormOp, Rows, Stream, UnaryOp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -90,12 +90,12 @@ pub struct NormRow {
 
 fn verify<T: Element>(op: NormOp, bufs: &Bufs<T>, rows: Rows, plan: gpukern::NormPlan) -> Result<bool, String> {
     let (x, r, w, b) = &bufs.host;
-    let hop = match op {
-        NormOp::Rms => HostNorm::Rms { weight: w, eps: 1e-6 },
-        NormOp::AddRms => HostNorm::AddRms { residual: r, weight: w, eps: 1e-6 },
-        NormOp::Layer => HostNorm::Layer { weight: w, bias: b, eps: 1e-5 },
-        NormOp::Softmax => HostNorm::Softmax,
-        NormOp::LogSoftmax => HostNorm::LogSoftmax,
+    let hop: Norm<&[T], ()> = match op {
+        NormOp::Rms => Norm::rms(w, 1e-6),
+        NormOp::AddRms => Norm::add_rms(r, (), w, 1e-6),
+        NormOp::Layer => Norm::layer(w, b, 1e-5),
+        NormOp::Softmax => Norm::Softmax,
+        NormOp::LogSoftmax => Norm::LogSoftmax,
     };
     let want = rn::norm(hop, x, rows, plan.order(T::DTYPE, rows.cols));
     let got = bufs.y.to_vec().map_err(|e| e.to_string())?;

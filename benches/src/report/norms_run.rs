@@ -7,7 +7,7 @@
 //! programmatic). torch's columns are the same 16 calls eager and as a CUDA
 //! graph (`peers_norms.py`).
 
-use gpukern::{Element, Gpu, Norm, NormOp, NormOptions, NormPlan, NormSlots, Pdl, Rows, Stream};
+use gpukern::{Element, Gpu, Norm, NormOp, NormPlan, Opts, Pdl, Rows, Stream};
 
 use crate::median;
 
@@ -40,7 +40,9 @@ pub(super) fn run_plan<T: Element>(
     plan: Option<NormPlan>,
     s: &Stream,
 ) -> gpukern::Result<NormPlan> {
-    run_with(gpu, op, bufs, rows, NormOptions { plan, ..Default::default() }, s)
+    let mut opts = Opts::auto();
+    opts.norm_plan = plan;
+    run_with(gpu, op, bufs, rows, &opts, s)
 }
 
 pub(super) fn run_with<T: Element>(
@@ -48,14 +50,14 @@ pub(super) fn run_with<T: Element>(
     op: NormOp,
     bufs: &mut Bufs<T>,
     rows: Rows,
-    opts: NormOptions,
+    opts: &Opts,
     s: &Stream,
 ) -> gpukern::Result<NormPlan> {
     let (w, b) = (bufs.w.view(), bufs.b.view());
     let n = match op {
-        NormOp::Rms => Norm::Rms { weight: w, eps: 1e-6 },
-        NormOp::AddRms => Norm::AddRms { residual: bufs.r.view(), h: bufs.h.view_mut(), weight: w, eps: 1e-6 },
-        NormOp::Layer => Norm::Layer { weight: w, bias: b, eps: 1e-5 },
+        NormOp::Rms => Norm::rms(w, 1e-6),
+        NormOp::AddRms => Norm::add_rms(bufs.r.view(), bufs.h.view_mut(), w, 1e-6),
+        NormOp::Layer => Norm::layer(w, b, 1e-5),
         NormOp::Softmax => Norm::Softmax,
         NormOp::LogSoftmax => Norm::LogSoftmax,
     };
@@ -91,22 +93,22 @@ pub(super) fn chain16<T: Element>(
     s: &Stream,
 ) -> gpukern::Result<Chain16> {
     let mut calls = |pdl: Pdl| {
-        let o = NormOptions { pdl: Some(pdl), ..Default::default() };
-        per_call(s, |s| (0..16).try_for_each(|_| run_with(gpu, op, bufs, rows, o, s).map(|_| ())))
+        let o = Opts::auto().pdl(pdl);
+        per_call(s, |s| (0..16).try_for_each(|_| run_with(gpu, op, bufs, rows, &o, s).map(|_| ())))
     };
     let (plain, pdl) = (calls(Pdl::Off)?, calls(Pdl::On)?);
     let mut g = gpu.graph();
     let (x, r, w, b) = (g.input(&bufs.x)?, g.input(&bufs.r)?, g.input(&bufs.w)?, g.input(&bufs.b)?);
     let (y, h) = (g.output(&mut bufs.y)?, g.output(&mut bufs.h)?);
     let n = match op {
-        NormOp::Rms => NormSlots::Rms { weight: w, eps: 1e-6 },
-        NormOp::AddRms => NormSlots::AddRms { residual: r, h, weight: w, eps: 1e-6 },
-        NormOp::Layer => NormSlots::Layer { weight: w, bias: b, eps: 1e-5 },
-        NormOp::Softmax => NormSlots::Softmax,
-        NormOp::LogSoftmax => NormSlots::LogSoftmax,
+        NormOp::Rms => Norm::rms(w, 1e-6),
+        NormOp::AddRms => Norm::add_rms(r, h, w, 1e-6),
+        NormOp::Layer => Norm::layer(w, b, 1e-5),
+        NormOp::Softmax => Norm::Softmax,
+        NormOp::LogSoftmax => Norm::LogSoftmax,
     };
     for _ in 0..16 {
-        g.norm(n, x, y, rows, NormOptions::default())?;
+        g.norm(n, x, y, rows, &Opts::auto())?;
     }
     let graph = g.build()?;
     let graph_us = per_call(s, |s| graph.launch(s))?;

@@ -1,5 +1,5 @@
 //! The norms section's plan study: every plan that holds the rows (`Gpu::norm`
-//! with `NormOptions::plan`) at six shapes, f32 and bf16, rms_norm,
+//! with `Opts::norm_plan`) at six shapes, f32 and bf16, rms_norm,
 //! layer_norm and softmax, timed as the section's rows, beside neg; the
 //! evidence for `NormPlan::auto`'s choices.
 
@@ -46,7 +46,7 @@ fn study_plans(dtype: Dtype, cols: usize) -> Vec<NormPlan> {
                 // The pipelined twins are timed in the section, beside the
                 // plan they twin (its `before` column), not here.
                 let loads = strategy.pipelined() != Some(strategy);
-                if warp_ok && split_ok && loads && p.check("study", dtype, cols).is_ok() {
+                if warp_ok && split_ok && loads && p.check(NormOp::Rms, dtype, cols).is_ok() {
                     v.push(p);
                 }
             }

@@ -9,5 +9,4 @@ pub(crate) mod user;
 
 pub use adds::AddGraph;
 pub use capture::{Graph, GraphBuilder, Slot};
-pub use norms::NormSlots;
 pub use user::{GraphArg, GraphArgs, GraphSlots};

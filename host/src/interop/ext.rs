@@ -30,8 +30,11 @@ use kernels_gpu::ops::{BinaryOp, UnaryOp};
 
 use crate::device::gpu::Gpu;
 use crate::error::Result;
+use crate::interop::norms::CudarcNorm;
 use crate::interop::{CudarcInput, CudarcOutput};
+use crate::launch::opts::Opts;
 use crate::memory::buffer::Element;
+use crate::norm_plan::NormPlan;
 use crate::norms::Rows;
 
 mod sealed {
@@ -101,6 +104,26 @@ pub trait CudarcExt: sealed::Sealed {
         stream: &CudaStream,
     ) -> Result<()>;
 
+    /// [`Gpu::norm`] on cudarc buffers, queued on a cudarc stream: no copy and
+    /// no synchronisation. The operands are a [`Norm`] of cudarc buffers
+    /// (`CudaSlice`, `CudaView`, `CudaViewMut`; [`CudarcNorm`](crate::CudarcNorm)):
+    /// `Norm::rms(&weight, eps)`, `Norm::add_rms(&residual, &mut h, &weight,
+    /// eps)`, …. The stream and
+    /// every buffer must be of this device's primary context
+    /// ([`crate::Error::ForeignContext`] otherwise, nothing queued); the
+    /// other errors are [`Gpu::norm`]'s. `opts` as there, its `pdl` `None`
+    /// here [`crate::Pdl::Auto`] (a cudarc stream has no setting of ours).
+    /// Returns the plan that ran.
+    fn norm_cudarc<T: Element>(
+        &self,
+        op: CudarcNorm<'_, T>,
+        x: &impl CudarcInput<T>,
+        y: &mut impl CudarcOutput<T>,
+        rows: Rows,
+        opts: &Opts,
+        stream: &CudaStream,
+    ) -> Result<NormPlan>;
+
     /// Queues the one-thread spin kernel
     /// ([`Studies::spin`](crate::Studies::spin)) for `ns` nanoseconds: a
     /// timing harness on another library's stream puts it before its first
@@ -163,6 +186,18 @@ impl CudarcExt for Gpu {
         stream: &CudaStream,
     ) -> Result<()> {
         self.cudarc_glu_split(op, x, out, rows, stream)
+    }
+
+    fn norm_cudarc<T: Element>(
+        &self,
+        op: CudarcNorm<'_, T>,
+        x: &impl CudarcInput<T>,
+        y: &mut impl CudarcOutput<T>,
+        rows: Rows,
+        opts: &Opts,
+        stream: &CudaStream,
+    ) -> Result<NormPlan> {
+        self.cudarc_norm(op, x, y, rows, opts, stream)
     }
 
     fn spin_cudarc(&self, stream: &CudaStream, ns: u64) -> Result<()> {

@@ -1,5 +1,6 @@
-//! The options of one element-wise call ([`Opts`]) and what the call
-//! launches ([`Plan`]). Every option defaults to the automatic choice.
+//! The options of one call ([`Opts`]), element-wise or norm, and what an
+//! element-wise call launches ([`Plan`]). Every option defaults to the
+//! automatic choice.
 
 use kernels_gpu::ops::{OpKernel, OpKind, OpPattern};
 use kernels_gpu::Dtype;
@@ -8,20 +9,42 @@ use crate::device::gpu::Gpu;
 use crate::device::pdl::Pdl;
 use crate::launch::operands::{split_for, AutoSplit};
 use crate::launch::variant::LaunchShape;
+use crate::norm_plan::NormPlan;
 
-/// How one element-wise call launches; [`Opts::default`] (= [`Opts::auto`])
-/// is the automatic choice, which the plain calls ([`crate::Gpu::binary`],
-/// …) use. Built by chaining: `Opts::auto().pattern(OpPattern::Scalar)`.
+/// How one call launches: the one options value of the element-wise calls
+/// (`*_opts`: [`crate::Gpu::binary_opts`], [`crate::Gpu::glu_opts`], …,
+/// [`crate::Gpu::plan`]) and of the norms ([`crate::Gpu::norm`],
+/// [`crate::GraphBuilder::norm`], `Gpu::norm_cudarc`). [`Opts::default`]
+/// (= [`Opts::auto`]) is the automatic choice, which the plain calls use.
+/// Built by chaining: `Opts::auto().pattern(OpPattern::Scalar)`,
+/// `Opts::auto().norm_plan(plan).pdl(Pdl::On)`.
+///
+/// How each field acts on each kind of call:
+///
+/// | field | element-wise call | norm |
+/// |---|---|---|
+/// | `pattern` | that kernel, launched plainly (no PDL twin) | `Scalar`: element accesses where 128-bit ones are possible (same bits, PDL decided as usual); `Pack` or `PackSm90`: an error |
+/// | `shape` | that block and grid cap, launched plainly (no PDL twin) | an error (a norm's launch is its plan) |
+/// | `pdl` | the PDL setting, used by the automatic choice only | the PDL setting, with or without `norm_plan` ([`NormPlan::uses_pdl`]) |
+/// | `norm_plan` | ignored | that plan in place of the automatic one |
+///
+/// `pdl` `None` is the stream's setting ([`crate::Gpu::stream_with`]),
+/// in a graph the builder's ([`crate::GraphBuilder::set_pdl`]), on a cudarc
+/// stream [`Pdl::Auto`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Opts {
     /// The kernel's access pattern; `None`: chosen by alignment and size.
     pub pattern: Option<OpPattern>,
-    /// Block size and grid cap; `None`: the tuned ones.
+    /// Block size and grid cap (element-wise calls); `None`: the tuned ones.
     pub shape: Option<LaunchShape>,
-    /// Programmatic dependent launch for this call (automatic choice only;
-    /// an explicit pattern launches plainly); `None`: the stream's setting.
+    /// Programmatic dependent launch for this call (an element-wise call's
+    /// automatic choice only: an explicit pattern or shape launches
+    /// plainly); `None`: the stream's setting.
     pub pdl: Option<Pdl>,
+    /// A norm's plan in place of the automatic one ([`NormPlan::auto_rows`]);
+    /// element-wise calls ignore it.
+    pub norm_plan: Option<NormPlan>,
 }
 
 impl Opts {
@@ -48,6 +71,13 @@ impl Opts {
         self.pdl = Some(pdl);
         self
     }
+
+    /// This plan for a norm, in place of the automatic one (studies; the
+    /// call errors when the plan cannot hold the rows).
+    pub fn norm_plan(mut self, plan: NormPlan) -> Opts {
+        self.norm_plan = Some(plan);
+        self
+    }
 }
 
 /// What one element-wise call launches ([`crate::Gpu::plan`]).
@@ -62,12 +92,15 @@ pub struct Plan {
     pub head: Option<(&'static str, usize)>,
     /// True when `kernel` is launched with programmatic dependent launch.
     pub pdl: bool,
+    /// For a norm, the plan it runs (strategy, block, …; `None` for every
+    /// other call).
+    pub norm: Option<NormPlan>,
 }
 
 impl Plan {
     /// One kernel over everything.
     pub(crate) fn one(kernel: &'static str) -> Plan {
-        Plan { kernel, head: None, pdl: false }
+        Plan { kernel, head: None, pdl: false, norm: None }
     }
 }
 

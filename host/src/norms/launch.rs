@@ -10,11 +10,13 @@ use kernels_gpu::norms::{
 };
 use kernels_gpu::Dtype;
 
-use super::{NormOp, NormOptions, NormPlan, NormStrategy, Rows, MAX_COLS};
+use super::{norm_settings, Rows, MAX_COLS};
 use crate::device::gpu::Gpu;
 use crate::device::pdl::Pdl;
 use crate::error::{Error, Result};
+use crate::launch::opts::Opts;
 use crate::memory::buffer::Element;
+use crate::norm_plan::{NormOp, NormPlan, NormStrategy};
 use crate::raw::{self, NormLaunch, NormSpans};
 
 /// A pipelined plan's ring on this device ([`Gpu::norm_pipe_room`]).
@@ -35,7 +37,7 @@ pub(crate) struct Prepared {
 impl Gpu {
     /// The kernel of `plan` for `family` and `dtype` on this device (a
     /// cluster kernel only where the sm_90 module is loaded).
-    fn norm_kernel_name(&self, family: Family, dtype: Dtype, plan: NormPlan) -> Option<&'static str> {
+    pub(crate) fn norm_kernel_name(&self, family: Family, dtype: Dtype, plan: NormPlan) -> Option<&'static str> {
         match plan.strategy {
             NormStrategy::Cluster => cluster_kernel(family, dtype, plan.k).filter(|_| self.info().has_sm90()),
             NormStrategy::Pipe | NormStrategy::PipeWarp => {
@@ -89,18 +91,10 @@ impl Gpu {
         best.map(|b| b.0)
     }
 
-    /// Whether `op` over `rows` of `dtype` with `plan` (a plan that holds the
-    /// rows) launches its PDL twin under setting `pdl`: the element-wise
-    /// operations' rule ([`Pdl::pays`]: sm_90, and with [`Pdl::Auto`] up to
-    /// [`Pdl::AUTO_MAX_WAVES`] waves of resident threads, counted here as the
-    /// launch's threads), where the twin takes the plan's block (a split:
-    /// its second pass; the first follows an allocation). The one
-    /// decision of every norm launch: [`Gpu::norm`] (`pdl`: its
-    /// `NormOptions::pdl`, else the stream's setting) and a graph's
-    /// [`crate::GraphBuilder::norm`] (else the builder's).
-    pub fn norm_pdl(&self, op: NormOp, dtype: Dtype, rows: Rows, plan: NormPlan, pdl: Pdl) -> bool {
+    /// [`NormPlan::uses_pdl`]: the one decision of every norm launch.
+    pub(crate) fn norm_pdl(&self, op: NormOp, dtype: Dtype, rows: Rows, plan: NormPlan, pdl: Pdl) -> bool {
         // Only rows a call accepts (the plan's order is then in range).
-        if rows.cols > MAX_COLS || rows.rows >= 1 << 31 || plan.check(op.name(), dtype, rows.cols).is_err() {
+        if rows.cols > MAX_COLS || rows.rows >= 1 << 31 || plan.check(op, dtype, rows.cols).is_err() {
             return false;
         }
         let (family, _) = op.family();
@@ -116,19 +110,21 @@ impl Gpu {
     }
 
     /// Every check of a norm of `op` (`eps` its epsilon) on operands at
-    /// `spans` (elements of `T`) over `rows`, and the launch it makes; `pdl`
-    /// the setting the call resolved ([`Gpu::norm_pdl`]). The operands'
-    /// owners are the caller's to check. Errors as [`Gpu::norm`].
+    /// `spans` (elements of `T`) over `rows` with `opts` (its plan and
+    /// pattern), and the launch it makes; `pdl` the setting the call
+    /// resolved ([`NormPlan::uses_pdl`]). The operands' owners are the
+    /// caller's to check. Errors as [`Gpu::norm`].
     pub(crate) fn norm_prepare<T: Element>(
         &self,
         op: NormOp,
         eps: f32,
         spans: &NormSpans,
         rows: Rows,
-        opts: NormOptions,
+        opts: &Opts,
         pdl: Pdl,
     ) -> Result<Prepared> {
         let name = op.name();
+        let (given, scalar) = norm_settings(op, opts)?;
         let (family, alt) = op.family();
         let kernel_of = |p: NormPlan| self.norm_kernel_name(family, T::DTYPE, p);
         // A plan whose kernel cannot be asked is not chosen (the explicit
@@ -148,7 +144,7 @@ impl Gpu {
         let addrs = [Some(spans.x), Some(spans.y), spans.w, spans.b, spans.r, spans.h];
         let aligned = addrs.iter().flatten().all(|(a, _)| a.is_multiple_of(16));
         let pitches = rows.x_pitch.is_multiple_of(lanes as usize) && rows.y_pitch.is_multiple_of(lanes as usize);
-        let vec = !opts.scalar && pitches && aligned;
+        let vec = !scalar && pitches && aligned;
         // A pipelined plan: its kernel (sm_90), 128-bit accesses (the bulk
         // copies need 16-byte rows) and a ring of at least one slot.
         let pipe_fits = |p: NormPlan| {
@@ -174,7 +170,7 @@ impl Gpu {
         let launchable = |p: NormPlan| p.block <= max_block(p) && placeable(p) && pipe_fits(p);
         let chosen = |p: NormPlan| launchable(p) && pays(p);
         let sms = self.info().sm_count;
-        let plan = opts.plan.unwrap_or_else(|| NormPlan::auto_rows(T::DTYPE, rows.rows, rows.cols, sms, chosen));
+        let plan = given.unwrap_or_else(|| NormPlan::auto_rows(T::DTYPE, rows.rows, rows.cols, sms, chosen));
         // A pipelined plan that cannot run here runs as the plan of the same
         // order that loads from global memory (same bits), and says so.
         let plan = if pipe_fits(plan) { plan } else { NormPlan { strategy: plan.strategy.unpipelined(), ..plan } };
@@ -190,7 +186,7 @@ impl Gpu {
                 return bad(format!("{what} has {len} elements, the rows {}", rows.cols));
             }
         }
-        plan.check(name, T::DTYPE, rows.cols)?;
+        plan.check(op, T::DTYPE, rows.cols)?;
         let Some(kernel) = kernel_of(plan) else {
             let has = format!("{}.{}", self.info().compute_capability.0, self.info().compute_capability.1);
             return Err(Error::Unsupported { kernel: "norm (cluster plan)", needs: "9.0", has });
@@ -239,5 +235,21 @@ impl Gpu {
         };
         raw::check_norm(&l, family, spans, std::mem::size_of::<T>() as u64)?;
         Ok(Prepared { plan, launch: Some(l), family })
+    }
+}
+
+impl NormPlan {
+    /// Whether a norm `op` over `rows` of `dtype` with this plan (one that
+    /// holds the rows) launches its PDL twin on `gpu` under setting `pdl`:
+    /// the element-wise operations' rule ([`Pdl::pays`]: sm_90, and with
+    /// [`Pdl::Auto`] up to [`Pdl::AUTO_MAX_WAVES`] waves of resident
+    /// threads, counted here as the launch's threads), where the twin takes
+    /// the plan's block (a split: its second pass; the first follows an
+    /// allocation). The decision [`Gpu::norm`] makes (`pdl`: its
+    /// `opts.pdl`, else the stream's setting), and a graph's
+    /// [`crate::GraphBuilder::norm`] (else the builder's); `false` for rows a
+    /// call refuses.
+    pub fn uses_pdl(self, gpu: &Gpu, op: NormOp, dtype: Dtype, rows: Rows, pdl: Pdl) -> bool {
+        gpu.norm_pdl(op, dtype, rows, self, pdl)
     }
 }

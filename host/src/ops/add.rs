@@ -30,11 +30,14 @@ pub(crate) enum AddChoice {
 /// The kernels a decision of [`Gpu::add_decide`] names.
 fn add_plan_of(dtype: Dtype, addrs: &[u64], decided: &(AutoPlan, AddChoice)) -> Plan {
     match decided {
-        (_, AddChoice::Twin(k)) => Plan { kernel: k.name, head: None, pdl: true },
+        (_, AddChoice::Twin(k)) => Plan { kernel: k.name, head: None, pdl: true, norm: None },
         (plan, AddChoice::Split(AutoSplit::Pack)) => Plan::one(plan.variant.name()),
-        (plan, AddChoice::Split(AutoSplit::Peel(head))) => {
-            Plan { kernel: plan.variant.name(), head: Some((Variant::scalar(dtype).name(), *head)), pdl: false }
-        }
+        (plan, AddChoice::Split(AutoSplit::Peel(head))) => Plan {
+            kernel: plan.variant.name(),
+            head: Some((Variant::scalar(dtype).name(), *head)),
+            pdl: false,
+            norm: None,
+        },
         (_, AddChoice::Split(AutoSplit::Scalar)) => Plan::one(Variant::widest_for(dtype, addrs).name()),
     }
 }

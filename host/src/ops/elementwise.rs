@@ -263,7 +263,7 @@ impl Gpu {
                 // SAFETY: the kernel handle was resolved by this table row's own name from
                 // this Gpu's modules, so the row's inputs, tail and alignment are its own.
                 unsafe { self.map_launch_raw(k, twin.func, cfg, ops, raw, true) }?;
-                return Ok(Plan { kernel: k.name, head: None, pdl: true });
+                return Ok(Plan { kernel: k.name, head: None, pdl: true, norm: None });
             }
             OpChoice::Split(split) => split,
         };
@@ -289,7 +289,7 @@ impl Gpu {
                 // SAFETY: the kernel handle was resolved by this table row's own name from
                 // this Gpu's modules, so the row's inputs, tail and alignment are its own.
                 unsafe { self.map_launch_raw(pack, pack_fn.func, cfg, rest, raw, false) }?;
-                Ok(Plan { kernel: pack.name, head: Some((scalar.name, head)), pdl: false })
+                Ok(Plan { kernel: pack.name, head: Some((scalar.name, head)), pdl: false, norm: None })
             }
             AutoSplit::Scalar => {
                 let cfg = user.unwrap_or_default();

@@ -225,7 +225,7 @@ impl Gpu {
         let twin =
             auto.then(|| glu_pdl_kernel(op, T::DTYPE)).flatten().filter(|_| pdl.pays(self.info(), total, k.lanes()));
         let launched = twin.unwrap_or(k);
-        let plan = Plan { kernel: launched.name, head: None, pdl: twin.is_some() };
+        let plan = Plan { kernel: launched.name, head: None, pdl: twin.is_some(), norm: None };
         if total == 0 {
             return Ok((plan, None));
         }

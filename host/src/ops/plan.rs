@@ -16,8 +16,10 @@ use crate::device::pdl::Pdl;
 use crate::error::{Error, Result};
 use crate::launch::operands::AutoSplit;
 use crate::launch::opts::{OpChoice, Opts, Plan};
-use crate::memory::buffer::{AsView, Element};
+use crate::memory::buffer::{AsView, Element, View, ViewMut};
+use crate::norms::{Norm, Rows};
 use crate::ops::glu::{split_halves, GluIn, GluRows};
+use crate::raw::NormSpans;
 use crate::user::custom::{CustomBinary, CustomUnary};
 use crate::user::launch::{threads_of, Launch};
 use crate::user::module::Custom;
@@ -45,8 +47,8 @@ pub struct Call<'c> {
 enum What<'c> {
     /// A built-in element-wise operation over `n` elements at `addrs`.
     Op { kind: OpKind, dtype: Dtype, n: usize, addrs: Vec<u64> },
-    /// A gated activation: the choice, made for its element type.
-    Glu(Box<GluPlan<'c>>),
+    /// A gated activation or a norm: the choice, made for its element type.
+    Choice(Box<Choice<'c>>),
     /// A user module's element-wise operation.
     Custom { op: &'c Custom, n: usize, addrs: Vec<u64> },
     /// A typed kernel: its `Gpu`, its name, whether it is a PDL twin, the
@@ -54,9 +56,9 @@ enum What<'c> {
     Typed { gpu: &'c Gpu, name: &'static str, twin: bool, threads: usize },
 }
 
-/// A gated activation's choice for its element type, given the options and
-/// the PDL setting.
-type GluPlan<'c> = dyn FnOnce(&Gpu, &Opts, Pdl) -> Result<Plan> + 'c;
+/// A call's choice made for its element type, given the options and the PDL
+/// setting.
+type Choice<'c> = dyn FnOnce(&Gpu, &Opts, Pdl) -> Result<Plan> + 'c;
 
 /// Address and length of a view.
 fn span<'a, T: Element>(v: impl AsView<'a, T>) -> (u64, usize) {
@@ -120,7 +122,7 @@ impl<'c> Call<'c> {
             }
             gpu.glu_prepare::<T>(op, spans, shape, opts, pdl).map(|(plan, _)| plan)
         };
-        Call { what: What::Glu(Box::new(plan)) }
+        Call { what: What::Choice(Box::new(plan)) }
     }
 
     /// [`CustomUnary::run`]: a user operation, `out = op(a)`.
@@ -142,6 +144,37 @@ impl<'c> Call<'c> {
     ) -> Call<'c> {
         let (a, b, out) = (span(a), span(b), span(out));
         Call { what: What::Custom { op: op.custom(), n: a.1, addrs: vec![a.0, b.0, out.0] } }
+    }
+
+    /// [`Gpu::norm`]: `op` over the rows of `x` into `y` (read here, not
+    /// written).
+    pub fn norm<'a, T: Element>(
+        op: &Norm<View<'a, T>, ViewMut<'a, T>>,
+        x: impl AsView<'a, T>,
+        y: impl AsView<'a, T>,
+        rows: Rows,
+    ) -> Call<'c> {
+        let p = op.as_ref().into_parts();
+        let span = |v: &View<'_, T>| (v.addr(), v.len());
+        let (x, y) = (x.into_view(), y.into_view());
+        let spans = NormSpans {
+            x: span(&x),
+            r: p.residual.map(span),
+            w: p.weight.map(span),
+            b: p.bias.map(span),
+            y: span(&y),
+            h: p.h.map(|h| (h.addr(), h.len())),
+        };
+        let (kind, eps) = (p.op, p.eps);
+        let plan = move |gpu: &Gpu, opts: &Opts, pdl: Pdl| {
+            let prepared = gpu.norm_prepare::<T>(kind, eps, &spans, rows, &opts.pdl(pdl), pdl)?;
+            let plan = prepared.plan;
+            let named = || gpu.norm_kernel_name(prepared.family, T::DTYPE, plan).unwrap_or(kind.name());
+            let kernel = prepared.launch.as_ref().map_or_else(named, |l| l.name);
+            let pdl = plan.uses_pdl(gpu, kind, T::DTYPE, rows, pdl);
+            Ok(Plan { kernel, head: None, pdl, norm: Some(plan) })
+        };
+        Call { what: What::Choice(Box::new(plan)) }
     }
 
     /// [`TypedKernel::launch`] with the geometry `l`.
@@ -167,7 +200,7 @@ impl Gpu {
         let pdl = opts.pdl.unwrap_or(stream.pdl());
         match call.what {
             What::Op { kind, dtype, n, addrs } => self.plan_op(kind, dtype, n, &addrs, opts, pdl),
-            What::Glu(plan) => plan(self, opts, pdl),
+            What::Choice(plan) => plan(self, opts, pdl),
             What::Custom { op, n, addrs } => {
                 if !Arc::ptr_eq(&op.gpu().shared, &self.shared) {
                     return Err(Error::ForeignHandle { kernel: op.name(), what: "module" });
@@ -179,7 +212,7 @@ impl Gpu {
                     return Err(Error::ForeignHandle { kernel: name, what: "module" });
                 }
                 let pdl = twin && pdl.pays(self.info(), threads, 1);
-                Ok(Plan { kernel: name, head: None, pdl })
+                Ok(Plan { kernel: name, head: None, pdl, norm: None })
             }
         }
     }
@@ -203,11 +236,11 @@ impl Gpu {
             return Ok(self.add_plan(dtype, n, addrs, pdl, user));
         }
         Ok(match self.op_decide(kind, dtype, n, addrs, pdl, user) {
-            OpChoice::Twin(k) => Plan { kernel: k.name, head: None, pdl: true },
+            OpChoice::Twin(k) => Plan { kernel: k.name, head: None, pdl: true, norm: None },
             OpChoice::Split(AutoSplit::Pack) => Plan::one(self.auto_pack(kind, dtype).name),
             OpChoice::Split(AutoSplit::Peel(head)) => {
                 let head = Some((self.auto_scalar(kind, dtype).name, head));
-                Plan { kernel: self.auto_pack(kind, dtype).name, head, pdl: false }
+                Plan { kernel: self.auto_pack(kind, dtype).name, head, pdl: false, norm: None }
             }
             OpChoice::Split(AutoSplit::Scalar) => Plan::one(self.auto_scalar(kind, dtype).name),
         })

@@ -11,44 +11,21 @@ use kernels_gpu::norms::Family;
 use kernels_gpu::Dtype;
 
 use crate::memory::buffer::Element;
-use crate::norms::{NormOp, NormOrder, Rows};
+use crate::norm_plan::{NormOp, NormOrder};
+use crate::norms::{Norm, NormParts, Rows};
 
-/// An operation and its host operands (as [`crate::Norm`]; `h` is returned).
-#[derive(Clone, Copy, Debug)]
-pub enum HostNorm<'a, T> {
-    /// RMSNorm.
-    Rms { weight: &'a [T], eps: f32 },
-    /// `h = x + residual`, RMSNorm of `h`.
-    AddRms { residual: &'a [T], weight: &'a [T], eps: f32 },
-    /// LayerNorm.
-    Layer { weight: &'a [T], bias: &'a [T], eps: f32 },
-    /// Softmax.
-    Softmax,
-    /// Log-softmax.
-    LogSoftmax,
-}
+/// The host operands' old type: [`Norm`] of slices, `h` `()` (returned).
+#[deprecated(note = "use Norm<&[T], ()> (Norm::rms(&w[..], eps), Norm::add_rms(&r[..], (), &w[..], eps), …)")]
+#[doc(hidden)]
+pub type HostNorm<'a, T> = Norm<&'a [T], ()>;
 
-impl<T> HostNorm<'_, T> {
-    /// The operation's name.
-    pub fn op(&self) -> NormOp {
-        match self {
-            HostNorm::Rms { .. } => NormOp::Rms,
-            HostNorm::AddRms { .. } => NormOp::AddRms,
-            HostNorm::Layer { .. } => NormOp::Layer,
-            HostNorm::Softmax => NormOp::Softmax,
-            HostNorm::LogSoftmax => NormOp::LogSoftmax,
-        }
-    }
-    /// (weight, bias, residual, eps).
-    #[allow(clippy::type_complexity)]
-    fn parts(&self) -> (Option<&[T]>, Option<&[T]>, Option<&[T]>, f32) {
-        match *self {
-            HostNorm::Rms { weight, eps } => (Some(weight), None, None, eps),
-            HostNorm::AddRms { residual, weight, eps } => (Some(weight), None, Some(residual), eps),
-            HostNorm::Layer { weight, bias, eps } => (Some(weight), Some(bias), None, eps),
-            HostNorm::Softmax | HostNorm::LogSoftmax => (None, None, None, 0.0),
-        }
-    }
+/// (weight, bias, residual, eps) of a host norm.
+type Host<'a, T> = (Option<&'a [T]>, Option<&'a [T]>, Option<&'a [T]>, f32);
+
+/// The operands of `op` by role.
+fn parts<'a, T>(op: &Norm<&'a [T], ()>) -> Host<'a, T> {
+    let NormParts { weight, bias, residual, eps, .. } = (*op).into_parts();
+    (weight, bias, residual, eps)
 }
 
 /// Exact widening to f32.
@@ -136,13 +113,15 @@ fn seg_stats(family: Family, v: &[f32], o: NormOrder, short: bool) -> (f32, f32)
 
 /// The operation over `rows` rows of `x` (row `i` at `x[i · x_pitch ..]`; the
 /// residual of `add_rms_norm` in the same layout), in the order of `o`, with
-/// the GPU's bits. `y` and `h` come back contiguous (`y_pitch` is ignored).
+/// the GPU's bits. `y` and `h` come back contiguous (`y_pitch` is ignored):
+/// the operands are slices and `h` is `()`, e.g.
+/// `Norm::add_rms(&residual[..], (), &weight[..], 1e-6)`.
 ///
 /// # Panics
 /// When a slice is shorter than the rows need (a test's mistake).
-pub fn norm<T: Element>(op: HostNorm<'_, T>, x: &[T], rows: Rows, o: NormOrder) -> NormOut<T> {
+pub fn norm<T: Element>(op: Norm<&[T], ()>, x: &[T], rows: Rows, o: NormOrder) -> NormOut<T> {
     let (family, alt) = op.op().family();
-    let (weight, bias, residual, eps) = op.parts();
+    let (weight, bias, residual, eps) = parts(&op);
     let cols = rows.cols;
     let mut y = Vec::with_capacity(rows.rows * cols);
     let mut hs = residual.map(|_| Vec::with_capacity(rows.rows * cols));
@@ -176,8 +155,8 @@ pub fn norm<T: Element>(op: HostNorm<'_, T>, x: &[T], rows: Rows, o: NormOrder) 
 /// The operation in f64 from the same inputs (`add_rms_norm` from the
 /// rounded `h`, as the GPU normalises it): the reference [`ulp_error`]
 /// measures against. Rows back to back.
-pub fn norm_f64<T: Element>(op: HostNorm<'_, T>, x: &[T], rows: Rows) -> Vec<f64> {
-    let (weight, bias, residual, eps) = op.parts();
+pub fn norm_f64<T: Element>(op: Norm<&[T], ()>, x: &[T], rows: Rows) -> Vec<f64> {
+    let (weight, bias, residual, eps) = parts(&op);
     let (n, eps) = (rows.cols as f64, eps as f64);
     let mut out = Vec::with_capacity(rows.rows * rows.cols);
     for i in 0..rows.rows {

@@ -261,10 +261,10 @@ impl Custom {
         let (scalar, pack) = (self.scalar.0.text, self.pack.0.text);
         match self.decide(addrs, n, pdl) {
             (AutoSplit::Pack, true) => {
-                Plan { kernel: self.twin.as_ref().map_or(pack, |t| t.0.text), head: None, pdl: true }
+                Plan { kernel: self.twin.as_ref().map_or(pack, |t| t.0.text), head: None, pdl: true, norm: None }
             }
             (AutoSplit::Pack, false) => Plan::one(pack),
-            (AutoSplit::Peel(head), _) => Plan { kernel: pack, head: Some((scalar, head)), pdl: false },
+            (AutoSplit::Peel(head), _) => Plan { kernel: pack, head: Some((scalar, head)), pdl: false, norm: None },
             (AutoSplit::Scalar, _) => Plan::one(scalar),
         }
     }

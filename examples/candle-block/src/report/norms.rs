@@ -4,7 +4,8 @@
 //! issue's shapes, f32, f16 and bf16.
 
 use candle_core::{DType, Result, Tensor, D};
-use gpukern::reference::norms::{norm_f64, HostNorm};
+use gpukern::reference::norms::norm_f64;
+use gpukern::Norm;
 use gpukern::Rows;
 use gpukern_candle as gc;
 
@@ -96,12 +97,12 @@ fn errors<T: Dt>(o: &Op, a: &Args, rows: usize, cols: usize) -> Result<(Errors, 
     let n = rows * cols;
     let (x, r): (Vec<T>, Vec<T>) = (first(a.x, n)?, first(a.r, n)?);
     let (w, b): (Vec<T>, Vec<T>) = (first(a.w, cols)?, first(a.b, cols)?);
-    let host = match o.name {
-        "rms_norm" => HostNorm::Rms { weight: &w, eps: EPS },
-        "layer_norm" => HostNorm::Layer { weight: &w, bias: &b, eps: EPS },
-        "softmax_last_dim" => HostNorm::Softmax,
-        "log_softmax_last_dim" => HostNorm::LogSoftmax,
-        _ => HostNorm::AddRms { residual: &r, weight: &w, eps: EPS },
+    let host: Norm<&[T], ()> = match o.name {
+        "rms_norm" => Norm::rms(&w, EPS),
+        "layer_norm" => Norm::layer(&w, &b, EPS),
+        "softmax_last_dim" => Norm::Softmax,
+        "log_softmax_last_dim" => Norm::LogSoftmax,
+        _ => Norm::add_rms(&r, (), &w, EPS),
     };
     let want = norm_f64(host, &x, Rows::contiguous(rows, cols));
     let ours = max_abs_rel(&first::<T>(&(o.ours)(a)?, n)?, &want);

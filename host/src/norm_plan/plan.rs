@@ -5,6 +5,7 @@
 use kernels_gpu::norms::{chunk_lanes, NORM_KS};
 use kernels_gpu::Dtype;
 
+use super::NormOp;
 use crate::error::{Error, Result};
 
 /// How a row is spread over threads.
@@ -88,7 +89,7 @@ impl NormStrategy {
 
 /// A plan: the strategy, threads per block and 16-byte chunks per thread
 /// (`k`, one of 1, 2, 4, 8). [`NormPlan::auto`] is the automatic choice;
-/// any valid plan may be given for studies (`NormOptions::plan`).
+/// any valid plan may be given for studies ([`crate::Opts::norm_plan`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct NormPlan {
     /// How rows are spread.
@@ -242,8 +243,9 @@ impl NormPlan {
     /// block a multiple of 32 in 32..=1024, `k` one of 1, 2, 4, 8, and a row
     /// that fits the group (warp, block), at most 65535 segments (split), or
     /// 2 to 16 segments and `k` 2, 4 or 8 (cluster; the device is checked at
-    /// launch).
-    pub fn check(self, op: &'static str, dtype: Dtype, cols: usize) -> Result<()> {
+    /// launch). The error names `op`.
+    pub fn check(self, op: NormOp, dtype: Dtype, cols: usize) -> Result<()> {
+        let op = op.name();
         if self.block == 0 || !self.block.is_multiple_of(32) || self.block > 1024 {
             return Err(Error::BlockSize { kernel: op, block: self.block, max: 1024 });
         }
@@ -284,7 +286,7 @@ mod tests {
         for dtype in Dtype::ALL {
             for cols in [1usize, 3, 31, 33, 1000, 1024, 2048, 4097, 5120, 16384, 32768, 65536, 262144, 1 << 20] {
                 let p = NormPlan::auto(dtype, cols);
-                p.check("test", dtype, cols).unwrap();
+                p.check(NormOp::Rms, dtype, cols).unwrap();
                 assert!(p.block <= NormPlan::MAX_AUTO_BLOCK, "{p:?}");
             }
         }
@@ -311,11 +313,11 @@ mod tests {
         }
         // A cluster needs 2 to 16 segments and k of 2, 4 or 8.
         let c = NormPlan { strategy: NormStrategy::Cluster, block: 256, k: 4 };
-        assert!(c.check("t", Dtype::F32, 4096).is_err(), "one segment");
-        c.check("t", Dtype::F32, 4097).unwrap();
-        c.check("t", Dtype::F32, 16 * 4096).unwrap();
-        assert!(c.check("t", Dtype::F32, 16 * 4096 + 1).is_err(), "17 segments");
-        assert!(NormPlan { k: 1, ..c }.check("t", Dtype::F32, 5000).is_err());
+        assert!(c.check(NormOp::Rms, Dtype::F32, 4096).is_err(), "one segment");
+        c.check(NormOp::Rms, Dtype::F32, 4097).unwrap();
+        c.check(NormOp::Rms, Dtype::F32, 16 * 4096).unwrap();
+        assert!(c.check(NormOp::Rms, Dtype::F32, 16 * 4096 + 1).is_err(), "17 segments");
+        assert!(NormPlan { k: 1, ..c }.check(NormOp::Rms, Dtype::F32, 5000).is_err());
     }
 
     #[test]
@@ -325,7 +327,7 @@ mod tests {
         assert_eq!(p.strategy, NormStrategy::Split);
         // Blocks over 256 threads refused (registers): a smaller k·block that holds the row.
         let p = NormPlan::auto_within(Dtype::Bf16, 16384, |p| p.block <= 256);
-        assert!(p.block <= 256 && p.check("t", Dtype::Bf16, 16384).is_ok(), "{p:?}");
+        assert!(p.block <= 256 && p.check(NormOp::Rms, Dtype::Bf16, 16384).is_ok(), "{p:?}");
         // Nothing accepted: the smallest split, which every device runs.
         let p = NormPlan::auto_within(Dtype::F32, 10, |_| false);
         assert_eq!(p, NormPlan { strategy: NormStrategy::Split, block: 32, k: 1 });
@@ -348,7 +350,7 @@ mod tests {
                     assert!(o.seg >= 1, "{p:?} {cols}: {o:?}");
                     o.segments(cols.min(u32::MAX as usize) as u32);
                     // Refused (or held), never a panic.
-                    let _ = p.check("t", dtype, cols);
+                    let _ = p.check(NormOp::Rms, dtype, cols);
                 }
             }
         }
@@ -359,7 +361,7 @@ mod tests {
         // A cluster whose segment count wraps past 2^32 into 2..=16 is refused.
         let c = NormPlan { strategy: NormStrategy::Cluster, block: 256, k: 4 };
         let holds = 256 * 4 * chunk_lanes(Dtype::F32) as usize;
-        assert!(c.check("t", Dtype::F32, holds * ((1 << 32) + 4)).is_err());
+        assert!(c.check(NormOp::Rms, Dtype::F32, holds * ((1 << 32) + 4)).is_err());
     }
 
     #[test]
@@ -385,10 +387,10 @@ mod tests {
     #[test]
     fn bad_plans_are_refused() {
         let p = NormPlan { strategy: NormStrategy::Warp, block: 256, k: 1 };
-        assert!(p.check("t", Dtype::F32, 129).is_err());
-        assert!(NormPlan { block: 48, ..p }.check("t", Dtype::F32, 4).is_err());
-        assert!(NormPlan { k: 3, ..p }.check("t", Dtype::F32, 4).is_err());
-        assert!(NormPlan { block: 2048, ..p }.check("t", Dtype::F32, 4).is_err());
-        p.check("t", Dtype::F32, 128).unwrap();
+        assert!(p.check(NormOp::Rms, Dtype::F32, 129).is_err());
+        assert!(NormPlan { block: 48, ..p }.check(NormOp::Rms, Dtype::F32, 4).is_err());
+        assert!(NormPlan { k: 3, ..p }.check(NormOp::Rms, Dtype::F32, 4).is_err());
+        assert!(NormPlan { block: 2048, ..p }.check(NormOp::Rms, Dtype::F32, 4).is_err());
+        p.check(NormOp::Rms, Dtype::F32, 128).unwrap();
     }
 }
