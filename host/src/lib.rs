@@ -73,6 +73,8 @@
 //! fn load(gpu: &gpukern::Gpu, ptx: &str) { let _ = gpu.load_module(ptx); }
 //! ```
 
+#![deny(missing_docs)]
+
 mod deprecated;
 mod device;
 mod error;
