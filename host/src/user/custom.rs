@@ -6,13 +6,13 @@
 use std::marker::PhantomData;
 
 use gpukern_device::EwKind;
-use kernels_gpu::ops::UnaryOp;
+use kernels_gpu::ops::{OpPattern, UnaryOp};
 
 use crate::device::gpu::Stream;
 use crate::device::pdl::Pdl;
 use crate::error::Result;
 use crate::launch::operands::Operands;
-use crate::launch::opts::Plan;
+use crate::launch::opts::{Opts, Plan};
 use crate::launch::variant::LaunchShape;
 use crate::memory::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::user::module::{Custom, CustomPattern, Module};
@@ -132,11 +132,27 @@ impl<T: Element> CustomUnary<T> {
         params: [f32; 2],
         stream: &Stream,
     ) -> Result<()> {
-        self.op.run(operands(a.into_view(), None, out.into_view_mut(), params), stream)
+        self.run_opts(a, out, params, stream, &Opts::auto())
     }
 
-    /// As [`CustomUnary::run`] with an explicit kernel and launch settings
-    /// (errors when operands are not aligned as the pattern needs).
+    /// As [`CustomUnary::run`] with options, the one options value of every
+    /// call: an explicit pattern (`OpPattern::Scalar` or `Pack`; errors when
+    /// the operands are not aligned as it needs), a launch shape, a PDL
+    /// setting. An explicit pattern or shape launches plainly (no PDL twin).
+    pub fn run_opts<'a>(
+        &self,
+        a: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        params: [f32; 2],
+        stream: &Stream,
+        opts: &Opts,
+    ) -> Result<()> {
+        self.op.run(operands(a.into_view(), None, out.into_view_mut(), params), stream, opts)
+    }
+
+    /// With an explicit kernel and launch settings.
+    #[deprecated(note = "use op.run_opts(a, out, params, &stream, &Opts::auto().pattern(p).shape(cfg))")]
+    #[doc(hidden)]
     pub fn run_with<'a>(
         &self,
         pattern: CustomPattern,
@@ -146,7 +162,7 @@ impl<T: Element> CustomUnary<T> {
         params: [f32; 2],
         stream: &Stream,
     ) -> Result<()> {
-        self.op.run_with(pattern, cfg, operands(a.into_view(), None, out.into_view_mut(), params), stream)
+        self.run_opts(a, out, params, stream, &Opts::auto().pattern(op_pattern(pattern)).shape(cfg))
     }
 }
 
@@ -160,10 +176,25 @@ impl<T: Element> CustomBinary<T> {
         params: [f32; 2],
         stream: &Stream,
     ) -> Result<()> {
-        self.op.run(operands(a.into_view(), Some(b.into_view()), out.into_view_mut(), params), stream)
+        self.run_opts(a, b, out, params, stream, &Opts::auto())
     }
 
-    /// As [`CustomBinary::run`] with an explicit kernel and launch settings.
+    /// As [`CustomBinary::run`] with options (see [`CustomUnary::run_opts`]).
+    pub fn run_opts<'a>(
+        &self,
+        a: impl AsView<'a, T>,
+        b: impl AsView<'a, T>,
+        out: impl AsViewMut<'a, T>,
+        params: [f32; 2],
+        stream: &Stream,
+        opts: &Opts,
+    ) -> Result<()> {
+        self.op.run(operands(a.into_view(), Some(b.into_view()), out.into_view_mut(), params), stream, opts)
+    }
+
+    /// With an explicit kernel and launch settings.
+    #[deprecated(note = "use op.run_opts(a, b, out, params, &stream, &Opts::auto().pattern(p).shape(cfg))")]
+    #[doc(hidden)]
     #[allow(clippy::too_many_arguments)]
     pub fn run_with<'a>(
         &self,
@@ -175,7 +206,14 @@ impl<T: Element> CustomBinary<T> {
         params: [f32; 2],
         stream: &Stream,
     ) -> Result<()> {
-        let ops = operands(a.into_view(), Some(b.into_view()), out.into_view_mut(), params);
-        self.op.run_with(pattern, cfg, ops, stream)
+        self.run_opts(a, b, out, params, stream, &Opts::auto().pattern(op_pattern(pattern)).shape(cfg))
+    }
+}
+
+/// The old explicit form's pattern as the options' one.
+fn op_pattern(p: CustomPattern) -> OpPattern {
+    match p {
+        CustomPattern::Scalar => OpPattern::Scalar,
+        CustomPattern::Pack => OpPattern::Pack,
     }
 }

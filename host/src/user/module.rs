@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use gpukern_device::{EwKind, ABI_MAGIC, ABI_VERSION, EW_PDL, PDL_SUFFIX};
 use kernels_gpu::launch::grid_for;
-use kernels_gpu::ops::UnaryOp;
+use kernels_gpu::ops::{OpPattern, UnaryOp};
 use kernels_gpu::Dtype;
 
 use crate::device::gpu::{Gpu, Stream};
@@ -25,7 +25,7 @@ use crate::device::names::{intern, Name};
 use crate::device::pdl::Pdl;
 use crate::error::{Error, Result};
 use crate::launch::operands::{split_for, AutoSplit, Operands};
-use crate::launch::opts::Plan;
+use crate::launch::opts::{Opts, Plan};
 use crate::launch::tuning::AutoPlan;
 use crate::launch::variant::LaunchShape;
 use crate::memory::buffer::Element;
@@ -315,9 +315,37 @@ impl Custom {
         self.launch(pattern, cfg, ops, stream.raw(), false)
     }
 
-    /// [`Custom::run_auto`] on a stream of this module's `Gpu`, with its PDL setting.
-    pub(crate) fn run<T: Element>(&self, ops: Operands<'_, T>, stream: &Stream) -> Result<()> {
-        self.module.gpu.check_stream_owned(self.name(), stream)?;
-        self.run_auto(ops, stream.raw(), stream.pdl())
+    /// One call on a stream of this module's `Gpu` with `opts`: the
+    /// automatic choice (PDL: `opts.pdl`, else the stream's setting), an
+    /// explicit pattern (`Scalar` or `Pack`), or the automatic split with a
+    /// launch shape of the caller's (launched plainly, as the built-in
+    /// operations do).
+    pub(crate) fn run<T: Element>(&self, ops: Operands<'_, T>, stream: &Stream, opts: &Opts) -> Result<()> {
+        let pattern = match opts.pattern {
+            None => None,
+            Some(OpPattern::Scalar) => Some(CustomPattern::Scalar),
+            Some(OpPattern::Pack) => Some(CustomPattern::Pack),
+            Some(p) => {
+                let detail = format!("a user operation has Scalar and Pack kernels, not {p:?}");
+                return Err(Error::Shape { kernel: self.name(), detail });
+            }
+        };
+        match (pattern, opts.shape) {
+            (None, None) => {
+                self.module.gpu.check_stream_owned(self.name(), stream)?;
+                self.run_auto(ops, stream.raw(), opts.pdl.unwrap_or(stream.pdl()))
+            }
+            (Some(p), shape) => self.run_with(p, shape.unwrap_or_default(), ops, stream),
+            (None, Some(cfg)) => match self.decide(&ops.addrs(), ops.a.len(), Pdl::Off).0 {
+                AutoSplit::Pack => self.run_with(CustomPattern::Pack, cfg, ops, stream),
+                AutoSplit::Scalar => self.run_with(CustomPattern::Scalar, cfg, ops, stream),
+                AutoSplit::Peel(head) => {
+                    self.check(&ops)?;
+                    let (h, rest) = ops.split(head)?;
+                    self.run_with(CustomPattern::Scalar, cfg, h, stream)?;
+                    self.run_with(CustomPattern::Pack, cfg, rest, stream)
+                }
+            },
+        }
     }
 }

@@ -95,18 +95,12 @@ fn handles_check_the_manifest_and_the_operands() {
     assert_eq!(gpu.plan(odd, &stream, &Opts::auto().pdl(Pdl::On)).unwrap().kernel, "silu_f32");
     let e = silu.run(&a, out.slice_mut(..60).unwrap(), [0.0; 2], &stream).unwrap_err();
     assert!(matches!(e, Error::UnaryLengthMismatch { a: 64, out: 60, .. }), "{e:?}");
-    let cfg = gpukern::LaunchShape::default();
-    let e = silu
-        .run_with(
-            gpukern::CustomPattern::Pack,
-            cfg,
-            a.slice(1..).unwrap(),
-            out.slice_mut(1..).unwrap(),
-            [0.0; 2],
-            &stream,
-        )
-        .unwrap_err();
+    let pack = Opts::auto().pattern(gpukern::OpPattern::Pack);
+    let e = silu.run_opts(a.slice(1..).unwrap(), out.slice_mut(1..).unwrap(), [0.0; 2], &stream, &pack).unwrap_err();
     assert!(matches!(e, Error::Misaligned { operand: "a", .. }), "{e:?}");
+    let sm90 = Opts::auto().pattern(gpukern::OpPattern::PackSm90);
+    let e = silu.run_opts(&a, &mut out, [0.0; 2], &stream, &sm90).unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "a user operation has no PackSm90 kernel: {e:?}");
     let other = Gpu::new(0).unwrap();
     let e = silu.run(&a, &mut out, [0.0; 2], &other.stream().unwrap()).unwrap_err();
     assert!(matches!(e, Error::ForeignHandle { what: "stream", .. }), "{e:?}");

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use custom_kernels_app::load;
-use gpukern::{CustomPattern, Error, Gpu, LaunchShape, Result};
+use gpukern::{Error, Gpu, LaunchShape, OpPattern, Opts, Result};
 
 /// `r`'s value, `None` for a refusal by the reset; any other error fails.
 fn ok_or_reset<T>(what: &str, r: Result<T>) -> Option<T> {
@@ -46,8 +46,8 @@ fn custom_ops_racing_a_reset_are_done_or_refused() {
                     let silu = ok_or_reset("Module::unary", module.unary::<f32>("silu"))?;
                     let relu = ok_or_reset("Module::binary", module.binary::<f32>("relu_axpy"))?;
                     ok_or_reset("run", silu.run(&a, &mut out, [0.0; 2], &stream))?;
-                    let (pattern, cfg) = (CustomPattern::Pack, LaunchShape::default());
-                    ok_or_reset("run_with", silu.run_with(pattern, cfg, &a, &mut out, [0.0; 2], &stream))?;
+                    let pack = Opts::auto().pattern(OpPattern::Pack).shape(LaunchShape::default());
+                    ok_or_reset("run_opts", silu.run_opts(&a, &mut out, [0.0; 2], &stream, &pack))?;
                     ok_or_reset("binary run", relu.run(&a, &b, &mut out, [1.0, 1.0], &stream))?;
                     let mut p = ok_or_reset("alloc_pinned", gpukern::PinnedVec::<f32>::new(&gpu, n))?;
                     ok_or_reset("copy_to_host", p.copy_from(&out, &stream))?;
