@@ -73,6 +73,17 @@ pub fn kernel_names() -> Vec<&'static str> {
 }
 
 /// A handle to one GPU with the kernels loaded. Cheap to clone; `Send + Sync`.
+///
+/// ```no_run
+/// use gpukern::{BinaryOp, Gpu};
+/// let gpu = Gpu::new(0)?; // opens the device, resolves every kernel
+/// let s = gpu.stream()?;
+/// let (a, b) = (gpu.upload(&[1.0f32, 2.0])?, gpu.upload(&[3.0f32, 4.0])?);
+/// let mut c = gpu.alloc::<f32>(2)?;
+/// gpu.binary(BinaryOp::Add, &a, &b, &mut c, &s)?; // queued on `s`
+/// assert_eq!(c.to_vec()?, [4.0, 6.0]); // waits for the work that writes `c`
+/// # Ok::<(), gpukern::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Gpu {
     pub(crate) shared: Arc<Shared>,
@@ -279,6 +290,21 @@ impl Gpu {
 }
 
 /// A CUDA stream: work on it runs in order, asynchronously to the host.
+/// Buffers used on several streams are ordered for you: a call waits for
+/// the other streams' earlier writes of what it reads and uses of what it
+/// writes.
+///
+/// ```no_run
+/// use gpukern::{Gpu, Pdl, UnaryOp};
+/// let gpu = Gpu::new(0)?;
+/// let (s1, s2) = (gpu.stream()?, gpu.stream_with(Pdl::Off)?);
+/// let a = gpu.upload(&vec![1.0f32; 1 << 20])?;
+/// let (mut b, mut c) = (gpu.alloc::<f32>(1 << 20)?, gpu.alloc::<f32>(1 << 20)?);
+/// gpu.unary(UnaryOp::Neg, &a, &mut b, &s1)?;
+/// gpu.unary(UnaryOp::Abs, &b, &mut c, &s2)?; // waits for s1's write of `b`
+/// s2.synchronize()?;
+/// # Ok::<(), gpukern::Error>(())
+/// ```
 pub struct Stream {
     /// Shared with the trackers of the buffers it used (`raw/order.rs`),
     /// which record its event when another stream must wait for it.
