@@ -13,7 +13,7 @@ use gpukern_device::lanes::{Op, F32};
 use kernels_gpu::ops::UnaryOp;
 use kernels_gpu::Dtype;
 
-use super::ReferenceOps;
+use super::rounding::ReferenceOps;
 
 /// The f64 function of an activation.
 fn f64_function(op: UnaryOp) -> fn(f64) -> f64 {

@@ -21,7 +21,9 @@ mod glu;
 pub use glu::{glu, glu_one, glu_split};
 pub mod norms;
 mod ops;
-pub use ops::{axpby_one, binary_one, map, unary_one, ReferenceOps};
+mod rounding;
+pub use ops::{axpby_one, binary_one, map, unary_one};
+pub use rounding::ReferenceOps;
 
 /// Rounds `x` to a binary format with `man` explicit mantissa bits and minimum
 /// normal exponent `emin` (maximum exponent `1 - emin`), ties to even. Returns the
