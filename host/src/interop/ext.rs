@@ -105,7 +105,7 @@ pub trait CudarcExt: sealed::Sealed {
     ) -> Result<()>;
 
     /// [`Gpu::norm`] on cudarc buffers, queued on a cudarc stream: no copy and
-    /// no synchronisation. The operands are a [`Norm`] of cudarc buffers
+    /// no synchronisation. The operands are a [`Norm`](crate::Norm) of cudarc buffers
     /// (`CudaSlice`, `CudaView`, `CudaViewMut`; [`CudarcNorm`](crate::CudarcNorm)):
     /// `Norm::rms(&weight, eps)`, `Norm::add_rms(&residual, &mut h, &weight,
     /// eps)`, …. The stream and
