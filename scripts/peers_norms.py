@@ -67,6 +67,16 @@ def _add_rms_plain(x, r, w, b):
     return h, F.rms_norm(h, (h.shape[-1],), w, RMS_EPS)
 
 
+def _add_layer_eager(x, r, w, b, h, y):
+    torch.add(x, r, out=h)
+    return h, F.layer_norm(h, (h.shape[-1],), w, b, LN_EPS)
+
+
+def _add_layer_plain(x, r, w, b):
+    h = x + r
+    return h, F.layer_norm(h, (h.shape[-1],), w, b, LN_EPS)
+
+
 # Eager calls: f(x, r, w, b, h, y) -> the outputs (add_rms_norm: h, y), written
 # into h and y where torch takes out=.
 EAGER = {
@@ -75,6 +85,7 @@ EAGER = {
     "softmax": lambda x, r, w, b, h, y: (torch.softmax(x, -1, out=y),),
     "log_softmax": lambda x, r, w, b, h, y: (torch.log_softmax(x, -1, out=y),),
     "add_rms_norm": _add_rms_eager,
+    "add_layer_norm": _add_layer_eager,
 }
 # The same ops as plain functions, what torch.compile is given.
 PLAIN = {
@@ -83,9 +94,10 @@ PLAIN = {
     "softmax": lambda x, r, w, b: torch.softmax(x, -1),
     "log_softmax": lambda x, r, w, b: torch.log_softmax(x, -1),
     "add_rms_norm": _add_rms_plain,
+    "add_layer_norm": _add_layer_plain,
 }
 # How many rows x cols tensors each op reads (and writes): bytes = 2 * this * rows * cols * size.
-STREAMS = {"rms_norm": 1, "layer_norm": 1, "softmax": 1, "log_softmax": 1, "add_rms_norm": 2}
+STREAMS = {"rms_norm": 1, "layer_norm": 1, "softmax": 1, "log_softmax": 1, "add_rms_norm": 2, "add_layer_norm": 2}
 
 
 def norms_rows(dtypes, shapes, dev, l2, clock_khz, compile=True):
@@ -256,9 +268,11 @@ def _reference(op, x, r, w, b):
         h = x + r if op == "add_rms_norm" else x
         y = h * torch.rsqrt((h * h).mean(-1, keepdim=True) + RMS_EPS) * w
         return (h, y) if op == "add_rms_norm" else (y,)
-    if op == "layer_norm":
-        c = x - x.mean(-1, keepdim=True)
-        return (c * torch.rsqrt((c * c).mean(-1, keepdim=True) + LN_EPS) * w + b,)
+    if op in ("layer_norm", "add_layer_norm"):
+        h = x + r if op == "add_layer_norm" else x
+        c = h - h.mean(-1, keepdim=True)
+        y = c * torch.rsqrt((c * c).mean(-1, keepdim=True) + LN_EPS) * w + b
+        return (h, y) if op == "add_layer_norm" else (y,)
     z = x - x.amax(-1, keepdim=True)
     e = torch.exp(z)
     s = e.sum(-1, keepdim=True)

@@ -165,7 +165,7 @@ impl RowNorm {
             let dev = &inputs[0].0.device;
             let stream = dev.cuda_stream();
             let (n, cols, extent) = (x.rows * x.cols, x.cols, x.extent());
-            let outputs = if m.op == NormOp::AddRms { 2 } else { 1 };
+            let outputs = if crate::norms::residual_op_of(m.op) { 2 } else { 1 };
             // SAFETY: the kernel below writes all `outputs · n` elements before
             // anything reads them (queued on the same stream); on an error the
             // buffer is dropped unread.
@@ -181,6 +181,13 @@ impl RowNorm {
                         let (r, w) = (input(1, extent)?, input(2, cols)?);
                         let (mut h, mut y) = out.split_at_mut(n);
                         let op: CudarcNorm<'_, T> = Norm::add_rms(&r, &mut h, &w, m.eps);
+                        gpu.norm_cudarc(op, &xv, &mut y, rows, opts, &stream)
+                    }
+                    NormOp::AddLayer => {
+                        let (r, wb) = (input(1, extent)?, input(2, 2 * cols)?);
+                        let (w, b) = (wb.slice(..cols), wb.slice(cols..));
+                        let (mut h, mut y) = out.split_at_mut(n);
+                        let op: CudarcNorm<'_, T> = Norm::add_layer(&r, &mut h, &w, &b, m.eps);
                         gpu.norm_cudarc(op, &xv, &mut y, rows, opts, &stream)
                     }
                     NormOp::Rms => {

@@ -1,7 +1,8 @@
 //! The norms and softmax along the last dimension as candle ops: [`RowNorm`]
 //! is a `CustomOp1` (softmax, log-softmax), `CustomOp2` (RMSNorm with its
 //! weight) and `CustomOp3` (LayerNorm with weight and bias; the fused
-//! residual add with the residual and the weight).
+//! residual adds with the residual and the weight, or for `add_layer_norm`
+//! the weight and bias stacked as one `[2, cols]` tensor).
 //!
 //! Layouts: the input's last dimension is the row, with stride 1; the other
 //! dimensions must fold into one row stride (a contiguous tensor at any
@@ -37,13 +38,18 @@ pub struct RowNorm {
     pub eps: f32,
 }
 
+/// Whether the operation adds a residual first and returns `(h, y)`.
+pub(crate) fn residual_op_of(op: NormOp) -> bool {
+    matches!(op, NormOp::AddRms | NormOp::AddLayer)
+}
+
 impl RowNorm {
     /// How many inputs the operation takes (x first).
     fn arity(self) -> usize {
         match self.op {
             NormOp::Softmax | NormOp::LogSoftmax => 1,
             NormOp::Rms => 2,
-            NormOp::Layer | NormOp::AddRms => 3,
+            NormOp::Layer | NormOp::AddRms | NormOp::AddLayer => 3,
         }
     }
 
@@ -61,7 +67,7 @@ impl RowNorm {
         let x = check::rows(name, "the input", operands[0].1)?;
         let mut starts = Vec::new();
         for (i, (_, l)) in operands.iter().enumerate().skip(1) {
-            if self.op == NormOp::AddRms && i == 1 {
+            if residual_op_of(self.op) && i == 1 {
                 let r = check::rows(name, "the residual", l)?;
                 if l.dims() != operands[0].1.dims() || r.pitch != x.pitch {
                     return Err(check::layout_err(
@@ -71,13 +77,21 @@ impl RowNorm {
                     ));
                 }
                 starts.push(r.start);
+            } else if self.op == NormOp::AddLayer {
+                // Weight then bias, one dense [2, cols] tensor (candle has no
+                // four-input op).
+                let wb = check::vector(name, "weight and bias stacked ([2, cols])", l, 2 * x.cols)?;
+                if l.dims() != [2, x.cols] {
+                    return Err(check::layout_err(name, "weight and bias stacked (it must be [2, cols])", l));
+                }
+                starts.push(wb);
             } else {
                 let what = if self.op == NormOp::Layer && i == 2 { "the bias" } else { "the weight" };
                 starts.push(check::vector(name, what, l, x.cols)?);
             }
         }
         let shape = operands[0].1.shape().clone();
-        let shape = if self.op == NormOp::AddRms { Shape::from([&[2], shape.dims()].concat()) } else { shape };
+        let shape = if residual_op_of(self.op) { Shape::from([&[2], shape.dims()].concat()) } else { shape };
         Ok((x, starts, shape))
     }
 
@@ -103,6 +117,10 @@ impl RowNorm {
                 NormOp::Rms => Norm::rms(from(1, cols)?, m.eps),
                 NormOp::AddRms => Norm::add_rms(from(1, extent)?, (), from(2, cols)?, m.eps),
                 NormOp::Layer => Norm::layer(from(1, cols)?, from(2, cols)?, m.eps),
+                NormOp::AddLayer => {
+                    let (w, b) = from(2, 2 * cols)?.split_at(cols);
+                    Norm::add_layer(from(1, extent)?, (), w, b, m.eps)
+                }
                 NormOp::Softmax => Norm::Softmax,
                 NormOp::LogSoftmax => Norm::LogSoftmax,
             };

@@ -36,6 +36,7 @@ fn gpu_plan<T: Element>(gpu: &gpukern::Gpu, op: NormOp, cols: usize) -> NormPlan
         NormOp::Rms => Norm::rms(w, eps),
         NormOp::AddRms => Norm::add_rms(v.view(), h.view_mut(), w, eps),
         NormOp::Layer => Norm::layer(w, v.view(), eps),
+        NormOp::AddLayer => Norm::add_layer(v.view(), h.view_mut(), w, v.view(), eps),
         NormOp::Softmax => Norm::Softmax,
         NormOp::LogSoftmax => Norm::LogSoftmax,
     };
@@ -77,6 +78,7 @@ fn same_bits_as_the_cpu<T: WithDType + Element>(dev: &Device) {
                         NormOp::Rms => Norm::rms(&hw, 1e-5),
                         NormOp::AddRms => Norm::add_rms(&hr, (), &hw, 1e-5),
                         NormOp::Layer => Norm::layer(&hw, &hb, 1e-5),
+                        NormOp::AddLayer => Norm::add_layer(&hr, (), &hw, &hb, 1e-5),
                         NormOp::Softmax => Norm::Softmax,
                         NormOp::LogSoftmax => Norm::LogSoftmax,
                     };

@@ -23,6 +23,7 @@ fn reference<T: Element>(op: NormOp, x: &[T], r: &[T], w: &[T], b: &[T], rows: u
         NormOp::Rms => Norm::rms(w, eps),
         NormOp::AddRms => Norm::add_rms(r, (), w, eps),
         NormOp::Layer => Norm::layer(w, b, eps),
+        NormOp::AddLayer => Norm::add_layer(r, (), w, b, eps),
         NormOp::Softmax => Norm::Softmax,
         NormOp::LogSoftmax => Norm::LogSoftmax,
     };

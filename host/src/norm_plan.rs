@@ -18,6 +18,8 @@ pub enum NormOp {
     AddRms,
     /// [`crate::Norm::Layer`].
     Layer,
+    /// [`crate::Norm::AddLayer`].
+    AddLayer,
     /// [`crate::Norm::Softmax`].
     Softmax,
     /// [`crate::Norm::LogSoftmax`].
@@ -26,13 +28,15 @@ pub enum NormOp {
 
 impl NormOp {
     /// Every operation.
-    pub const ALL: [NormOp; 5] = [NormOp::Rms, NormOp::AddRms, NormOp::Layer, NormOp::Softmax, NormOp::LogSoftmax];
+    pub const ALL: [NormOp; 6] =
+        [NormOp::Rms, NormOp::AddRms, NormOp::Layer, NormOp::AddLayer, NormOp::Softmax, NormOp::LogSoftmax];
     /// Name as in the report (`rms_norm`, `add_rms_norm`, …).
     pub const fn name(self) -> &'static str {
         match self {
             NormOp::Rms => "rms_norm",
             NormOp::AddRms => "add_rms_norm",
             NormOp::Layer => "layer_norm",
+            NormOp::AddLayer => "add_layer_norm",
             NormOp::Softmax => "softmax",
             NormOp::LogSoftmax => "log_softmax",
         }
@@ -43,6 +47,7 @@ impl NormOp {
             NormOp::Rms => (Family::Rms, false),
             NormOp::AddRms => (Family::Rms, true),
             NormOp::Layer => (Family::Layer, false),
+            NormOp::AddLayer => (Family::Layer, true),
             NormOp::Softmax => (Family::Softmax, false),
             NormOp::LogSoftmax => (Family::Softmax, true),
         }

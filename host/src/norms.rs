@@ -34,7 +34,7 @@ use crate::raw::{self, NormIo, NormSpans};
 /// A norm: the operation and its operands beside `x` and `y`, one type for
 /// every path, generic in how an operand is held: `R` an operand it reads
 /// (weight, bias, residual), `W` the one it writes (`h` of
-/// [`Norm::AddRms`]).
+/// [`Norm::AddRms`] and [`Norm::AddLayer`]).
 ///
 /// | path | `R` | `W` |
 /// |---|---|---|
@@ -77,6 +77,21 @@ pub enum Norm<R, W = R> {
         /// Added to the variance.
         eps: f32,
     },
+    /// `h = x + residual` (rounded to `T`), then `y = layer_norm(h)`: the
+    /// LayerNorm twin of [`Norm::AddRms`] (pre-norm transformer blocks with
+    /// LayerNorm). `residual` has the input layout, `h` the output layout.
+    AddLayer {
+        /// Added to `x`.
+        residual: R,
+        /// Receives `x + residual`.
+        h: W,
+        /// `cols` elements.
+        weight: R,
+        /// `cols` elements.
+        bias: R,
+        /// Added to the variance.
+        eps: f32,
+    },
     /// `y = exp(x - max) / Σ exp(x - max)`.
     Softmax,
     /// `y = (x - max) - log Σ exp(x - max)`.
@@ -109,12 +124,18 @@ impl<R, W> Norm<R, W> {
         Norm::Layer { weight, bias, eps }
     }
 
+    /// [`Norm::AddLayer`]: `h` receives `x + residual`.
+    pub fn add_layer(residual: R, h: W, weight: R, bias: R, eps: f32) -> Self {
+        Norm::AddLayer { residual, h, weight, bias, eps }
+    }
+
     /// The operation's name.
     pub fn op(&self) -> NormOp {
         match self {
             Norm::Rms { .. } => NormOp::Rms,
             Norm::AddRms { .. } => NormOp::AddRms,
             Norm::Layer { .. } => NormOp::Layer,
+            Norm::AddLayer { .. } => NormOp::AddLayer,
             Norm::Softmax => NormOp::Softmax,
             Norm::LogSoftmax => NormOp::LogSoftmax,
         }
@@ -126,6 +147,7 @@ impl<R, W> Norm<R, W> {
             Norm::Rms { weight, eps } => Norm::Rms { weight, eps: *eps },
             Norm::AddRms { residual, h, weight, eps } => Norm::AddRms { residual, h, weight, eps: *eps },
             Norm::Layer { weight, bias, eps } => Norm::Layer { weight, bias, eps: *eps },
+            Norm::AddLayer { residual, h, weight, bias, eps } => Norm::AddLayer { residual, h, weight, bias, eps: *eps },
             Norm::Softmax => Norm::Softmax,
             Norm::LogSoftmax => Norm::LogSoftmax,
         }
@@ -155,6 +177,11 @@ impl<R, W> Norm<R, W> {
                 Norm::AddRms { residual, weight: read(weight)?, h: write(h)?, eps }
             }
             Norm::Layer { weight, bias, eps } => Norm::Layer { weight: read(weight)?, bias: read(bias)?, eps },
+            Norm::AddLayer { residual, h, weight, bias, eps } => {
+                let residual = read(residual)?;
+                let (weight, bias) = (read(weight)?, read(bias)?);
+                Norm::AddLayer { residual, weight, bias, h: write(h)?, eps }
+            }
             Norm::Softmax => Norm::Softmax,
             Norm::LogSoftmax => Norm::LogSoftmax,
         })
@@ -170,6 +197,10 @@ impl<R, W> Norm<R, W> {
                 NormParts { weight: Some(weight), residual: Some(residual), h: Some(h), eps, ..p }
             }
             Norm::Layer { weight, bias, eps } => NormParts { weight: Some(weight), bias: Some(bias), eps, ..p },
+            Norm::AddLayer { residual, h, weight, bias, eps } => {
+                let (weight, bias, residual, h) = (Some(weight), Some(bias), Some(residual), Some(h));
+                NormParts { weight, bias, residual, h, eps, ..p }
+            }
             Norm::Softmax | Norm::LogSoftmax => p,
         }
     }

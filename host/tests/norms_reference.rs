@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 fn bound(op: NormOp, dtype: Dtype) -> f64 {
     let (f32b, narrow) = match op {
         NormOp::Rms | NormOp::AddRms => (8.0, 0.6),
-        NormOp::Layer => (16.0, 0.6),
+        NormOp::Layer | NormOp::AddLayer => (16.0, 0.6),
         NormOp::Softmax => (8.0, 0.6),
         NormOp::LogSoftmax => (2.0, 0.6),
     };
@@ -32,7 +32,7 @@ fn bound(op: NormOp, dtype: Dtype) -> f64 {
 /// from cancellation.
 fn floor(op: NormOp) -> f64 {
     match op {
-        NormOp::Layer | NormOp::LogSoftmax => 1.0,
+        NormOp::Layer | NormOp::AddLayer | NormOp::LogSoftmax => 1.0,
         _ => 0.0,
     }
 }
@@ -54,6 +54,7 @@ fn max_error<T: Element>(op: NormOp, rows: usize, cols: usize, scale: f32, seed:
         NormOp::Rms => Norm::rms(&w, 1e-6),
         NormOp::AddRms => Norm::add_rms(&r, (), &w, 1e-6),
         NormOp::Layer => Norm::layer(&w, &b, 1e-6),
+        NormOp::AddLayer => Norm::add_layer(&r, (), &w, &b, 1e-6),
         NormOp::Softmax => Norm::Softmax,
         NormOp::LogSoftmax => Norm::LogSoftmax,
     };

@@ -50,8 +50,17 @@ pub const NORM_KS: [u32; 4] = [1, 2, 4, 8];
 pub const FLAG_WARP: u32 = 1;
 /// Flag: 128-bit accesses (every operand and pitch 16-byte aligned).
 pub const FLAG_VEC: u32 = 2;
-/// Flag: the family's variant: `add_rms_norm`'s residual, or `log_softmax`.
+/// Flag: the family's variant: the residual of `add_rms_norm` and
+/// `add_layer_norm` ([`has_residual`]), or `log_softmax`.
 pub const FLAG_ALT: u32 = 4;
+
+/// Whether a launch of `fam` with `flags` adds a residual first (`h = x +
+/// residual`, rounded, then the norm of `h`): the variant of the two
+/// normalisations; softmax's variant is the log.
+#[inline(always)]
+pub const fn has_residual(fam: Family, flags: u32) -> bool {
+    flags & FLAG_ALT != 0 && !matches!(fam, Family::Softmax)
+}
 /// Mode: statistics and output in one launch (the row in one group).
 pub const MODE_FULL: u32 = 0;
 /// Mode: first pass of a split row: each segment's statistics into `part`

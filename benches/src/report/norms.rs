@@ -94,6 +94,7 @@ fn verify<T: Element>(op: NormOp, bufs: &Bufs<T>, rows: Rows, plan: gpukern::Nor
         NormOp::Rms => Norm::rms(w, 1e-6),
         NormOp::AddRms => Norm::add_rms(r, (), w, 1e-6),
         NormOp::Layer => Norm::layer(w, b, 1e-5),
+        NormOp::AddLayer => Norm::add_layer(r, (), w, b, 1e-5),
         NormOp::Softmax => Norm::Softmax,
         NormOp::LogSoftmax => Norm::LogSoftmax,
     };
@@ -151,7 +152,7 @@ fn measure_dtype<T: Element>(gpu: &Gpu, s: &Stream, out: &mut Vec<NormRow>) -> g
             s.synchronize()?;
             let verified = if n <= VERIFY_MAX { Some(verify(op, &all[0], rows, plan).unwrap_or(false)) } else { None };
             let ms = time_op(gpu, s, reps, 3, |s| run(gpu, op, &mut all[next()], rows, s).map(|_| ()))?;
-            let arrays = if op == NormOp::AddRms { 4 } else { 2 };
+            let arrays = if matches!(op, NormOp::AddRms | NormOp::AddLayer) { 4 } else { 2 };
             let g = gbps(arrays * n as u64 * size, ms);
             let chain = if n <= SMALL { Some(super::norms_run::chain16(gpu, op, &mut all[0], rows, s)?) } else { None };
             // The pipelined plan's twin, as `auto` chose before the pipeline.

@@ -58,6 +58,7 @@ pub(super) fn run_with<T: Element>(
         NormOp::Rms => Norm::rms(w, 1e-6),
         NormOp::AddRms => Norm::add_rms(bufs.r.view(), bufs.h.view_mut(), w, 1e-6),
         NormOp::Layer => Norm::layer(w, b, 1e-5),
+        NormOp::AddLayer => Norm::add_layer(bufs.r.view(), bufs.h.view_mut(), w, b, 1e-5),
         NormOp::Softmax => Norm::Softmax,
         NormOp::LogSoftmax => Norm::LogSoftmax,
     };
@@ -104,6 +105,7 @@ pub(super) fn chain16<T: Element>(
         NormOp::Rms => Norm::rms(w, 1e-6),
         NormOp::AddRms => Norm::add_rms(r, h, w, 1e-6),
         NormOp::Layer => Norm::layer(w, b, 1e-5),
+        NormOp::AddLayer => Norm::add_layer(r, h, w, b, 1e-5),
         NormOp::Softmax => Norm::Softmax,
         NormOp::LogSoftmax => Norm::LogSoftmax,
     };

@@ -93,7 +93,7 @@ pub fn rows_on<T: WithDType>(device: &Device, case: RowCase, rows: usize, cols: 
     (t, host)
 }
 
-/// `op` by the crate's plain functions: `(h, y)` (`h` for `add_rms_norm` only).
+/// `op` by the crate's plain functions: `(h, y)` (`h` for the residual adds only).
 pub fn run_norm(
     op: gpukern::NormOp,
     x: &Tensor,
@@ -110,6 +110,10 @@ pub fn run_norm(
             (Some(h), y)
         }
         N::Layer => (None, gc::layer_norm(x, w, b, eps)?),
+        N::AddLayer => {
+            let (h, y) = gc::add_layer_norm(x, r, w, b, eps)?;
+            (Some(h), y)
+        }
         N::Softmax => (None, gc::softmax_last_dim(x)?),
         N::LogSoftmax => (None, gc::log_softmax_last_dim(x)?),
     })

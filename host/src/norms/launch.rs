@@ -126,6 +126,8 @@ impl Gpu {
         let name = op.name();
         let (given, scalar) = norm_settings(op, opts)?;
         let (family, alt) = op.family();
+        // The ring holds the residual's rows too where the kernel reads one.
+        let residual = kernels_gpu::norms::has_residual(family, if alt { FLAG_ALT } else { 0 });
         let kernel_of = |p: NormPlan| self.norm_kernel_name(family, T::DTYPE, p);
         // A plan whose kernel cannot be asked is not chosen (the explicit
         // check below reports why).
@@ -149,7 +151,7 @@ impl Gpu {
         // copies need 16-byte rows) and a ring of at least one slot.
         let pipe_fits = |p: NormPlan| {
             let r = p.order(T::DTYPE, rows.cols);
-            let fits = || self.norm_pipe_room(kernel_of(p)?, p, lanes, rows.cols, alt);
+            let fits = || self.norm_pipe_room(kernel_of(p)?, p, lanes, rows.cols, residual);
             p.strategy.pipelined() != Some(p.strategy) || (vec && r.seg as usize >= rows.cols && fits().is_some())
         };
         // The automatic choice pipelines only where the plan it twins keeps
@@ -203,7 +205,7 @@ impl Gpu {
         let groups = (rows.rows as u32).div_ceil(if warp { plan.block / 32 } else { 1 });
         // The pipelined plan's persistent grid and ring (checked above).
         let pipelined = plan.strategy.pipelined() == Some(plan.strategy);
-        let room = if pipelined { self.norm_pipe_room(kernel, plan, lanes, rows.cols, alt) } else { None };
+        let room = if pipelined { self.norm_pipe_room(kernel, plan, lanes, rows.cols, residual) } else { None };
         let (grid_x, shared_bytes) = match room {
             Some(room) => ((room.blocks_per_sm * self.info().sm_count).clamp(1, groups), room.shared_bytes),
             None => (groups, 0),

@@ -111,7 +111,7 @@ pub(crate) fn check_norm(l: &NormLaunch, family: kernels_gpu::norms::Family, io:
     let alt = l.flags & FLAG_ALT != 0;
     let needs = match family {
         Family::Rms => io.w.is_some() && (!alt || (io.r.is_some() && io.h.is_some())),
-        Family::Layer => io.w.is_some() && io.b.is_some(),
+        Family::Layer => io.w.is_some() && io.b.is_some() && (!alt || (io.r.is_some() && io.h.is_some())),
         Family::Softmax => true,
     };
     if !needs {

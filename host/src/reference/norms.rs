@@ -178,7 +178,7 @@ pub fn norm_f64<T: Element>(op: Norm<&[T], ()>, x: &[T], rows: Rows) -> Vec<f64>
         for (c, e) in v.iter().enumerate() {
             out.push(match op.op() {
                 NormOp::Rms | NormOp::AddRms => e / (ms + eps).sqrt() * w(c),
-                NormOp::Layer => (e - mean) / (var + eps).sqrt() * w(c) + b(c),
+                NormOp::Layer | NormOp::AddLayer => (e - mean) / (var + eps).sqrt() * w(c) + b(c),
                 NormOp::Softmax => (e - max).exp() / z,
                 NormOp::LogSoftmax => (e - max) - z.ln(),
             });

@@ -21,7 +21,7 @@ use gpukern_device::thread;
 
 use super::device::{each_lane, lane_bits, load_chunk, unroll, Args};
 use super::row::{finish, residual, Place};
-use super::{pipe_slot_bytes, Family, FLAG_ALT, FLAG_WARP};
+use super::{has_residual, pipe_slot_bytes, Family, FLAG_WARP};
 
 /// The pipelined walk of one block (see the module docs).
 ///
@@ -37,7 +37,7 @@ pub(super) unsafe fn norm_pipe<E: Elem, const K: usize>(fam: Family, a: Args<E::
     let (bdim, _) = thread::block_dim_xy();
     let (gx, _) = thread::grid_dim_xy();
     let warp_mode = a.flags & FLAG_WARP != 0;
-    let residual_in = fam == Family::Rms && a.flags & FLAG_ALT != 0;
+    let residual_in = has_residual(fam, a.flags);
     let rpg = if warp_mode { bdim / 32 } else { 1 };
     let groups = a.rows.div_ceil(rpg);
     let count = if bx < groups { (groups - bx).div_ceil(gx) } else { 0 };

@@ -10,7 +10,7 @@ use gpukern_device::lanes::Elem;
 use super::cluster::{cluster_sync, exchange};
 use super::device::{add, each_lane, fold, load_chunk, reduce, store_chunk, unroll, Args};
 use super::order::{self, max_det, softmax_shift, softmax_term, sq_step};
-use super::{Family, FLAG_ALT, FLAG_VEC, MODE_APPLY, MODE_FULL, MODE_MASK, MODE_STATS, PART_WORDS};
+use super::{has_residual, Family, FLAG_ALT, FLAG_VEC, MODE_APPLY, MODE_FULL, MODE_MASK, MODE_STATS, PART_WORDS};
 
 /// Where a thread's work lies: its group (`g` threads, `t` its index in it),
 /// the row, the segment `s` of `segs`, the segment's elements `start..end`.
@@ -85,7 +85,7 @@ pub(super) unsafe fn load_global<E: Elem, const K: usize>(
     v: &mut [[f32; 8]; K],
 ) {
     let vec = a.flags & FLAG_VEC != 0;
-    let with_residual = fam == Family::Rms && a.flags & FLAG_ALT != 0;
+    let with_residual = has_residual(fam, a.flags);
     let (xrow, rrow) = (p.base(a.x, a.xp), p.base(a.r, a.xp));
     unroll::<K>(
         #[inline(always)]
