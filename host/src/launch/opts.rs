@@ -13,17 +13,18 @@ use crate::norm_plan::NormPlan;
 
 /// How one call launches: the one options value of the element-wise calls
 /// (`*_opts`: [`crate::Gpu::binary_opts`], [`crate::Gpu::glu_opts`], …,
-/// [`crate::Gpu::plan`]) and of the norms ([`crate::Gpu::norm`],
-/// [`crate::GraphBuilder::norm`], `Gpu::norm_cudarc`). [`Opts::default`]
+/// [`crate::Gpu::plan`]), of user operations
+/// ([`crate::CustomUnary::run_opts`]) and of the norms ([`crate::Gpu::norm`],
+/// [`crate::GraphBuilder::norm`], `CudarcExt::norm_cudarc`). [`Opts::default`]
 /// (= [`Opts::auto`]) is the automatic choice, which the plain calls use.
 /// Built by chaining: `Opts::auto().pattern(OpPattern::Scalar)`,
 /// `Opts::auto().norm_plan(plan).pdl(Pdl::On)`.
 ///
 /// How each field acts on each kind of call:
 ///
-/// | field | element-wise call | norm |
+/// | field | element-wise call (a user operation alike) | norm |
 /// |---|---|---|
-/// | `pattern` | that kernel, launched plainly (no PDL twin) | `Scalar`: element accesses where 128-bit ones are possible (same bits, PDL decided as usual); `Pack` or `PackSm90`: an error |
+/// | `pattern` | that kernel, launched plainly (no PDL twin); a user operation has `Scalar` and `Pack` only | `Scalar`: element accesses where 128-bit ones are possible (same bits, PDL decided as usual); `Pack` or `PackSm90`: an error |
 /// | `shape` | that block and grid cap, launched plainly (no PDL twin) | an error (a norm's launch is its plan) |
 /// | `pdl` | the PDL setting, used by the automatic choice only | the PDL setting, with or without `norm_plan` ([`NormPlan::uses_pdl`]) |
 /// | `norm_plan` | ignored | that plan in place of the automatic one |
