@@ -8,7 +8,8 @@
 //!   example's workspace (`examples/custom-kernels`).
 //! * `ci`: what CI runs: fmt, clippy, the docs of the four library crates
 //!   (`cargo doc --no-deps`, warnings denied), `build-ptx --check`, `test`
-//!   (the book's chapters are doctests, so it compiles them), then a
+//!   (the book's chapters are doctests, so it compiles them), the norms'
+//!   error bounds on rows up to 2^24 (`norms_bounds`' ignored test, release), then a
 //!   kernel crate built with gpukern-build under an empty `CARGO_HOME` (a fresh
 //!   machine), the worked example built and tested on stable Rust, every
 //!   fuzz target for 60 s, and `gpukern-candle` built with candle's `cuda`
@@ -205,6 +206,7 @@ fn ci() -> Res {
     step("rustdoc of the library crates, warnings denied", docs)?;
     build_ptx(true)?;
     test(&[])?;
+    step("the norms' error bounds on the longest rows (release)", norms_long_rows)?;
     step("kernel build under an empty CARGO_HOME", fresh_cargo_home)?;
     step("the example on stable Rust", stable_example)?;
     step("fuzz targets, 60 s each", || fuzz::fuzz(60, &[]))?;
@@ -231,6 +233,14 @@ fn docs() -> Res {
         c.args(["-p", p]);
     }
     c.env("RUSTDOCFLAGS", "-D warnings");
+    run(c)
+}
+
+/// The norms' error bounds on rows up to `MAX_COLS`: `host/tests/norms_bounds.rs`'s
+/// ignored test, in release (minutes; seconds-long rows in debug would take an hour).
+fn norms_long_rows() -> Res {
+    let mut c = cargo();
+    c.args(["test", "--release", "-p", "gpukern", "--test", "norms_bounds", "--", "--ignored"]);
     run(c)
 }
 
