@@ -241,24 +241,22 @@ pub fn measure_dtype(plans: &[NormPlan], dtype: Dtype, case: Case) -> Vec<Worst>
     }
 }
 
-/// Whether `op` is measured in `r` on rows of `cols`: ±4 always; ±100 up
-/// to 2^22 elements; the offset range for layer_norm (its hard case, at
-/// every length) and softmax (up to 2^22).
-pub fn measured(op: NormOp, r: Range, cols: usize) -> bool {
-    let short = cols <= 1 << 22;
-    match RANGES.iter().position(|&q| q == r) {
-        Some(0) => true,
-        Some(1) => short,
-        _ => op == NormOp::Layer || (op == NormOp::Softmax && short),
-    }
+/// Whether `op` is measured in `r`: ±4 and ±100 always, the offset range
+/// for layer_norm (its hard case) and softmax.
+pub fn measured(op: NormOp, r: Range) -> bool {
+    r != RANGES[2] || matches!(op, NormOp::Layer | NormOp::Softmax)
 }
 
+/// The numbers of segments the maxima are printed for: at most 16 (whole
+/// rows and clusters: the automatic plans up to 2^18 elements of f32, 2^19
+/// of f16 and bf16), at most 1,024 (the automatic plans up to 2^24), more.
+pub const SEGS: [u32; 2] = [16, 1024];
+
 /// Measures `op` in every dtype and range, drawn both ways, over the
-/// `(rows, cols, seed)` shapes of `shapes(dtype)` ([`measured`] says in
-/// which ranges) with every plan of [`plans`], drawn on the grid only where
-/// `grid(cols)`; prints the maxima per dtype and range, for rows of at most
-/// 16 segments (every automatic plan up to 2^18 elements of f32, 2^19 of
-/// f16 and bf16) and of more, and returns the cases over their bound.
+/// `(rows, cols, seed)` shapes of `shapes(dtype)` (in the ranges
+/// [`measured`] gives) with every plan of [`plans`], drawn on the grid only where
+/// `grid(cols)`; prints the maxima per dtype and range and number of
+/// segments (see [`SEGS`]) and returns the cases over their bound.
 pub fn check(
     op: NormOp,
     shapes: impl Fn(Dtype) -> Vec<(usize, usize, u64)>,
@@ -267,14 +265,14 @@ pub fn check(
     let mut failures = Vec::new();
     for dtype in Dtype::ALL {
         for r in RANGES {
-            if !shapes(dtype).iter().any(|s| measured(op, r, s.1)) {
+            if !measured(op, r) {
                 continue;
             }
-            // [draw][at most 16 segments, more].
-            let mut w = [[Worst::default(); 2]; 2];
+            // [draw][segments: at most 16, 17 to 1,024, more].
+            let mut w = [[Worst::default(); 3]; 2];
             for (k, d) in [Draw::Grid, Draw::Full].into_iter().enumerate() {
                 for (rows, cols, seed) in shapes(dtype) {
-                    if !measured(op, r, cols) || (d == Draw::Grid && !grid(cols)) {
+                    if d == Draw::Grid && !grid(cols) {
                         continue;
                     }
                     let case = Case { op, rows, cols, range: r, draw: d, seed };
@@ -282,7 +280,7 @@ pub fn check(
                         if m.ratio > 1.0 {
                             failures.push(format!("{} {} {cols} in {r:?} {d:?}: {m:?}", op.name(), dtype.name()));
                         }
-                        w[k][usize::from(m.err_cond.segs > 16)].merge(m);
+                        w[k][SEGS.iter().position(|&n| m.err_cond.segs <= n).unwrap_or(2)].merge(m);
                     }
                 }
             }
@@ -292,19 +290,23 @@ pub fn check(
             });
             let cell = |c: usize| {
                 let (g, f) = (w[0][c], w[1][c]);
+                if g.err_cond.segs + f.err_cond.segs == 0 {
+                    return "-".to_string();
+                }
                 let segs = if g.err > f.err { g.err_cond.segs } else { f.err_cond.segs };
                 let kept = g.kept.max(f.kept);
                 let kept = if kept > 0.0 { format!(", kept x - max {kept:6.3}") } else { String::new() };
                 format!("grid {:7.3}, full {:7.3}{kept} ({segs:>4} segs)", g.err, f.err)
             };
             println!(
-                "max error {:>12} {:>4} in {:>4}..{:<4} <=16 segs: {}; split: {}; of bound {:.2}",
+                "max error {:>12} {:>4} in {:>4}..{:<4} <=16 segs: {}; <=1024: {}; more: {}; of bound {:.2}",
                 op.name(),
                 dtype.name(),
                 r.0,
                 r.1,
                 cell(0),
                 cell(1),
+                cell(2),
                 all.ratio,
             );
         }
