@@ -9,10 +9,10 @@
 //! * `ci`: what CI runs: fmt, clippy, the docs of the four library crates
 //!   (`cargo doc --no-deps`, warnings denied), `build-ptx --check`, `test`
 //!   (the book's chapters are doctests, so it compiles them), the norms'
-//!   error bounds on rows up to 2^24 (`norms_bounds`' ignored test, release), then a
-//!   kernel crate built with gpukern-build under an empty `CARGO_HOME` (a fresh
-//!   machine), the worked example built and tested on stable Rust, every
-//!   fuzz target for 60 s, and `gpukern-candle` built with candle's `cuda`
+//!   error bounds on rows up to 2^24 (`norms_bounds`' ignored tests, in
+//!   release), then a kernel crate built with gpukern-build under an empty
+//!   `CARGO_HOME` (a fresh machine), the worked example built and tested on
+//!   stable Rust, every fuzz target for 60 s, and `gpukern-candle` built with candle's `cuda`
 //!   feature (`candle-env`; off with `GPUKERN_CI_CANDLE_CUDA=0`).
 //! * `fuzz [--seconds N] [TARGET...]`: the cargo-fuzz targets of `fuzz/` (PTX
 //!   readers, typed-signature check, graph record checks), N seconds each.
@@ -237,7 +237,7 @@ fn docs() -> Res {
 }
 
 /// The norms' error bounds on rows up to `MAX_COLS`: `host/tests/norms_bounds.rs`'s
-/// ignored test, in release (minutes; seconds-long rows in debug would take an hour).
+/// ignored tests, in release (about 2 minutes on 2 cores; some 30 in debug).
 fn norms_long_rows() -> Res {
     let mut c = cargo();
     c.args(["test", "--release", "-p", "gpukern", "--test", "norms_bounds", "--", "--ignored"]);
