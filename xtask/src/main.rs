@@ -12,8 +12,9 @@
 //!   error bounds on rows up to 2^24 (`norms_bounds`' ignored tests, in
 //!   release), then a kernel crate built with gpukern-build under an empty
 //!   `CARGO_HOME` (a fresh machine), the worked example built and tested on
-//!   stable Rust, every fuzz target for 60 s, and `gpukern-candle` built with candle's `cuda`
-//!   feature (`candle-env`; off with `GPUKERN_CI_CANDLE_CUDA=0`).
+//!   stable Rust, every fuzz target for 60 s, and `gpukern-candle` built
+//!   with candle's `cuda` feature (`candle-env`; off with
+//!   `GPUKERN_CI_CANDLE_CUDA=0`).
 //! * `fuzz [--seconds N] [TARGET...]`: the cargo-fuzz targets of `fuzz/` (PTX
 //!   readers, typed-signature check, graph record checks), N seconds each.
 //! * `report [args]`: the main job, `cargo run --release --bin report -- [args]`.
