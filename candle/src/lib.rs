@@ -147,7 +147,13 @@ pub fn add_rms_norm(x: &Tensor, residual: &Tensor, weight: &Tensor, eps: f32) ->
 /// (rounded to the dtype) and `y = layer_norm(h, weight, bias, eps)`; returns
 /// `(h, y)`, two views of one new storage. (Weight and bias reach the op
 /// stacked as one `[2, cols]` tensor: a copy of `2·cols` elements.)
-pub fn add_layer_norm(x: &Tensor, residual: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32) -> Result<(Tensor, Tensor)> {
+pub fn add_layer_norm(
+    x: &Tensor,
+    residual: &Tensor,
+    weight: &Tensor,
+    bias: &Tensor,
+    eps: f32,
+) -> Result<(Tensor, Tensor)> {
     let wb = Tensor::stack(&[weight, bias], 0)?;
     let both = x.apply_op3_no_bwd(residual, &wb, &RowNorm { op: NormOp::AddLayer, eps })?;
     Ok((both.get(0)?, both.get(1)?))

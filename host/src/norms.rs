@@ -147,7 +147,9 @@ impl<R, W> Norm<R, W> {
             Norm::Rms { weight, eps } => Norm::Rms { weight, eps: *eps },
             Norm::AddRms { residual, h, weight, eps } => Norm::AddRms { residual, h, weight, eps: *eps },
             Norm::Layer { weight, bias, eps } => Norm::Layer { weight, bias, eps: *eps },
-            Norm::AddLayer { residual, h, weight, bias, eps } => Norm::AddLayer { residual, h, weight, bias, eps: *eps },
+            Norm::AddLayer { residual, h, weight, bias, eps } => {
+                Norm::AddLayer { residual, h, weight, bias, eps: *eps }
+            }
             Norm::Softmax => Norm::Softmax,
             Norm::LogSoftmax => Norm::LogSoftmax,
         }

@@ -8,11 +8,13 @@
 //!   example's workspace (`examples/custom-kernels`).
 //! * `ci`: what CI runs: fmt, clippy, the docs of the four library crates
 //!   (`cargo doc --no-deps`, warnings denied), `build-ptx --check`, `test`
-//!   (the book's chapters are doctests, so it compiles them), then a
-//!   kernel crate built with gpukern-build under an empty `CARGO_HOME` (a fresh
-//!   machine), the worked example built and tested on stable Rust, every
-//!   fuzz target for 60 s, and `gpukern-candle` built with candle's `cuda`
-//!   feature (`candle-env`; off with `GPUKERN_CI_CANDLE_CUDA=0`).
+//!   (the book's chapters are doctests, so it compiles them), the norms'
+//!   error bounds on rows up to 2^24 (`norms_bounds`' ignored tests, in
+//!   release), then a kernel crate built with gpukern-build under an empty
+//!   `CARGO_HOME` (a fresh machine), the worked example built and tested on
+//!   stable Rust, every fuzz target for 60 s, and `gpukern-candle` built
+//!   with candle's `cuda` feature (`candle-env`; off with
+//!   `GPUKERN_CI_CANDLE_CUDA=0`).
 //! * `fuzz [--seconds N] [TARGET...]`: the cargo-fuzz targets of `fuzz/` (PTX
 //!   readers, typed-signature check, graph record checks), N seconds each.
 //! * `report [args]`: the main job, `cargo run --release --bin report -- [args]`.
@@ -205,6 +207,7 @@ fn ci() -> Res {
     step("rustdoc of the library crates, warnings denied", docs)?;
     build_ptx(true)?;
     test(&[])?;
+    step("the norms' error bounds on the longest rows (release)", norms_long_rows)?;
     step("kernel build under an empty CARGO_HOME", fresh_cargo_home)?;
     step("the example on stable Rust", stable_example)?;
     step("fuzz targets, 60 s each", || fuzz::fuzz(60, &[]))?;
@@ -231,6 +234,14 @@ fn docs() -> Res {
         c.args(["-p", p]);
     }
     c.env("RUSTDOCFLAGS", "-D warnings");
+    run(c)
+}
+
+/// The norms' error bounds on rows up to `MAX_COLS`: `host/tests/norms_bounds.rs`'s
+/// ignored tests, in release (about 2 minutes on 2 cores; some 30 in debug).
+fn norms_long_rows() -> Res {
+    let mut c = cargo();
+    c.args(["test", "--release", "-p", "gpukern", "--test", "norms_bounds", "--", "--ignored"]);
     run(c)
 }
 
