@@ -182,7 +182,7 @@ sanitize)
     # graphs, in gpu_norms_pdl).
     # gpu_exhaustive: its activation tests (2^16 inputs, the converged fallback's
     # vote); the 2^32-pair tests are skipped above.
-    run_tool memcheck 270 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors gpukern-foreign gpukern-gpu_cudarc_order gpukern-gpu_safety custom-kernels-app-reset gpukern-gpu_glu gpukern-gpu_pipeline gpukern-gpu_hopper gpukern-gpu_ops gpukern-gpu_block gpukern-gpu_math gpukern-gpu_pdl gpukern-gpu_norms gpukern-gpu_norms_pdl gpukern-gpu_order gpukern-gpu_copies gpukern-gpu_exhaustive custom-kernels-app-gpu custom-kernels-app-typed custom-kernels-app-pdl custom-kernels-app-graph" --leak-check full --padding 512
+    run_tool memcheck 270 "gpukern-gpu_add gpukern-gpu_studies gpukern-errors gpukern-foreign gpukern-gpu_cudarc_order gpukern-gpu_safety custom-kernels-app-reset gpukern-gpu_glu gpukern-gpu_pipeline gpukern-gpu_hopper gpukern-gpu_ops gpukern-gpu_block gpukern-gpu_math gpukern-gpu_pdl gpukern-gpu_norms gpukern-gpu_norms_pdl gpukern-gpu_plan gpukern-gpu_order gpukern-gpu_copies gpukern-gpu_exhaustive custom-kernels-app-gpu custom-kernels-app-typed custom-kernels-app-pdl custom-kernels-app-graph" --leak-check full --padding 512
     # initcheck does not see the global writes of the bulk-copy engine: every
     # byte a cp.async.bulk shared->global store wrote reads as uninitialized to it.
     export GPUKERN_NO_BULK_STORE=1
