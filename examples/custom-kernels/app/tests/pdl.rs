@@ -104,6 +104,16 @@ fn pdl_chains_of_custom_ops_and_typed_kernels() {
     // The typed sum's two launches, back to back over several arrays.
     let mut sum = Sum::new(&gpu, &module).unwrap();
     assert_eq!(sum.kernel().has_pdl(), sm90);
+    // What a typed launch runs, asked through the one `plan`: the kernel by
+    // its name, with PDL only where the stream (or the call) says so.
+    let l = gpukern::Launch { grid: (1024, 1, 1), block: (256, 1, 1), shared_bytes: 0 };
+    for (stream, call) in streams.iter().flat_map(|s| [(s, None), (s, Some(gpukern::Pdl::Off))]) {
+        let opts = call.map_or(gpukern::Opts::auto(), |p| gpukern::Opts::auto().pdl(p));
+        let plan = gpu.plan(gpukern::Call::typed(sum.kernel(), l), stream, &opts).unwrap();
+        assert_eq!(plan.kernel, sum.kernel().name());
+        let on = sm90 && call.unwrap_or(stream.pdl()) != gpukern::Pdl::Off;
+        assert_eq!(plan.pdl, on, "stream {:?}, call {call:?}", stream.pdl());
+    }
     for stream in &streams {
         let pdl = stream.pdl();
         for n in [1usize, 4097, 1 << 20] {
