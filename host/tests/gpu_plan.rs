@@ -40,6 +40,15 @@ fn a_gated_activation_launches_its_plan() {
         let ran = gpu.glu_opts(GluOp::Silu, GluIn::pair(gv, uv), out.slice_mut(..n).unwrap(), &s, &opts).unwrap();
         assert_eq!(planned, ran, "stream {stream_pdl:?}, call {call_pdl:?}, skew {skew}");
     }
+    // The `[gate | up]` rows, one row into a longer output among them.
+    let s = gpu.stream().unwrap();
+    for (rows, d, yp) in [(4, 1024, 1024), (1, 1000, 1000), (3, 96, 100)] {
+        let layout = Rows { rows, cols: d, x_pitch: 2 * d, y_pitch: yp };
+        let asked = Call::glu(GluOp::Gelu, &GluIn::split(&g, layout), out.slice(..n).unwrap());
+        let planned = gpu.plan(asked, &s, &Opts::auto()).unwrap();
+        let ran = gpu.glu_opts(GluOp::Gelu, GluIn::split(&g, layout), out.slice_mut(..n).unwrap(), &s, &Opts::auto());
+        assert_eq!(planned, ran.unwrap(), "{rows} rows of {d}, output pitch {yp}");
+    }
     // A refused shape is refused by the plan too.
     let s = gpu.stream().unwrap();
     let odd = GluIn::pair(g.slice(..7).unwrap(), u.slice(..8).unwrap());

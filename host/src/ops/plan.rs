@@ -105,6 +105,9 @@ impl<'c> Call<'c> {
         // The operands as the call checks them: a split input's halves, or why
         // its rows are refused.
         let operands = match input {
+            GluIn::Pair { gate, up } if gate.len() != up.len() || gate.len() != out.1 => {
+                Err(Error::LengthMismatch { kernel: op.name(), a: gate.len(), b: up.len(), out: out.1 })
+            }
             GluIn::Pair { gate, up } => {
                 Ok(([(gate.addr(), gate.len()), (up.addr(), up.len()), out], GluRows::flat(out.1)))
             }
@@ -115,11 +118,6 @@ impl<'c> Call<'c> {
         };
         let plan = move |gpu: &Gpu, opts: &Opts, pdl: Pdl| {
             let (spans, shape) = operands?;
-            if let ([(_, g), (_, u), (_, o)], 1) = (spans, shape.rows) {
-                if g != u || g != o {
-                    return Err(Error::LengthMismatch { kernel: op.name(), a: g, b: u, out: o });
-                }
-            }
             gpu.glu_prepare::<T>(op, spans, shape, opts, pdl).map(|(plan, _)| plan)
         };
         Call { what: What::Choice(Box::new(plan)) }
