@@ -243,6 +243,35 @@ fn glu_plans_and_errors_write_nothing() {
     assert_eq!(ob.to_vec().unwrap()[5], reference::glu_one(op, bf16::ONE, bf16::ONE));
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn glu_in_a_graph_gives_the_streams_bits() {
+    let gpu = gpu();
+    let (rows, d) = (6, 1000);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(17);
+    let x: Vec<bf16> = (0..rows * 2 * d).map(|_| bf16::from_f32(rng.gen_range(-6.0..6.0))).collect();
+    let (dx, mut y1, mut y2) =
+        (gpu.upload(&x).unwrap(), gpu.alloc::<bf16>(rows * d).unwrap(), gpu.alloc::<bf16>(d).unwrap());
+    let layout = Rows { rows, cols: d, x_pitch: 2 * d, y_pitch: d };
+    let mut g = gpu.graph();
+    let (sx, s1, s2) = (g.input(&dx).unwrap(), g.output(&mut y1).unwrap(), g.output(&mut y2).unwrap());
+    g.glu(GluOp::Silu, GluIn::Split { x: sx, rows: layout }, s1, &Opts::auto()).unwrap();
+    let (gate, up) = (sx.slice(..d).unwrap(), sx.slice(d..2 * d).unwrap());
+    g.glu(GluOp::Gelu, GluIn::Pair { gate, up }, s2, &Opts::auto()).unwrap();
+    // Refused, nothing recorded: lengths that differ, an input as the output.
+    let short = GluIn::Pair { gate: sx.slice(..d - 1).unwrap(), up };
+    assert!(matches!(g.glu(GluOp::Gelu, short, s2, &Opts::auto()), Err(Error::LengthMismatch { .. })));
+    assert!(g.glu(GluOp::Gelu, GluIn::Pair { gate, up }, gate, &Opts::auto()).is_err());
+    assert_eq!(g.len(), 2);
+    let s = gpu.stream().unwrap();
+    g.build().unwrap().launch(&s).unwrap();
+    s.synchronize().unwrap();
+    let want1 = reference::glu_split(GluOp::Silu, &x, &vec![bf16::ZERO; rows * d], layout);
+    assert_eq!(reference::first_mismatch(&y1.to_vec().unwrap(), &want1), None);
+    let want2 = reference::glu(GluOp::Gelu, &x[..d], &x[d..2 * d]);
+    assert_eq!(reference::first_mismatch(&y2.to_vec().unwrap(), &want2), None);
+}
+
 fn case() -> impl Strategy<Value = Case> {
     let op = prop::sample::select(GluOp::ALL.to_vec());
     let dtype = prop::sample::select(Dtype::ALL.to_vec());

@@ -98,3 +98,17 @@ impl Studies<'_> {
         Ok(AddGraph::new(raw, launches, self, uses, None))
     }
 }
+
+impl crate::ops::many::AddManyPlan<'_> {
+    /// Captures `launches` launches of the list into a CUDA graph.
+    pub fn graph(&self, launches: usize) -> Result<AddGraph<'_>> {
+        let func = self.gpu.shared.func(self.name)?;
+        let raw = raw::capture(&self.gpu.shared.ctx, |s| {
+            // SAFETY: the kernel is the one `self.name` names, resolved by that name from
+            // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
+            // table fixes its parameter list as this launch passes it).
+            (0..launches).try_for_each(|_| unsafe { raw::launch_many_table(func, &self.table, s, false) })
+        })?;
+        Ok(AddGraph::new(raw, launches, &self.gpu, self.table.uses(), Some(self.table.serial())))
+    }
+}

@@ -4,6 +4,7 @@
 
 pub(crate) mod adds;
 pub(crate) mod capture;
+mod glu;
 pub(crate) mod norms;
 pub(crate) mod user;
 

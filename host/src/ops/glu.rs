@@ -75,14 +75,19 @@ impl GluRows {
 }
 
 /// What a gated activation reads: two operands element by element, or the
-/// rows `[gate | up]` of one (a fused gate-and-up projection's output).
-pub enum GluIn<'a, T: Element> {
+/// rows `[gate | up]` of one (a fused gate-and-up projection's output). One
+/// type for every path, generic in how an operand is held: `View<'a, T>` on
+/// a stream ([`Gpu::glu`], built with [`GluIn::pair`] and [`GluIn::split`]),
+/// [`crate::Slot<T>`] in a graph ([`crate::GraphBuilder::glu`], built with
+/// the variants).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum GluIn<R> {
     /// `gate` and `up`, each as long as the output.
     Pair {
         /// The activation's input.
-        gate: View<'a, T>,
+        gate: R,
         /// The factor.
-        up: View<'a, T>,
+        up: R,
     },
     /// `rows.rows` rows, `rows.cols` outputs each: input row `i` at
     /// `x[i·rows.x_pitch ..]` holds the gate's `cols` elements then the up
@@ -92,13 +97,13 @@ pub enum GluIn<'a, T: Element> {
     /// f16/bf16).
     Split {
         /// The `[gate | up]` rows.
-        x: View<'a, T>,
+        x: R,
         /// The row layout (`x_pitch` at least `2·cols` with more than one row).
         rows: Rows,
     },
 }
 
-impl<'a, T: Element> GluIn<'a, T> {
+impl<'a, T: Element> GluIn<View<'a, T>> {
     /// [`GluIn::Pair`] from any read operand (`&DeviceVec`, `View`, …).
     pub fn pair(gate: impl AsView<'a, T>, up: impl AsView<'a, T>) -> Self {
         GluIn::Pair { gate: gate.into_view(), up: up.into_view() }
@@ -124,7 +129,7 @@ impl Gpu {
     pub fn glu<'a, T: Element>(
         &self,
         op: GluOp,
-        input: GluIn<'a, T>,
+        input: GluIn<View<'a, T>>,
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
     ) -> Result<()> {
@@ -138,7 +143,7 @@ impl Gpu {
     pub fn glu_opts<'a, T: Element>(
         &self,
         op: GluOp,
-        input: GluIn<'a, T>,
+        input: GluIn<View<'a, T>>,
         out: impl AsViewMut<'a, T>,
         stream: &Stream,
         opts: &Opts,
@@ -281,14 +286,20 @@ impl Gpu {
     }
 }
 
+/// Where the up half of `[gate | up]` rows in `x` (`x_len` elements) starts,
+/// and how long each half's rows run, or why `x` is too short.
+pub(crate) fn halves(op: GluOp, x_len: usize, s: GluRows) -> Result<(usize, usize)> {
+    let need = s.extent(s.pitches[0]).saturating_add(if s.rows == 0 { 0 } else { s.n });
+    if x_len < need {
+        let detail = format!("x has {x_len} elements, {} rows [gate | up] of 2·{} need {need}", s.rows, s.n);
+        return Err(Error::Shape { kernel: op.name(), detail });
+    }
+    Ok((s.n.min(need), s.extent(s.pitches[0])))
+}
+
 /// The gate and up halves of `[gate | up]` rows in `x`: views from `x`'s
 /// start and from `cols` further on, each as long as its rows need.
 pub(crate) fn split_halves<T: Element>(op: GluOp, x: View<'_, T>, s: GluRows) -> Result<(View<'_, T>, View<'_, T>)> {
-    let need = s.extent(s.pitches[0]).saturating_add(if s.rows == 0 { 0 } else { s.n });
-    if x.len() < need {
-        let detail = format!("x has {} elements, {} rows [gate | up] of 2·{} need {need}", x.len(), s.rows, s.n);
-        return Err(Error::Shape { kernel: op.name(), detail });
-    }
-    let len = s.extent(s.pitches[0]);
-    Ok((x.slice(..len)?, x.slice(s.n.min(need)..s.n.min(need) + len)?))
+    let (up, len) = halves(op, x.len(), s)?;
+    Ok((x.slice(..len)?, x.slice(up..up + len)?))
 }

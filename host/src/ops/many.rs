@@ -8,7 +8,6 @@ use kernels_gpu::Dtype;
 
 use crate::device::gpu::{Gpu, Stream};
 use crate::error::{Error, Result};
-use crate::graph::adds::AddGraph;
 use crate::launch::variant::LaunchShape;
 use crate::memory::buffer::{AsView, AsViewMut, Element, View, ViewMut};
 use crate::raw::{self, Ceiling};
@@ -41,13 +40,13 @@ impl Gpu {
     }
 }
 
-/// A foreach add whose table is already on the device; made by [`AddManyPlan::new`].
+/// A foreach add whose table is already on the device; made by [`AddManyPlan::new`]; its graph: [`AddManyPlan::graph`].
 pub struct AddManyPlan<'a> {
-    table: raw::ManyTable<'a>,
-    name: &'static str,
+    pub(crate) table: raw::ManyTable<'a>,
+    pub(crate) name: &'static str,
     dtype: Dtype,
     elements: usize,
-    gpu: Gpu,
+    pub(crate) gpu: Gpu,
     len: usize,
     _outputs: std::marker::PhantomData<&'a mut ()>,
 }
@@ -85,18 +84,6 @@ impl<'a> AddManyPlan<'a> {
         // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
         // table fixes its parameter list as this launch passes it).
         unsafe { raw::launch_many_table(self.gpu.shared.func(name)?, &self.table, stream.raw(), pdl) }
-    }
-
-    /// Captures `launches` launches of the list into a CUDA graph.
-    pub fn graph(&self, launches: usize) -> Result<AddGraph<'_>> {
-        let func = self.gpu.shared.func(self.name)?;
-        let raw = raw::capture(&self.gpu.shared.ctx, |s| {
-            // SAFETY: the kernel is the one `self.name` names, resolved by that name from
-            // this Gpu's own modules (the library's PTX, built from kernels-gpu, whose
-            // table fixes its parameter list as this launch passes it).
-            (0..launches).try_for_each(|_| unsafe { raw::launch_many_table(func, &self.table, s, false) })
-        })?;
-        Ok(AddGraph::new(raw, launches, &self.gpu, self.table.uses(), Some(self.table.serial())))
     }
 
     /// Triples in the list (empty ones included).

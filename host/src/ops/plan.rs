@@ -100,7 +100,7 @@ impl<'c> Call<'c> {
     }
 
     /// [`Gpu::glu`]: `out = act(gate) · up`, either form of [`GluIn`].
-    pub fn glu<'a, T: Element>(op: GluOp, input: &GluIn<'a, T>, out: impl AsView<'a, T>) -> Call<'c> {
+    pub fn glu<'a, T: Element>(op: GluOp, input: &GluIn<View<'a, T>>, out: impl AsView<'a, T>) -> Call<'c> {
         let out = span(out);
         // The operands as the call checks them: a split input's halves, or why
         // its rows are refused.
