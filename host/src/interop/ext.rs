@@ -24,9 +24,9 @@
 //! # Ok::<(), gpukern::Error>(())
 //! ```
 
-use cudarc::driver::CudaStream;
+use cudarc::driver::{CudaSlice, CudaStream};
 use kernels_gpu::glu::GluOp;
-use kernels_gpu::ops::{BinaryOp, UnaryOp};
+use kernels_gpu::ops::{BinaryOp, OpKind, UnaryOp};
 
 use crate::device::gpu::Gpu;
 use crate::error::Result;
@@ -49,7 +49,8 @@ mod sealed {
 pub trait CudarcExt: sealed::Sealed {
     /// `out = op(a, b)` ([`Gpu::binary`]'s operation and choice). Errors
     /// (nothing queued): lengths differ; a stream or buffer of another
-    /// context.
+    /// context. What it launches: [`Gpu::plan`] of the same operands on a
+    /// new stream (a cudarc stream counts as [`crate::Pdl::Auto`]).
     fn binary_cudarc<T: Element>(
         &self,
         op: BinaryOp,
@@ -141,7 +142,7 @@ impl CudarcExt for Gpu {
         out: &mut impl CudarcOutput<T>,
         stream: &CudaStream,
     ) -> Result<()> {
-        self.cudarc_binary(op, a, b, out, stream)
+        self.cudarc_map(OpKind::Binary(op), a, Some(b), out, None, stream)
     }
 
     fn unary_cudarc<T: Element>(
@@ -151,7 +152,7 @@ impl CudarcExt for Gpu {
         out: &mut impl CudarcOutput<T>,
         stream: &CudaStream,
     ) -> Result<()> {
-        self.cudarc_unary(op, a, out, stream)
+        self.cudarc_map(OpKind::Unary(op), a, None::<&CudaSlice<T>>, out, None, stream)
     }
 
     fn axpby_cudarc<T: Element>(
@@ -163,7 +164,7 @@ impl CudarcExt for Gpu {
         out: &mut impl CudarcOutput<T>,
         stream: &CudaStream,
     ) -> Result<()> {
-        self.cudarc_axpby(alpha, a, beta, b, out, stream)
+        self.cudarc_map(OpKind::Axpby, a, Some(b), out, Some((alpha, beta)), stream)
     }
 
     fn glu_cudarc<T: Element>(
@@ -201,6 +202,9 @@ impl CudarcExt for Gpu {
     }
 
     fn spin_cudarc(&self, stream: &CudaStream, ns: u64) -> Result<()> {
-        self.cudarc_spin(stream, ns)
+        self.check_cudarc_context("spin", stream.context())?;
+        // The stream is of this Gpu's context (checked above); the borrow
+        // keeps it alive for the call.
+        self.spin_on(crate::raw::Queue::untracked(stream.cu_stream()), ns)
     }
 }

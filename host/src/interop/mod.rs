@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr};
 use cudarc::driver::{DevicePtrMut, DeviceSlice, SyncOnDrop};
-use kernels_gpu::ops::{BinaryOp, OpKind, UnaryOp};
+use kernels_gpu::ops::OpKind;
 
 use crate::device::gpu::Gpu;
 use crate::error::{Error, Result};
@@ -122,8 +122,9 @@ impl Gpu {
         Ok(())
     }
 
-    /// Runs `kind` on cudarc operands: `b` for two-input kinds, `scales` for axpby.
-    fn cudarc_map<T: Element, A: CudarcInput<T>, B: CudarcInput<T>>(
+    /// Runs `kind` on cudarc operands ([`crate::CudarcExt`]'s element-wise
+    /// calls): `b` for two-input kinds, `scales` for axpby.
+    pub(crate) fn cudarc_map<T: Element, A: CudarcInput<T>, B: CudarcInput<T>>(
         &self,
         kind: OpKind,
         a: &A,
@@ -148,58 +149,6 @@ impl Gpu {
         let out = output(self, out, stream, &mut guards)?;
         let ops = Operands::<T> { a, b, out, scales };
         self.map_auto(kind, ops, crate::raw::Queue::untracked(stream.cu_stream()), crate::Pdl::Auto)
-    }
-
-    /// `out = op(a, b)` on cudarc buffers (`CudaSlice`, `CudaView`,
-    /// `CudaViewMut`), queued on a cudarc stream; the stream and every buffer
-    /// must be of this device's primary context ([`Error::ForeignContext`]
-    /// otherwise, nothing launched). What it launches: [`Gpu::plan`] with
-    /// `Opts::auto()` (the automatic choice, [`crate::Pdl::Auto`]).
-    pub(crate) fn cudarc_binary<T: Element>(
-        &self,
-        op: BinaryOp,
-        a: &impl CudarcInput<T>,
-        b: &impl CudarcInput<T>,
-        out: &mut impl CudarcOutput<T>,
-        stream: &CudaStream,
-    ) -> Result<()> {
-        self.cudarc_map(OpKind::Binary(op), a, Some(b), out, None, stream)
-    }
-
-    /// `out = op(a)` on cudarc buffers.
-    pub(crate) fn cudarc_unary<T: Element, A: CudarcInput<T>>(
-        &self,
-        op: UnaryOp,
-        a: &A,
-        out: &mut impl CudarcOutput<T>,
-        stream: &CudaStream,
-    ) -> Result<()> {
-        self.cudarc_map(OpKind::Unary(op), a, None::<&A>, out, None, stream)
-    }
-
-    /// Queues the one-thread spin kernel ([`crate::Studies::spin`]) on a
-    /// cudarc stream of this device's primary context: a timing harness on
-    /// another library's stream (candle's) puts it before its first event, so
-    /// that the events time the GPU's work while the host queues the calls.
-    /// It touches no memory. Errors: [`Error::ForeignContext`].
-    pub(crate) fn cudarc_spin(&self, stream: &CudaStream, ns: u64) -> Result<()> {
-        self.check_cudarc_context("spin", stream.context())?;
-        // The stream is of this Gpu's context (checked above); the borrow
-        // keeps it alive for the call.
-        self.spin_on(crate::raw::Queue::untracked(stream.cu_stream()), ns)
-    }
-
-    /// `out = alpha·a + beta·b` on cudarc buffers.
-    pub(crate) fn cudarc_axpby<T: Element>(
-        &self,
-        alpha: f32,
-        a: &impl CudarcInput<T>,
-        beta: f32,
-        b: &impl CudarcInput<T>,
-        out: &mut impl CudarcOutput<T>,
-        stream: &CudaStream,
-    ) -> Result<()> {
-        self.cudarc_map(OpKind::Axpby, a, Some(b), out, Some((alpha, beta)), stream)
     }
 }
 

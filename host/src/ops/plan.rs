@@ -165,7 +165,7 @@ impl<'c> Call<'c> {
         };
         let (kind, eps) = (p.op, p.eps);
         let plan = move |gpu: &Gpu, opts: &Opts, pdl: Pdl| {
-            let prepared = gpu.norm_prepare::<T>(kind, eps, &spans, rows, &opts.pdl(pdl), pdl)?;
+            let prepared = gpu.norm_prepare::<T>(kind, eps, &spans, rows, opts, pdl)?;
             let plan = prepared.plan;
             let named = || gpu.norm_kernel_name(prepared.family, T::DTYPE, plan).unwrap_or(kind.name());
             let kernel = prepared.launch.as_ref().map_or_else(named, |l| l.name);
